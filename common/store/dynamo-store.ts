@@ -1,0 +1,404 @@
+// The DynamoDB adapter of the core's store port (common/core/ports.ts: EventStore).
+// - Events: BatchWriteItem through batchPut (chunks of 25, UnprocessedItems retried); keys are
+//   deterministic (schema.envoyEventKey), so a replayed event overwrites the same item.
+// - Envoy and lineage state: compare-and-set on `rev` (ConditionExpression); a lost race is a typed
+//   `conflict` result with the current value, never an exception. No TransactWriteItems (dynalite
+//   lacks it, and one code path runs locally and on AWS).
+// - Object generations: watermark first-write-wins per lineage; creation fields set only if absent.
+// - Reads: every item validated with the core's parseItem; invalid items logged and skipped.
+import {
+  ConditionSchema,
+  EnvoyEventSchema,
+  EnvoyStateSchema,
+  GENERATION_SK_PREFIX,
+  ITEM_KIND,
+  LineageStateSchema,
+  MAX_MESSAGE_BYTES,
+  MAX_NODE_ID_LENGTH,
+  envoyEventKey,
+  envoyEventSkPrefix,
+  envoyPartitionKey,
+  envoyStateKey,
+  isValidLineage,
+  lineageStateKey,
+  objectGenerationKey,
+  objectPartitionKey,
+  toEnvoyEventItem,
+  toEnvoyStateItem,
+  toLineageStateItem,
+  truncateUtf8,
+  ttlEpochSeconds,
+  type Clock,
+  type Condition,
+  type ConditionalWriteResult,
+  type EnvoyEvent,
+  type EnvoyState,
+  type EventStore,
+  type ItemKey,
+  type ItemKind,
+  type ItemRead,
+  type LineageState,
+  type LineageWatermark,
+  type ObjectGeneration,
+  type ObjectRef,
+  type Page,
+  type PageRequest,
+  type PutEventsResult,
+  type ScanRequest,
+  type TableItem,
+} from '../core';
+import { batchPut, UnwrittenItemsError, type BatchWriteOptions, type KeyedItem } from './batch-write';
+import { describeZodIssues, InvalidStoreInputError, isConditionalCheckFailed } from './errors';
+import { ExpressionBuilder } from './expression';
+import { rawRev, readAny, readAs, type RecordOfKind } from './item-reader';
+import { pageLimit, startKey, toPage } from './listing';
+import type { StoreLogger } from './logger';
+import { checkObjectGeneration, checkObjectRef, setGenerationFields, writeWatermark, type StoreContext } from './object-generations';
+import type { DocumentOperations } from './operations';
+import { ENVOY_STATE_INDEX, ENVOY_STATE_INDEX_KEY, PARTITION_KEY, SORT_KEY } from './table';
+
+export interface DynamoEventStoreOptions {
+  tableName: string;
+  operations: DocumentOperations;
+  logger: StoreLogger;
+  clock: Clock;
+  /** Batching and UnprocessedItems retry settings for putEvents. */
+  batch?: Omit<BatchWriteOptions, 'tableName'>;
+  /** Cap for stored Envoy messages (NACK text, not-observable reasons), UTF-8 bytes. */
+  maxMessageBytes?: number;
+  /**
+   * When set, an EXPIRED Envoy's state item gets a DynamoDB TTL this long after its lastSeenAt, so
+   * states of Envoys that never come back are eventually deleted. A later write of a live state
+   * replaces the whole item, TTL included. Unset: states are kept until deleted explicitly.
+   */
+  expiredStateRetentionMs?: number;
+}
+
+/** A failed event, with whether retrying can help (an invalid event will fail the same way again). */
+export interface FailedEvent {
+  event: EnvoyEvent;
+  error: string;
+  retryable: boolean;
+}
+
+export interface DynamoPutEventsResult extends PutEventsResult {
+  failed: FailedEvent[];
+}
+
+function keyString(key: ItemKey): string {
+  return JSON.stringify([key.pk, key.sk]);
+}
+
+/** Node ids become partition keys (at most 2048 bytes in DynamoDB); the schema bounds them. */
+function checkNodeId(nodeId: string): void {
+  if (nodeId.length === 0 || nodeId.length > MAX_NODE_ID_LENGTH) {
+    throw new InvalidStoreInputError(`node id must be 1..${MAX_NODE_ID_LENGTH} characters, got ${nodeId.length}`);
+  }
+}
+
+
+export class DynamoEventStore implements EventStore {
+  private readonly tableName: string;
+  private readonly operations: DocumentOperations;
+  private readonly logger: StoreLogger;
+  private readonly clock: Clock;
+  private readonly batch: Omit<BatchWriteOptions, 'tableName'>;
+  private readonly maxMessageBytes: number;
+  private readonly context: StoreContext;
+  private readonly expiredStateRetentionMs: number | undefined;
+
+  constructor(options: DynamoEventStoreOptions) {
+    this.tableName = options.tableName;
+    this.operations = options.operations;
+    this.logger = options.logger;
+    this.clock = options.clock;
+    this.batch = options.batch ?? {};
+    this.maxMessageBytes = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
+    this.expiredStateRetentionMs = options.expiredStateRetentionMs;
+    this.context = { tableName: this.tableName, operations: this.operations, logger: this.logger };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Envoy events
+
+  async putEvents(events: readonly EnvoyEvent[]): Promise<DynamoPutEventsResult> {
+    const failed: FailedEvent[] = [];
+    const valid: { event: EnvoyEvent; item: KeyedItem }[] = [];
+    for (const event of events) {
+      // Envoy's error_detail.message can be huge (a whole rejected route table): cap it before it
+      // meets DynamoDB's 400 KB item limit.
+      const capped = event.message === undefined ? event : { ...event, message: truncateUtf8(event.message, this.maxMessageBytes) };
+      const parsed = EnvoyEventSchema.safeParse(capped);
+      if (!parsed.success) {
+        const error = `invalid event: ${describeZodIssues(parsed.error.issues)}`;
+        this.logger.warn({ table: this.tableName, nodeId: event.nodeId, typeUrl: event.typeUrl, reason: error }, 'refusing to write event');
+        failed.push({ event, error, retryable: false });
+        continue;
+      }
+      valid.push({ event, item: toEnvoyEventItem(parsed.data) });
+    }
+    if (valid.length === 0) return { written: 0, failed };
+    try {
+      await batchPut(this.operations, valid.map((entry) => entry.item), { ...this.batch, tableName: this.tableName });
+      return { written: valid.length, failed };
+    } catch (error) {
+      if (!(error instanceof UnwrittenItemsError)) throw error;
+      const failureByKey = new Map(error.failures.map((failure) => [keyString(failure.item), failure]));
+      let written = 0;
+      for (const entry of valid) {
+        const failure = failureByKey.get(keyString(entry.item));
+        if (failure === undefined) written++;
+        else failed.push({ event: entry.event, error: failure.cause, retryable: failure.retryable });
+      }
+      this.logger.warn(
+        { table: this.tableName, unwritten: failureByKey.size, reasons: error.causes },
+        'events not written after retries; returned to caller',
+      );
+      return { written, failed };
+    }
+  }
+
+  async listEnvoyEvents(
+    nodeId: string,
+    options: PageRequest & { lineage?: string; descending?: boolean } = {},
+  ): Promise<Page<EnvoyEvent>> {
+    checkNodeId(nodeId);
+    if (options.lineage !== undefined && !isValidLineage(options.lineage)) {
+      throw new InvalidStoreInputError(`invalid lineage ${JSON.stringify(options.lineage)}`);
+    }
+    const pk = envoyPartitionKey(nodeId);
+    const prefix = envoyEventSkPrefix(options.lineage);
+    return this.queryPartition('EnvoyEvent', pk, prefix, options);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Envoy state
+
+  async getEnvoyState(nodeId: string): Promise<ItemRead<EnvoyState>> {
+    checkNodeId(nodeId);
+    return this.getRecord('EnvoyState', envoyStateKey(nodeId));
+  }
+
+  async updateEnvoyState(state: EnvoyState, expectedRev: number | undefined): Promise<ConditionalWriteResult<EnvoyState>> {
+    const capped: EnvoyState = { ...state, types: { ...state.types } };
+    for (const [typeUrl, type] of Object.entries(state.types)) {
+      if (type.nack !== undefined) {
+        capped.types[typeUrl] = { ...type, nack: { ...type.nack, message: truncateUtf8(type.nack.message, this.maxMessageBytes) } };
+      }
+    }
+    const parsed = EnvoyStateSchema.safeParse(capped);
+    if (!parsed.success) {
+      throw new InvalidStoreInputError(`invalid Envoy state for ${state.nodeId}: ${describeZodIssues(parsed.error.issues)}`);
+    }
+    const ttl =
+      parsed.data.status === 'EXPIRED' && this.expiredStateRetentionMs !== undefined
+        ? ttlEpochSeconds(parsed.data.lastSeenAt, this.expiredStateRetentionMs)
+        : undefined;
+    // The sparse index attribute makes this item (and only state items) visible to listEnvoyStates.
+    const item = { ...toEnvoyStateItem(parsed.data, ttl), [ENVOY_STATE_INDEX_KEY]: parsed.data.nodeId };
+    return this.putIfRev(item, parsed.data.rev, expectedRev, () => this.getEnvoyState(parsed.data.nodeId));
+  }
+
+  async listEnvoyStates(options: PageRequest & { group?: string } = {}): Promise<Page<EnvoyState>> {
+    const limit = pageLimit(options);
+    const listing = `envoy-states:${options.group ?? '*'}`;
+    const exclusiveStartKey = startKey(options, {
+      listing,
+      attributes: [PARTITION_KEY, SORT_KEY, ENVOY_STATE_INDEX_KEY],
+    });
+    const expression = new ExpressionBuilder();
+    const filter = options.group === undefined ? undefined : `${expression.name('group')} = ${expression.value(options.group)}`;
+    // A Scan of the sparse index reads state items only (O(fleet), not O(table)). Index reads are
+    // eventually consistent: a state written a moment ago may be missing or one write behind.
+    const output = await this.operations.scan({
+      TableName: this.tableName,
+      IndexName: ENVOY_STATE_INDEX,
+      Limit: limit,
+      ExclusiveStartKey: exclusiveStartKey,
+      FilterExpression: filter,
+      ExpressionAttributeNames: filter === undefined ? undefined : expression.names,
+      ExpressionAttributeValues: filter === undefined ? undefined : expression.valuesOrUndefined(),
+    });
+    return toPage(output.Items, output.LastEvaluatedKey, listing, (raw) => readAs('EnvoyState', raw, this.logger, this.tableName));
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Lineages
+
+  async getLineageState(lineage: string): Promise<ItemRead<LineageState>> {
+    if (!isValidLineage(lineage)) throw new InvalidStoreInputError(`invalid lineage ${JSON.stringify(lineage)}`);
+    return this.getRecord('LineageState', lineageStateKey(lineage));
+  }
+
+  async putLineageState(state: LineageState, expectedRev: number | undefined): Promise<ConditionalWriteResult<LineageState>> {
+    const parsed = LineageStateSchema.safeParse(state);
+    if (!parsed.success) {
+      throw new InvalidStoreInputError(`invalid lineage state for ${state.lineage}: ${describeZodIssues(parsed.error.issues)}`);
+    }
+    return this.putIfRev(toLineageStateItem(parsed.data), parsed.data.rev, expectedRev, () => this.getLineageState(parsed.data.lineage));
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Object generations
+
+  putWatermark(ref: ObjectRef, generation: number, lineage: string, watermark: LineageWatermark): Promise<'written' | 'alreadySet'> {
+    return writeWatermark(this.context, ref, generation, lineage, watermark);
+  }
+
+  async markNotObservable(ref: ObjectRef, generation: number, reason: string, at: number): Promise<void> {
+    await setGenerationFields(this.context, ref, generation, at, (expression) => [
+      `${expression.name('notObservable')} = ${expression.value(truncateUtf8(reason, this.maxMessageBytes))}`,
+    ]);
+  }
+
+  async getObjectGeneration(ref: ObjectRef, generation: number): Promise<ItemRead<ObjectGeneration>> {
+    checkObjectGeneration(ref, generation);
+    return this.getRecord('ObjectGeneration', objectGenerationKey(ref, generation));
+  }
+
+  async listObjectGenerations(ref: ObjectRef, options: PageRequest & { descending?: boolean } = {}): Promise<Page<ObjectGeneration>> {
+    checkObjectRef(ref);
+    return this.queryPartition('ObjectGeneration', objectPartitionKey(ref), GENERATION_SK_PREFIX, options);
+  }
+
+  async recordCondition(ref: ObjectRef, generation: number, condition: Condition, programmedAt?: number): Promise<void> {
+    const parsedCondition = ConditionSchema.safeParse(condition);
+    if (!parsedCondition.success) {
+      throw new InvalidStoreInputError(`invalid condition: ${describeZodIssues(parsedCondition.error.issues)}`);
+    }
+    if (programmedAt !== undefined && (!Number.isSafeInteger(programmedAt) || programmedAt < 0)) {
+      throw new InvalidStoreInputError(`invalid programmedAt ${String(programmedAt)}`);
+    }
+    await setGenerationFields(this.context, ref, generation, this.clock.now(), (expression) => {
+      const sets = [`${expression.name('lastCondition')} = ${expression.value(parsedCondition.data)}`];
+      if (programmedAt !== undefined) {
+        // The first programmed time is kept: later re-assertions of the condition must not move it.
+        const programmedName = expression.name('programmedAt');
+        sets.push(`${programmedName} = if_not_exists(${programmedName}, ${expression.value(programmedAt)})`);
+      }
+      return sets;
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Whole-table scan (resync)
+
+  async scanItems(request: ScanRequest = {}): Promise<Page<TableItem>> {
+    const limit = pageLimit(request);
+    const { segment, totalSegments } = request;
+    if ((segment === undefined) !== (totalSegments === undefined)) {
+      throw new InvalidStoreInputError('segment and totalSegments go together');
+    }
+    if (
+      segment !== undefined &&
+      totalSegments !== undefined &&
+      (!Number.isSafeInteger(totalSegments) || totalSegments < 1 || totalSegments > 1_000_000 ||
+        !Number.isSafeInteger(segment) || segment < 0 || segment >= totalSegments)
+    ) {
+      throw new InvalidStoreInputError(`segment ${String(segment)} of ${String(totalSegments)} is out of range`);
+    }
+    if (request.kind !== undefined && !(Object.values(ITEM_KIND) as string[]).includes(request.kind)) {
+      throw new InvalidStoreInputError(`unknown item kind ${JSON.stringify(request.kind)}`);
+    }
+    const listing = `scan:${request.kind ?? '*'}:${segment ?? 0}/${totalSegments ?? 1}`;
+    const exclusiveStartKey = startKey(request, { listing, attributes: [PARTITION_KEY, SORT_KEY] });
+    const expression = new ExpressionBuilder();
+    const filter = request.kind === undefined ? undefined : `${expression.name('kind')} = ${expression.value(request.kind)}`;
+    const output = await this.operations.scan({
+      TableName: this.tableName,
+      Limit: limit,
+      ExclusiveStartKey: exclusiveStartKey,
+      Segment: segment,
+      TotalSegments: totalSegments,
+      ConsistentRead: true,
+      FilterExpression: filter,
+      ExpressionAttributeNames: filter === undefined ? undefined : expression.names,
+      ExpressionAttributeValues: filter === undefined ? undefined : expression.valuesOrUndefined(),
+    });
+    return toPage(output.Items, output.LastEvaluatedKey, listing, (raw) => readAny(raw, this.logger, this.tableName));
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Helpers
+
+  private async getRecord<K extends ItemKind>(kind: K, key: ItemKey): Promise<ItemRead<RecordOfKind[K]>> {
+    // Strongly consistent: these reads precede conditional writes, which must see the latest rev.
+    const output = await this.operations.get({ TableName: this.tableName, Key: key, ConsistentRead: true });
+    if (output.Item === undefined) return { status: 'missing' };
+    const outcome = readAs(kind, output.Item, this.logger, this.tableName);
+    if (outcome.ok) return { status: 'found', value: outcome.value };
+    const rev = rawRev(output.Item);
+    return rev === undefined ? { status: 'corrupt', error: outcome.corrupt.error } : { status: 'corrupt', error: outcome.corrupt.error, rev };
+  }
+
+  /**
+   * Put `item` iff the stored rev equals `expectedRev` (absent item when undefined). Together with
+   * callers writing `expectedRev + 1` this makes rev strictly increasing, so a stale or replayed
+   * write (one based on an older read) can never replace newer state: in particular it can never
+   * move an acked version backwards. A lost race returns the current value.
+   */
+  private async putIfRev<T>(
+    item: KeyedItem,
+    newRev: number,
+    expectedRev: number | undefined,
+    readCurrent: () => Promise<ItemRead<T>>,
+  ): Promise<ConditionalWriteResult<T>> {
+    if (expectedRev !== undefined && (!Number.isSafeInteger(expectedRev) || expectedRev < 0)) {
+      throw new InvalidStoreInputError(`invalid expectedRev ${String(expectedRev)}`);
+    }
+    if (newRev <= (expectedRev ?? -1)) {
+      throw new InvalidStoreInputError(`rev must increase: writing rev ${newRev} over expected rev ${String(expectedRev)}`);
+    }
+    const expression = new ExpressionBuilder();
+    const condition =
+      expectedRev === undefined
+        ? `attribute_not_exists(${expression.name(PARTITION_KEY)})`
+        : `${expression.name('rev')} = ${expression.value(expectedRev)}`;
+    try {
+      await this.operations.put({
+        TableName: this.tableName,
+        Item: item,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: expression.names,
+        ExpressionAttributeValues: expression.valuesOrUndefined(),
+      });
+      return { ok: true };
+    } catch (error) {
+      if (!isConditionalCheckFailed(error)) throw error;
+      return { ok: false, reason: 'conflict', current: await readCurrent() };
+    }
+  }
+
+  private async queryPartition<K extends ItemKind>(
+    kind: K,
+    pk: string,
+    skPrefix: string,
+    options: PageRequest & { descending?: boolean },
+  ): Promise<Page<RecordOfKind[K]>> {
+    const limit = pageLimit(options);
+    const listing = `query:${kind}:${options.descending === true ? 'desc' : 'asc'}`;
+    const exclusiveStartKey = startKey(options, {
+      listing,
+      attributes: [PARTITION_KEY, SORT_KEY],
+      check: (key) =>
+        key[PARTITION_KEY] !== pk || !(key[SORT_KEY] ?? '').startsWith(skPrefix) ? 'it is from another partition or prefix' : undefined,
+    });
+    const expression = new ExpressionBuilder();
+    const output = await this.operations.query({
+      TableName: this.tableName,
+      KeyConditionExpression: `${expression.name(PARTITION_KEY)} = ${expression.value(pk)} AND begins_with(${expression.name(SORT_KEY)}, ${expression.value(skPrefix)})`,
+      ExpressionAttributeNames: expression.names,
+      ExpressionAttributeValues: expression.values,
+      ScanIndexForward: options.descending !== true,
+      Limit: limit,
+      ExclusiveStartKey: exclusiveStartKey,
+      ConsistentRead: true,
+    });
+    return toPage(output.Items, output.LastEvaluatedKey, listing, (raw) => readAs(kind, raw, this.logger, this.tableName));
+  }
+}
+
+/** Convenience: the deterministic key of an event, e.g. for tests and idempotency checks. */
+export function eventKeyOf(event: EnvoyEvent): ItemKey {
+  return envoyEventKey(event.nodeId, { lineage: event.lineage, seq: event.seq }, event.typeUrl, event.outcome);
+}

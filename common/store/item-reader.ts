@@ -1,0 +1,87 @@
+// Turning raw items read from the table into the core's records. Every item is validated with the
+// core's parseItem; an item that fails (corrupt, unknown kind, other schema version, or a kind the
+// listing did not ask for) is logged with its key and the reason and reported, never thrown, so one
+// bad item cannot break a listing (docs/ARCHITECTURE.md, "Data").
+import {
+  ITEM_KIND,
+  envoyEventFromItem,
+  envoyStateFromItem,
+  lineageStateFromItem,
+  objectGenerationFromItem,
+  parseItem,
+  type CorruptItem,
+  type EnvoyEvent,
+  type EnvoyState,
+  type ItemKind,
+  type LineageState,
+  type ObjectGeneration,
+  type TableItem,
+} from '../core';
+import type { StoreLogger } from './logger';
+
+/** The record each item kind stores (what the ports hand out). */
+export interface RecordOfKind {
+  EnvoyState: EnvoyState;
+  EnvoyEvent: EnvoyEvent;
+  ObjectGeneration: ObjectGeneration;
+  LineageState: LineageState;
+}
+
+function recordOf<K extends ItemKind>(kind: K, item: TableItem): RecordOfKind[K] | undefined {
+  // Each branch checks the item's kind, so the record type matches K; TypeScript cannot relate the
+  // generic K to the narrowed union member, hence the casts.
+  switch (item.kind) {
+    case ITEM_KIND.envoyState:
+      return kind === item.kind ? (envoyStateFromItem(item) as RecordOfKind[K]) : undefined;
+    case ITEM_KIND.envoyEvent:
+      return kind === item.kind ? (envoyEventFromItem(item) as RecordOfKind[K]) : undefined;
+    case ITEM_KIND.objectGeneration:
+      return kind === item.kind ? (objectGenerationFromItem(item) as RecordOfKind[K]) : undefined;
+    case ITEM_KIND.lineageState:
+      return kind === item.kind ? (lineageStateFromItem(item) as RecordOfKind[K]) : undefined;
+  }
+}
+
+export type ReadOutcome<T> = { ok: true; value: T } | { ok: false; corrupt: CorruptItem };
+
+/** Validate one raw item as `kind`; log and describe it when it is not a valid item of that kind. */
+export function readAs<K extends ItemKind>(
+  kind: K,
+  raw: Record<string, unknown>,
+  logger: StoreLogger,
+  tableName: string,
+): ReadOutcome<RecordOfKind[K]> {
+  const parsed = parseItem(raw);
+  let corrupt: CorruptItem;
+  if (parsed.ok) {
+    const record = recordOf(kind, parsed.item);
+    if (record !== undefined) return { ok: true, value: record };
+    corrupt = {
+      key: { pk: parsed.item.pk, sk: parsed.item.sk },
+      error: `item ${parsed.item.pk} / ${parsed.item.sk}: kind ${parsed.item.kind} where ${kind} was expected`,
+    };
+  } else {
+    corrupt = parsed.key === undefined ? { error: parsed.error } : { key: parsed.key, error: parsed.error };
+  }
+  logger.warn({ table: tableName, key: corrupt.key, expectedKind: kind, reason: corrupt.error }, 'skipping invalid item');
+  return { ok: false, corrupt };
+}
+
+/** Validate any item (for whole-table scans), optionally only one kind. */
+export function readAny(
+  raw: Record<string, unknown>,
+  logger: StoreLogger,
+  tableName: string,
+): ReadOutcome<TableItem> {
+  const parsed = parseItem(raw);
+  if (parsed.ok) return { ok: true, value: parsed.item };
+  const corrupt: CorruptItem = parsed.key === undefined ? { error: parsed.error } : { key: parsed.key, error: parsed.error };
+  logger.warn({ table: tableName, key: corrupt.key, reason: corrupt.error }, 'skipping invalid item');
+  return { ok: false, corrupt };
+}
+
+/** The numeric `rev` of a raw item, if it has one (so a writer can replace a corrupt item). */
+export function rawRev(raw: Record<string, unknown>): number | undefined {
+  const rev = raw.rev;
+  return typeof rev === 'number' && Number.isSafeInteger(rev) && rev >= 0 ? rev : undefined;
+}

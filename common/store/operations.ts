@@ -1,0 +1,44 @@
+// The few DynamoDB document-client operations the store adapter uses, behind a narrow interface.
+// Why not call `documentClient.send` directly: a typed seam lets tests wrap the real client (e.g. to
+// return UnprocessedItems, which dynalite never does) without mocking DynamoDB itself.
+import {
+  BatchWriteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  ScanCommand,
+  UpdateCommand,
+  type BatchWriteCommandInput,
+  type BatchWriteCommandOutput,
+  type DynamoDBDocumentClient,
+  type GetCommandInput,
+  type GetCommandOutput,
+  type PutCommandInput,
+  type PutCommandOutput,
+  type QueryCommandInput,
+  type QueryCommandOutput,
+  type ScanCommandInput,
+  type ScanCommandOutput,
+  type UpdateCommandInput,
+  type UpdateCommandOutput,
+} from '@aws-sdk/lib-dynamodb';
+
+export interface DocumentOperations {
+  batchWrite(input: BatchWriteCommandInput): Promise<BatchWriteCommandOutput>;
+  put(input: PutCommandInput): Promise<PutCommandOutput>;
+  update(input: UpdateCommandInput): Promise<UpdateCommandOutput>;
+  get(input: GetCommandInput): Promise<GetCommandOutput>;
+  query(input: QueryCommandInput): Promise<QueryCommandOutput>;
+  scan(input: ScanCommandInput): Promise<ScanCommandOutput>;
+}
+
+export function documentOperations(documentClient: DynamoDBDocumentClient): DocumentOperations {
+  return {
+    batchWrite: (input) => documentClient.send(new BatchWriteCommand(input)),
+    put: (input) => documentClient.send(new PutCommand(input)),
+    update: (input) => documentClient.send(new UpdateCommand(input)),
+    get: (input) => documentClient.send(new GetCommand(input)),
+    query: (input) => documentClient.send(new QueryCommand(input)),
+    scan: (input) => documentClient.send(new ScanCommand(input)),
+  };
+}

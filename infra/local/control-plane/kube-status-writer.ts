@@ -1,0 +1,84 @@
+// StatusWriter for Kubernetes: merge-patch of the HTTPProxy `/status` subresource.
+//  - Reads the object first and merges our Valid condition into its conditions, keeping every other
+//    condition (a JSON merge patch replaces arrays wholesale, so the merge must happen client-side).
+//  - Sends metadata.resourceVersion in the patch: the API server then rejects it with 409 Conflict if
+//    the object changed since the read (optimistic concurrency); we re-read and retry.
+//  - Never moves a condition backwards: if the stored Valid condition already speaks about a newer
+//    generation (another writer, or a newer rebuild raced us), the write is skipped.
+import { ApiException, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { HTTPPROXY_GROUP, HTTPPROXY_PLURAL } from './model';
+import { type ProxyStatusUpdate, type StatusWriter, VALID_CONDITION_TYPE, contourStatusSummary, mergeValidCondition } from './status';
+
+const storedObjectSchema = z.object({
+  metadata: z.object({ resourceVersion: z.string(), generation: z.number().optional() }),
+  status: z.object({ conditions: z.array(z.unknown()).optional() }).passthrough().optional(),
+});
+
+export interface KubeStatusWriterOptions {
+  kubeConfig: KubeConfig;
+  logger: Logger;
+  maxConflictRetries?: number;
+  now?: () => Date;
+}
+
+export class KubeStatusWriter implements StatusWriter {
+  private readonly api: CustomObjectsApi;
+  private readonly maxConflictRetries: number;
+  private readonly now: () => Date;
+  /** Number of 409s seen (tests and metrics). */
+  conflicts = 0;
+  /** Number of successful status patches. */
+  patches = 0;
+
+  constructor(private readonly options: KubeStatusWriterOptions) {
+    this.api = options.kubeConfig.makeApiClient(CustomObjectsApi);
+    this.maxConflictRetries = options.maxConflictRetries ?? 5;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  async writeProxyStatus(update: ProxyStatusUpdate): Promise<void> {
+    const target = { group: HTTPPROXY_GROUP, version: 'v1', namespace: update.namespace, plural: HTTPPROXY_PLURAL, name: update.name };
+    for (let attempt = 0; ; attempt += 1) {
+      let stored: z.infer<typeof storedObjectSchema>;
+      try {
+        stored = storedObjectSchema.parse(await this.api.getNamespacedCustomObjectStatus(target));
+      } catch (error) {
+        if (error instanceof ApiException && error.code === 404) {
+          this.options.logger.info({ object: `${update.namespace}/${update.name}` }, 'object deleted before its status was written; skipped');
+          return;
+        }
+        throw error;
+      }
+      const existing = stored.status?.conditions ?? [];
+      const storedValid = existing.find(
+        (c): c is { type: string; observedGeneration?: number } =>
+          typeof c === 'object' && c !== null && (c as { type?: unknown }).type === VALID_CONDITION_TYPE,
+      );
+      if (storedValid?.observedGeneration !== undefined && storedValid.observedGeneration > update.generation) {
+        this.options.logger.info({ object: `${update.namespace}/${update.name}`, stored: storedValid.observedGeneration, update: update.generation }, 'stored status is newer; skipped');
+        return;
+      }
+      const body = {
+        metadata: { resourceVersion: stored.metadata.resourceVersion },
+        status: { ...contourStatusSummary(update), conditions: mergeValidCondition(existing, update, this.now()) },
+      };
+      if (existing.length !== body.status.conditions.length - (storedValid ? 0 : 1)) {
+        this.options.logger.warn({ object: `${update.namespace}/${update.name}` }, 'dropped stored conditions that are not metav1.Conditions');
+      }
+      try {
+        await this.api.patchNamespacedCustomObjectStatus({ ...target, body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+        this.patches += 1;
+        this.options.logger.debug({ object: `${update.namespace}/${update.name}`, generation: update.generation, valid: update.valid }, 'status written');
+        return;
+      } catch (error) {
+        if (error instanceof ApiException && error.code === 409 && attempt < this.maxConflictRetries) {
+          this.conflicts += 1;
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+}

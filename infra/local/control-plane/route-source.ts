@@ -1,0 +1,108 @@
+// The input port: a RouteSource lists the current HTTPProxies, Endpoints and TLS Secrets and tells the
+// control plane when anything changed. Implementations: InMemoryRouteSource (tests, npm start) and
+// KubeRouteSource (informers on a Kubernetes API server).
+import { isDeepStrictEqual } from 'node:util';
+import {
+  type EndpointsObject,
+  type HTTPProxyObject,
+  type ObjectKey,
+  type RouteInputs,
+  type TlsSecretObject,
+  endpointsObjectSchema,
+  httpProxyObjectSchema,
+  objectKeyString,
+  tlsSecretObjectSchema,
+} from './model';
+
+export interface RouteSource {
+  /** Resolves once the initial list is loaded (informers synced). */
+  start(): Promise<void>;
+  /** The current inputs (a consistent copy; the caller may keep it). */
+  list(): RouteInputs;
+  /** Calls `onChange` after any change; returns the unsubscribe function. */
+  watch(onChange: () => void): () => void;
+  close(): Promise<void>;
+}
+
+/**
+ * In-memory source for tests. `applyProxy` behaves like the Kubernetes API for generation: it starts at
+ * 1 and increments only when `spec` changes (metadata/annotation edits do not bump it, exactly as for
+ * CRDs with the status subresource), so tests exercise the same generation rules as a cluster.
+ */
+export class InMemoryRouteSource implements RouteSource {
+  private readonly proxies = new Map<string, HTTPProxyObject>();
+  private readonly endpoints = new Map<string, EndpointsObject>();
+  private readonly secrets = new Map<string, TlsSecretObject>();
+  private readonly listeners = new Set<() => void>();
+
+  async start(): Promise<void> {}
+
+  list(): RouteInputs {
+    return structuredClone({
+      proxies: [...this.proxies.values()],
+      endpoints: [...this.endpoints.values()],
+      secrets: [...this.secrets.values()],
+    });
+  }
+
+  watch(onChange: () => void): () => void {
+    this.listeners.add(onChange);
+    return () => this.listeners.delete(onChange);
+  }
+
+  async close(): Promise<void> {
+    this.listeners.clear();
+  }
+
+  /** Creates or updates an HTTPProxy (validated metadata; spec as given). Returns its generation. */
+  applyProxy(object: unknown): number {
+    const proxy = httpProxyObjectSchema.parse(object);
+    const key = objectKeyString(proxy.metadata);
+    const previous = this.proxies.get(key);
+    const previousGeneration = previous?.metadata.generation ?? 0;
+    const generation =
+      previous === undefined ? 1 : isDeepStrictEqual(previous.spec, proxy.spec) ? previousGeneration : previousGeneration + 1;
+    this.proxies.set(key, { ...proxy, metadata: { ...proxy.metadata, generation } });
+    this.notify();
+    return generation;
+  }
+
+  deleteProxy(key: ObjectKey): void {
+    if (this.proxies.delete(objectKeyString(key))) this.notify();
+  }
+
+  /** Creates or updates Endpoints; generation counts content changes (Kubernetes Endpoints have none). */
+  applyEndpoints(object: unknown): number {
+    const endpoints = endpointsObjectSchema.parse(object);
+    const key = objectKeyString(endpoints.metadata);
+    const previous = this.endpoints.get(key);
+    const previousGeneration = previous?.metadata.generation ?? 0;
+    const generation =
+      previous === undefined
+        ? 1
+        : isDeepStrictEqual(previous.subsets, endpoints.subsets)
+          ? previousGeneration
+          : previousGeneration + 1;
+    this.endpoints.set(key, { ...endpoints, metadata: { ...endpoints.metadata, generation } });
+    this.notify();
+    return generation;
+  }
+
+  deleteEndpoints(key: ObjectKey): void {
+    if (this.endpoints.delete(objectKeyString(key))) this.notify();
+  }
+
+  applySecret(object: unknown): void {
+    const secret = tlsSecretObjectSchema.parse(object);
+    this.secrets.set(objectKeyString(secret.metadata), secret);
+    this.notify();
+  }
+
+  deleteSecret(key: ObjectKey): void {
+    if (this.secrets.delete(objectKeyString(key))) this.notify();
+  }
+
+  private notify(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+}
