@@ -1,0 +1,228 @@
+// The ground truth of a simulated fleet: exactly which versions and resources each Envoy accepted,
+// which it rejected (with the message it sent), and when it connected or went away. The simulated
+// Envoys write here at the moment they send the ACK/NACK, so this is what the Envoys *did*,
+// independent of anything the gateway or DynamoDB believe. The truth checker compares the
+// system's conclusions against `exportTruth()`.
+import { z } from 'zod';
+
+export interface ResourceVersion {
+  name: string;
+  /** Delta: the resource's own version. SotW: the response's version_info (or the wrapper's). */
+  version: string;
+}
+
+export interface AcceptedVersion {
+  /** SotW `version_info` or Delta `system_version_info` of the response that was ACKed. */
+  versionInfo: string;
+  nonce: string;
+  /** Clock reading (ms) when the ACK was sent. */
+  acceptedAt: number;
+  /** Resources carried by that response (SotW: the full set for the type; Delta: the upserts). */
+  resources: readonly ResourceVersion[];
+  /** Delta only: names the response removed. */
+  removed: readonly string[];
+}
+
+export interface NackRecord {
+  versionInfo: string;
+  nonce: string;
+  message: string;
+  at: number;
+  /** Resource names in the rejected response. */
+  resourceNames: readonly string[];
+}
+
+export interface ReceivedRecord {
+  versionInfo: string;
+  nonce: string;
+  at: number;
+}
+
+export type ConnectionEventKind = 'connected' | 'disconnected' | 'vanished' | 'stream-error';
+
+export interface ConnectionEvent {
+  kind: ConnectionEventKind;
+  at: number;
+  detail?: string;
+}
+
+export interface TypeTruth {
+  readonly typeUrl: string;
+  readonly accepted: AcceptedVersion[];
+  readonly nacks: NackRecord[];
+  /** Latest response received, ACKed or not (a hung Envoy has these but no acceptance). */
+  lastReceived: ReceivedRecord | undefined;
+}
+
+export interface EnvoyTruth {
+  readonly nodeId: string;
+  readonly cluster: string;
+  readonly types: Map<string, TypeTruth>;
+  readonly connections: ConnectionEvent[];
+}
+
+export class GroundTruth {
+  private readonly envoys = new Map<string, EnvoyTruth>();
+  private readonly resourceLists = new Map<string, readonly ResourceVersion[]>();
+
+  /**
+   * Returns a shared, frozen copy of `resources`: thousands of Envoys accepting the same response
+   * then hold one array between them instead of one each.
+   */
+  internResources(typeUrl: string, resources: readonly ResourceVersion[]): readonly ResourceVersion[] {
+    if (resources.length === 0) return EMPTY_RESOURCES;
+    let key = typeUrl;
+    for (const r of resources) key += `\u0000${r.name}\u0001${r.version}`;
+    const existing = this.resourceLists.get(key);
+    if (existing) return existing;
+    const frozen = Object.freeze(resources.map((r) => Object.freeze({ name: r.name, version: r.version })));
+    this.resourceLists.set(key, frozen);
+    return frozen;
+  }
+
+  registerEnvoy(nodeId: string, cluster: string): void {
+    if (!this.envoys.has(nodeId)) {
+      this.envoys.set(nodeId, { nodeId, cluster, types: new Map(), connections: [] });
+    }
+  }
+
+  recordConnection(nodeId: string, event: ConnectionEvent): void {
+    this.envoy(nodeId).connections.push(event);
+  }
+
+  recordReceived(nodeId: string, typeUrl: string, received: ReceivedRecord): void {
+    this.type(nodeId, typeUrl).lastReceived = received;
+  }
+
+  recordAccepted(nodeId: string, typeUrl: string, accepted: AcceptedVersion): void {
+    this.type(nodeId, typeUrl).accepted.push(accepted);
+  }
+
+  recordNack(nodeId: string, typeUrl: string, nack: NackRecord): void {
+    this.type(nodeId, typeUrl).nacks.push(nack);
+  }
+
+  nodeIds(): string[] {
+    return [...this.envoys.keys()];
+  }
+
+  envoyTruth(nodeId: string): EnvoyTruth | undefined {
+    return this.envoys.get(nodeId);
+  }
+
+  /** Which versions Envoy `nodeId` accepted for `typeUrl`, oldest first, with when. */
+  acceptedVersions(nodeId: string, typeUrl: string): readonly AcceptedVersion[] {
+    return this.envoys.get(nodeId)?.types.get(typeUrl)?.accepted ?? [];
+  }
+
+  latestAccepted(nodeId: string, typeUrl: string): AcceptedVersion | undefined {
+    const accepted = this.acceptedVersions(nodeId, typeUrl);
+    return accepted[accepted.length - 1];
+  }
+
+  /** When Envoy `nodeId` first accepted `versionInfo` for `typeUrl`, or undefined if it never did. */
+  acceptedAt(nodeId: string, typeUrl: string, versionInfo: string): number | undefined {
+    return this.acceptedVersions(nodeId, typeUrl).find((a) => a.versionInfo === versionInfo)?.acceptedAt;
+  }
+
+  nacks(nodeId: string, typeUrl: string): readonly NackRecord[] {
+    return this.envoys.get(nodeId)?.types.get(typeUrl)?.nacks ?? [];
+  }
+
+  /** Envoys whose latest accepted version for `typeUrl` is `versionInfo`. */
+  envoysAt(typeUrl: string, versionInfo: string): string[] {
+    const result: string[] = [];
+    for (const nodeId of this.envoys.keys()) {
+      if (this.latestAccepted(nodeId, typeUrl)?.versionInfo === versionInfo) result.push(nodeId);
+    }
+    return result;
+  }
+
+  /** A JSON-ready snapshot for the truth checker (see `fleetTruthExportSchema`). */
+  exportTruth(): FleetTruthExport {
+    const envoys: FleetTruthExport['envoys'] = [];
+    for (const envoy of this.envoys.values()) {
+      const types: Record<string, ExportedTypeTruth> = {};
+      for (const truth of envoy.types.values()) {
+        types[truth.typeUrl] = {
+          accepted: truth.accepted.map((a) => ({
+            v: a.versionInfo,
+            at: a.acceptedAt,
+            nonce: a.nonce,
+            res: a.resources.map((r) => `${r.name}@${r.version}`),
+            ...(a.removed.length > 0 ? { rm: [...a.removed] } : {}),
+          })),
+          nacks: truth.nacks.map((n) => ({ v: n.versionInfo, at: n.at, nonce: n.nonce, msg: n.message })),
+          ...(truth.lastReceived
+            ? { received: { v: truth.lastReceived.versionInfo, at: truth.lastReceived.at, nonce: truth.lastReceived.nonce } }
+            : {}),
+        };
+      }
+      envoys.push({
+        node: envoy.nodeId,
+        cluster: envoy.cluster,
+        conn: envoy.connections.map((c) => ({ kind: c.kind, at: c.at, ...(c.detail ? { detail: c.detail } : {}) })),
+        types,
+      });
+    }
+    return { schema: FLEET_TRUTH_SCHEMA, envoys };
+  }
+
+  private envoy(nodeId: string): EnvoyTruth {
+    const envoy = this.envoys.get(nodeId);
+    if (!envoy) throw new Error(`ground truth: unknown envoy ${nodeId}`);
+    return envoy;
+  }
+
+  private type(nodeId: string, typeUrl: string): TypeTruth {
+    const envoy = this.envoy(nodeId);
+    let truth = envoy.types.get(typeUrl);
+    if (!truth) {
+      truth = { typeUrl, accepted: [], nacks: [], lastReceived: undefined };
+      envoy.types.set(typeUrl, truth);
+    }
+    return truth;
+  }
+}
+
+const EMPTY_RESOURCES: readonly ResourceVersion[] = Object.freeze([]);
+
+export const FLEET_TRUTH_SCHEMA = 'xds-programmed.fleet-truth/v1';
+
+/**
+ * The export format, validated with zod so a truth checker reading it from a file rejects
+ * anything else with a clear error. Short keys keep a 5,000-Envoy export small:
+ * v = version_info / system_version_info, at = ms clock, res = `name@version`, rm = removed names.
+ */
+const exportedAcceptedSchema = z.object({
+  v: z.string(),
+  at: z.number(),
+  nonce: z.string(),
+  res: z.array(z.string()),
+  rm: z.array(z.string()).optional(),
+});
+const exportedNackSchema = z.object({ v: z.string(), at: z.number(), nonce: z.string(), msg: z.string() });
+const exportedTypeTruthSchema = z.object({
+  accepted: z.array(exportedAcceptedSchema),
+  nacks: z.array(exportedNackSchema),
+  received: z.object({ v: z.string(), at: z.number(), nonce: z.string() }).optional(),
+});
+export const fleetTruthExportSchema = z.object({
+  schema: z.literal(FLEET_TRUTH_SCHEMA),
+  envoys: z.array(
+    z.object({
+      node: z.string(),
+      cluster: z.string(),
+      conn: z.array(
+        z.object({
+          kind: z.enum(['connected', 'disconnected', 'vanished', 'stream-error']),
+          at: z.number(),
+          detail: z.string().optional(),
+        }),
+      ),
+      types: z.record(z.string(), exportedTypeTruthSchema),
+    }),
+  ),
+});
+export type ExportedTypeTruth = z.infer<typeof exportedTypeTruthSchema>;
+export type FleetTruthExport = z.infer<typeof fleetTruthExportSchema>;

@@ -1,0 +1,11 @@
+// Public surface of the Envoy fleet: simulated Envoys (light, thousands per process) and the
+// real @grpc/grpc-js-xds client harness.
+export * from './behaviour';
+export * from './groundTruth';
+export * from './scheduler';
+export * from './simEnvoy';
+export * from './fleet';
+export * from './typeState';
+export { discoveryCodec, type DiscoveryCodec } from './codec';
+export { readStringFields, sotwResourceName, RESOURCE_WRAPPER_TYPE_URL } from './resourceNames';
+export * from './fleetScenario';

@@ -1,0 +1,362 @@
+// One simulated Envoy: an xDS client that speaks ADS or per-type streams, SotW or Delta, over a
+// gRPC channel it shares with many others. It holds no timers of its own (ACK delays and reconnect
+// backoff go through the fleet's Scheduler) and records everything it accepts or rejects into the
+// shared GroundTruth at the moment it sends the ACK/NACK.
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import {
+  ADS_SERVICE,
+  PER_TYPE_SERVICES,
+  isResourceTypeUrl,
+  type DeltaDiscoveryRequest,
+  type DeltaDiscoveryResponse,
+  type DiscoveryRequest,
+  type DiscoveryResponse,
+  type XdsNode,
+} from '../../../common/xds';
+import { DEFAULT_BEHAVIOUR, type SimBehaviour } from './behaviour';
+import type { DiscoveryCodec } from './codec';
+import type { GroundTruth } from './groundTruth';
+import type { Scheduler, SchedulerClock } from './scheduler';
+import { TypeProtocolState, type ResponsePlan, type XdsProtocol } from './typeState';
+
+export type XdsTransport = 'ads' | 'per-type';
+
+export interface SimNode {
+  id: string;
+  cluster: string;
+  /** String-valued node metadata (sent as a google.protobuf.Struct). */
+  metadata?: Record<string, string>;
+  userAgentName?: string;
+}
+
+export interface Subscription {
+  typeUrl: string;
+  /** Empty or absent: wildcard. */
+  resourceNames?: readonly string[];
+}
+
+export interface SimEnvoyOptions {
+  node: SimNode;
+  transport: XdsTransport;
+  protocol: XdsProtocol;
+  /** Types to subscribe to, in the order the first requests are sent. */
+  subscriptions: readonly Subscription[];
+  /** Envoy's default is to send `node` on every request; false = only a stream's first request. */
+  nodeOnEveryRequest?: boolean;
+  behaviour?: SimBehaviour;
+  /** Reopen a stream the server ended or failed (like Envoy's retry), after `reconnectDelayMs`. */
+  reconnectOnError?: boolean;
+  reconnectDelayMs?: number;
+}
+
+/** What a SimEnvoy needs from its fleet; shared by every Envoy of the fleet. */
+export interface SimEnvoyContext {
+  client: grpc.Client;
+  codec: DiscoveryCodec;
+  scheduler: Scheduler;
+  clock: SchedulerClock;
+  truth: GroundTruth;
+  logger: Logger;
+}
+
+export type SimEnvoyStatus = 'idle' | 'connected' | 'disconnected' | 'vanished';
+
+type AnyCall = grpc.ClientDuplexStream<DiscoveryRequest, DiscoveryResponse> | grpc.ClientDuplexStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse>;
+
+/** One open gRPC stream and the types it carries (ADS: all; per-type: one). */
+interface OpenStream {
+  call: AnyCall;
+  types: Map<string, TypeProtocolState>;
+  open: boolean;
+  nodeSent: boolean;
+  /** Keeps ACKs of one stream in arrival order even if the delay changes between responses. */
+  lastDueAt: number;
+}
+
+export class SimEnvoy {
+  readonly node: SimNode;
+  readonly transport: XdsTransport;
+  readonly protocol: XdsProtocol;
+  private readonly nodeMessage: XdsNode;
+  private readonly nodeOnEveryRequest: boolean;
+  private readonly reconnectOnError: boolean;
+  private readonly reconnectDelayMs: number;
+  private readonly types = new Map<string, TypeProtocolState>();
+  private behaviour: SimBehaviour;
+  private streams: OpenStream[] = [];
+  /** Streams left open by `vanish('silent')`, cancelled only by `dispose()`. */
+  private readonly silentStreams: OpenStream[] = [];
+  private statusValue: SimEnvoyStatus = 'idle';
+  /** Latest unanswered response per type while hung, answered if the hang is lifted. */
+  private heldWhileHung: Array<() => void> = [];
+
+  constructor(
+    options: SimEnvoyOptions,
+    private readonly context: SimEnvoyContext,
+  ) {
+    this.node = options.node;
+    this.transport = options.transport;
+    this.protocol = options.protocol;
+    this.nodeOnEveryRequest = options.nodeOnEveryRequest ?? true;
+    this.reconnectOnError = options.reconnectOnError ?? true;
+    this.reconnectDelayMs = options.reconnectDelayMs ?? 500;
+    this.behaviour = options.behaviour ?? DEFAULT_BEHAVIOUR;
+    if (options.subscriptions.length === 0) throw new Error(`envoy ${options.node.id}: no subscriptions`);
+    for (const subscription of options.subscriptions) {
+      if (this.transport === 'per-type' && !isResourceTypeUrl(subscription.typeUrl)) {
+        throw new Error(`envoy ${options.node.id}: no per-type discovery service for ${subscription.typeUrl}`);
+      }
+      this.types.set(subscription.typeUrl, new TypeProtocolState(subscription.typeUrl, subscription.resourceNames ?? []));
+    }
+    this.nodeMessage = toNodeMessage(options.node);
+    context.truth.registerEnvoy(options.node.id, options.node.cluster);
+  }
+
+  get id(): string {
+    return this.node.id;
+  }
+
+  get status(): SimEnvoyStatus {
+    return this.statusValue;
+  }
+
+  /** Number of gRPC streams currently open (ADS: 1; per-type: one per subscribed type). */
+  get openStreams(): number {
+    return this.streams.filter((s) => s.open).length;
+  }
+
+  /** The version this Envoy last ACKed for a type (from its own state, equal to the ground truth). */
+  acceptedVersion(typeUrl: string): string | undefined {
+    return this.types.get(typeUrl)?.acceptedVersionInfo;
+  }
+
+  /** Resources held for a type after the last ACK: name -> version. */
+  heldResources(typeUrl: string): ReadonlyMap<string, string> {
+    return this.types.get(typeUrl)?.heldResources() ?? new Map();
+  }
+
+  setBehaviour(behaviour: SimBehaviour): void {
+    const wasHung = this.behaviour.hang;
+    this.behaviour = behaviour;
+    if (wasHung && !behaviour.hang) {
+      const held = this.heldWhileHung;
+      this.heldWhileHung = [];
+      for (const answer of held) answer();
+    }
+  }
+
+  /** Opens the streams and sends the initial requests (with initial_resource_versions on Delta). */
+  connect(): void {
+    if (this.statusValue === 'vanished') throw new Error(`envoy ${this.id} has vanished`);
+    if (this.statusValue === 'connected') return;
+    this.statusValue = 'connected';
+    this.context.truth.recordConnection(this.id, { kind: 'connected', at: this.context.clock.now() });
+    if (this.transport === 'ads') {
+      this.openStream([...this.types.values()], ADS_SERVICE, this.protocol === 'sotw' ? 'StreamAggregatedResources' : 'DeltaAggregatedResources');
+    } else {
+      for (const state of this.types.values()) {
+        // Constructor checked these type URLs have a per-type service.
+        const service = PER_TYPE_SERVICES[state.typeUrl as keyof typeof PER_TYPE_SERVICES];
+        this.openStream([state], service.service, this.protocol === 'sotw' ? service.sotwMethod : service.deltaMethod);
+      }
+    }
+  }
+
+  /** Closes the streams (the server sees a cancel). State and ground truth are kept for `connect()`. */
+  disconnect(): void {
+    if (this.statusValue !== 'connected') return;
+    this.closeStreams();
+    this.statusValue = 'disconnected';
+    this.context.truth.recordConnection(this.id, { kind: 'disconnected', at: this.context.clock.now() });
+  }
+
+  /**
+   * Goes away for good. `cancel` (default): the streams are cancelled, as when a pod is deleted and
+   * its connection closes. `silent`: the Envoy stops reading and answering but leaves its streams
+   * open, as behind a network partition where no FIN/RST ever arrives; the server only learns from
+   * its own timeouts. Silent streams are cancelled by `dispose()` (Fleet.close).
+   */
+  vanish(mode: 'cancel' | 'silent' = 'cancel'): void {
+    if (this.statusValue === 'vanished') return;
+    if (mode === 'silent') {
+      for (const stream of this.streams) stream.open = false;
+      this.silentStreams.push(...this.streams);
+      this.streams = [];
+      this.heldWhileHung = [];
+    } else {
+      this.closeStreams();
+    }
+    this.statusValue = 'vanished';
+    this.context.truth.recordConnection(this.id, { kind: 'vanished', at: this.context.clock.now(), detail: mode });
+  }
+
+  /** Cancels every stream, including silently abandoned ones; records nothing. */
+  dispose(): void {
+    this.closeStreams();
+    for (const stream of this.silentStreams.splice(0)) stream.call.cancel();
+    if (this.statusValue !== 'vanished') this.statusValue = 'disconnected';
+  }
+
+  /** Changes the names subscribed for a type on the open stream(s). */
+  subscribe(typeUrl: string, resourceNames: readonly string[]): void {
+    const state = this.types.get(typeUrl);
+    if (!state) throw new Error(`envoy ${this.id}: not subscribed to ${typeUrl}`);
+    const stream = this.streams.find((s) => s.open && s.types.has(typeUrl));
+    if (!stream) {
+      state.resourceNames = [...resourceNames];
+      return;
+    }
+    if (this.protocol === 'sotw') this.send(stream, state.sotwSubscriptionRequest(resourceNames));
+    else this.send(stream, state.deltaSubscriptionRequest(resourceNames));
+  }
+
+  private openStream(states: TypeProtocolState[], service: string, method: string): void {
+    const { client, codec } = this.context;
+    const path = `/${service}/${method}`;
+    const call: AnyCall =
+      this.protocol === 'sotw'
+        ? client.makeBidiStreamRequest(path, codec.encodeSotwRequest, codec.decodeSotwResponse, new grpc.Metadata())
+        : client.makeBidiStreamRequest(path, codec.encodeDeltaRequest, codec.decodeDeltaResponse, new grpc.Metadata());
+    const stream: OpenStream = {
+      call,
+      types: new Map(states.map((s) => [s.typeUrl, s])),
+      open: true,
+      nodeSent: false,
+      lastDueAt: 0,
+    };
+    this.streams.push(stream);
+    call.on('data', (response: DiscoveryResponse | DeltaDiscoveryResponse) => this.onResponse(stream, response));
+    call.on('error', (error: grpc.ServiceError) => this.onStreamEnd(stream, `${grpc.status[error.code] ?? error.code}: ${error.details}`));
+    call.on('end', () => this.onStreamEnd(stream, 'server ended the stream'));
+    for (const state of states) {
+      state.resetStream();
+      this.send(stream, this.protocol === 'sotw' ? state.sotwInitialRequest() : state.deltaInitialRequest());
+    }
+  }
+
+  private send(stream: OpenStream, request: DiscoveryRequest | DeltaDiscoveryRequest): void {
+    if (!stream.open) return;
+    if (this.nodeOnEveryRequest || !stream.nodeSent) {
+      request.node = this.nodeMessage;
+      stream.nodeSent = true;
+    }
+    // The call is typed by protocol; both request shapes go through the codec picked in openStream.
+    (stream.call as grpc.ClientDuplexStream<typeof request, unknown>).write(request);
+  }
+
+  private onResponse(stream: OpenStream, response: DiscoveryResponse | DeltaDiscoveryResponse): void {
+    if (!stream.open) return;
+    const typeUrl = response.type_url ?? '';
+    const state = stream.types.get(typeUrl);
+    const now = this.context.clock.now();
+    const versionInfo = 'system_version_info' in response ? response.system_version_info : (response as DiscoveryResponse).version_info;
+    if (!state) {
+      // Envoy ignores (and logs) responses for types it did not ask for on this stream.
+      this.context.logger.warn({ envoy: this.id, typeUrl, nonce: response.nonce }, 'simulated envoy: response for an unsubscribed type ignored');
+      return;
+    }
+    this.context.truth.recordReceived(this.id, typeUrl, { versionInfo: versionInfo ?? '', nonce: response.nonce ?? '', at: now });
+    state.noteResponse(response.nonce ?? '');
+    const answer = (): void => this.answer(stream, state, response);
+    if (this.behaviour.hang) {
+      // Keep only the latest response per type: that is all Envoy would act on once unstuck.
+      this.heldWhileHung = this.heldWhileHung.filter((held) => (held as HeldAnswer).typeUrl !== typeUrl);
+      this.heldWhileHung.push(Object.assign(answer, { typeUrl }));
+      return;
+    }
+    answer();
+  }
+
+  private answer(stream: OpenStream, state: TypeProtocolState, response: DiscoveryResponse | DeltaDiscoveryResponse): void {
+    if (!stream.open) return;
+    const now = this.context.clock.now();
+    const delay = Math.max(this.behaviour.ackDelayMs, stream.lastDueAt - now);
+    stream.lastDueAt = now + delay;
+    // Decide when the delay is over, not on arrival: Envoy applies responses one after another, so a
+    // NACK of response 2 must name the version accepted from response 1 even if both arrived at once.
+    this.context.scheduler.schedule(delay, () => {
+      if (!stream.open) return;
+      const rules = this.behaviour.nackRules;
+      const plan: ResponsePlan<DiscoveryRequest> | ResponsePlan<DeltaDiscoveryRequest> =
+        this.protocol === 'sotw'
+          ? state.planSotw(response as DiscoveryResponse, rules)
+          : state.planDelta(response as DeltaDiscoveryResponse, rules);
+      this.complete(stream, state, plan);
+    });
+  }
+
+  private complete(
+    stream: OpenStream,
+    state: TypeProtocolState,
+    plan: ResponsePlan<DiscoveryRequest> | ResponsePlan<DeltaDiscoveryRequest>,
+  ): void {
+    // A stream closed before the delay ran out never sent this ACK: nothing was accepted.
+    if (!stream.open) return;
+    const now = this.context.clock.now();
+    // Every Envoy on the same config gets the same list: keep one copy of it for the whole fleet.
+    plan.resources = this.context.truth.internResources(state.typeUrl, plan.resources);
+    if (plan.outcome === 'ack') {
+      if (this.protocol === 'sotw') state.applySotwAck(plan as ResponsePlan<DiscoveryRequest>);
+      else state.applyDeltaAck(plan as ResponsePlan<DeltaDiscoveryRequest>);
+      this.context.truth.recordAccepted(this.id, state.typeUrl, {
+        versionInfo: plan.versionInfo,
+        nonce: plan.nonce,
+        acceptedAt: now,
+        resources: plan.resources,
+        removed: plan.removed,
+      });
+    } else {
+      this.context.truth.recordNack(this.id, state.typeUrl, {
+        versionInfo: plan.versionInfo,
+        nonce: plan.nonce,
+        message: plan.message ?? '',
+        at: now,
+        resourceNames: plan.resources.map((r) => r.name),
+      });
+    }
+    this.send(stream, plan.request);
+  }
+
+  private onStreamEnd(stream: OpenStream, detail: string): void {
+    if (!stream.open) return;
+    stream.open = false;
+    this.heldWhileHung = [];
+    this.context.truth.recordConnection(this.id, { kind: 'stream-error', at: this.context.clock.now(), detail });
+    this.context.logger.debug({ envoy: this.id, detail }, 'simulated envoy: stream ended');
+    this.streams = this.streams.filter((s) => s !== stream);
+    if (this.statusValue !== 'connected') return;
+    // Envoy drops all its xDS streams' state on a failure and retries; reopen everything after a delay.
+    this.closeStreams();
+    this.statusValue = 'disconnected';
+    if (!this.reconnectOnError) return;
+    const jitter = Math.floor(Math.random() * this.reconnectDelayMs);
+    this.context.scheduler.schedule(this.reconnectDelayMs + jitter, () => {
+      if (this.statusValue === 'disconnected') this.connect();
+    });
+  }
+
+  private closeStreams(): void {
+    const streams = this.streams;
+    this.streams = [];
+    this.heldWhileHung = [];
+    for (const stream of streams) {
+      if (!stream.open) continue;
+      stream.open = false;
+      stream.call.cancel();
+    }
+  }
+}
+
+type HeldAnswer = (() => void) & { typeUrl: string };
+
+function toNodeMessage(node: SimNode): XdsNode {
+  const fields: Record<string, { string_value: string }> = {};
+  for (const [key, value] of Object.entries(node.metadata ?? {})) fields[key] = { string_value: value };
+  return {
+    id: node.id,
+    cluster: node.cluster,
+    metadata: { fields },
+    user_agent_name: node.userAgentName ?? 'envoy',
+  };
+}
