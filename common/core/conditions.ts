@@ -1,0 +1,134 @@
+// The Kubernetes condition we write (metav1.Condition) and how it is merged into an object's status.
+// Conditions are a list map keyed by `type`: we replace only ours and leave every other condition as
+// it was (Contour and others keep their own conditions there). `lastTransitionTime` is "the last time
+// the condition transitioned from one status to another" (metav1.Condition), so it changes only when
+// status flips, not when reason or message change.
+import type { Blocker, Convergence } from './convergence';
+import type { Condition, ConditionStatus } from './schema';
+import { truncateUtf8 } from './truncate';
+import { shortTypeName } from './type-urls';
+
+export const DEFAULT_CONDITION_TYPE = 'EnvoyProgrammed';
+
+/** A condition before it is merged (lastTransitionTime is decided by setCondition). */
+export type ConditionDraft = Omit<Condition, 'lastTransitionTime'>;
+
+export interface BuildConditionOptions {
+  type?: string;
+  /** How many blockers to name before "and N more". */
+  maxListed?: number;
+  /** Cap per quoted Envoy message, UTF-8 bytes. */
+  maxQuotedMessageBytes?: number;
+}
+
+/** metav1.Condition message limit. */
+export const MAX_CONDITION_MESSAGE_LENGTH = 32768;
+
+function formatSeconds(ms: number): string {
+  return `${Math.max(0, Math.round(ms / 1000))}s`;
+}
+
+function describeBlocker(blocker: Blocker, now: number | undefined, maxQuoted: number): string {
+  const types = (typeUrls: string[]): string => typeUrls.map(shortTypeName).join(', ');
+  switch (blocker.reason) {
+    case 'nacked':
+      return blocker.nacks
+        .map((nack) => `${blocker.nodeId} rejected ${shortTypeName(nack.typeUrl)}: ${truncateUtf8(nack.message, maxQuoted)}`)
+        .join('; ');
+    case 'stuck':
+      return `${blocker.nodeId} has not answered ${types(blocker.typeUrls)}${now === undefined ? '' : ` for ${formatSeconds(now - blocker.since)}`}`;
+    case 'noWatermark':
+      return `${blocker.nodeId} (its gateway has not yet mapped this generation)`;
+    case 'pending':
+      return blocker.typeUrls.length > 0 ? `${blocker.nodeId} (${types(blocker.typeUrls)})` : `${blocker.nodeId} (no subscriptions yet)`;
+  }
+}
+
+/**
+ * The condition for a convergence result, with a message a human can act on, e.g.
+ * "4/5 Envoys programmed at generation 7; envoy-c rejected RDS: <message>; waiting for envoy-b (RDS)".
+ * Pass `now` to say for how long stuck Envoys have been silent.
+ */
+export function buildCondition(convergence: Convergence, options: BuildConditionOptions = {}, now?: number): ConditionDraft {
+  const type = options.type ?? DEFAULT_CONDITION_TYPE;
+  const maxListed = Math.max(1, options.maxListed ?? 5);
+  const maxQuoted = options.maxQuotedMessageBytes ?? 1024;
+  const { generation, programmed, total } = convergence;
+  const base = { type, observedGeneration: generation };
+  const draft = (status: ConditionStatus, reason: string, message: string): ConditionDraft => ({
+    ...base,
+    status,
+    reason,
+    message: truncateUtf8(message, MAX_CONDITION_MESSAGE_LENGTH),
+  });
+  switch (convergence.state) {
+    case 'GenerationNotObservable':
+      return draft('Unknown', 'GenerationNotObservable', `cannot tell when generation ${generation} reaches Envoys: ${convergence.notObservableReason ?? 'no signal for this kind'}`);
+    case 'NoEnvoys':
+      return draft('Unknown', 'NoEnvoys', `no live Envoys are connected, so whether generation ${generation} is programmed cannot be known`);
+    case 'Programmed':
+      return draft('True', 'Programmed', `${programmed}/${total} Envoys programmed at generation ${generation}`);
+    default: {
+      const listed = convergence.blockers.slice(0, maxListed);
+      const parts: string[] = [`${programmed}/${total} Envoys programmed at generation ${generation}`];
+      const rejected = listed.filter((b) => b.reason === 'nacked').map((b) => describeBlocker(b, now, maxQuoted));
+      const stuck = listed.filter((b) => b.reason === 'stuck').map((b) => describeBlocker(b, now, maxQuoted));
+      const waiting = listed.filter((b) => b.reason === 'pending' || b.reason === 'noWatermark').map((b) => describeBlocker(b, now, maxQuoted));
+      parts.push(...rejected, ...stuck);
+      if (waiting.length > 0) parts.push(`waiting for ${waiting.join(', ')}`);
+      const more = convergence.blockers.length - listed.length;
+      if (more > 0) parts.push(`and ${more} more`);
+      const reason = convergence.state === 'Rejected' ? 'Rejected' : convergence.state === 'Stuck' ? 'Stuck' : 'Pending';
+      return draft('False', reason, parts.join('; '));
+    }
+  }
+}
+
+/** RFC 3339 with milliseconds, as Kubernetes accepts for metav1.Time. */
+export function formatTime(epochMs: number): string {
+  return new Date(epochMs).toISOString();
+}
+
+/**
+ * Merges `condition` into `conditions` by type: replaces ours in place (or appends it), keeps
+ * lastTransitionTime unless the status flipped, and returns every other condition unchanged.
+ */
+export function setCondition(conditions: readonly Condition[], condition: ConditionDraft | Condition, now: number): Condition[] {
+  const index = conditions.findIndex((existing) => existing.type === condition.type);
+  const existing = index >= 0 ? conditions[index] : undefined;
+  const lastTransitionTime = existing !== undefined && existing.status === condition.status ? existing.lastTransitionTime : formatTime(now);
+  const merged: Condition = {
+    type: condition.type,
+    status: condition.status,
+    observedGeneration: condition.observedGeneration,
+    lastTransitionTime,
+    reason: condition.reason,
+    message: condition.message,
+  };
+  if (index < 0) return [...conditions, merged];
+  return conditions.map((other, i) => (i === index ? merged : other));
+}
+
+export function findCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
+  return conditions?.find((condition) => condition.type === type);
+}
+
+/**
+ * Whether writing `next` over `previous` changes anything a reader acts on. With `includeMessage`
+ * false, message-only changes (e.g. "3/5" → "4/5") do not count: that keeps Kubernetes writes per
+ * generation O(1) in fleet size (invariant 4); the status writer chooses.
+ */
+export function conditionChanged(
+  previous: ConditionDraft | Condition | undefined,
+  next: ConditionDraft | Condition,
+  options: { includeMessage?: boolean } = {},
+): boolean {
+  if (previous === undefined) return true;
+  return (
+    previous.type !== next.type ||
+    previous.status !== next.status ||
+    previous.reason !== next.reason ||
+    previous.observedGeneration !== next.observedGeneration ||
+    ((options.includeMessage ?? true) && previous.message !== next.message)
+  );
+}

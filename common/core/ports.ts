@@ -1,0 +1,137 @@
+// Ports: the interfaces the core's callers need from the outside world. Adapters implement them
+// (common/store for DynamoDB); the core itself never performs I/O. All methods are async and must not
+// throw on a corrupt stored item: it is returned as `corrupt` (with its key) so callers can log and
+// skip it. They may reject on infrastructure failure (network, throttling after retries), which
+// callers treat as retryable.
+import type { ObjectRef } from './identity';
+import type {
+  Condition,
+  EnvoyEvent,
+  EnvoyState,
+  ItemKey,
+  ItemKind,
+  LineageState,
+  LineageWatermark,
+  ObjectGeneration,
+  TableItem,
+} from './schema';
+import type { Lineage } from './version';
+
+/** Time, passed in so the core stays deterministic. Epoch milliseconds. */
+export interface Clock {
+  now(): number;
+}
+
+/** Opaque continuation token (adapters encode DynamoDB's LastEvaluatedKey in it). */
+export type Cursor = string;
+
+export interface PageRequest {
+  /** Upper bound on items examined per call; adapters may return fewer. */
+  limit?: number;
+  /** From a previous page's `nextCursor`; absent for the first page. */
+  cursor?: Cursor;
+}
+
+/** An item that failed validation (schema.parseItem): reported, skipped, never thrown. */
+export interface CorruptItem {
+  key?: ItemKey;
+  error: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Items on this page that failed validation. */
+  corrupt: CorruptItem[];
+  /** Absent on the last page. A page may be empty and still have a next cursor (DynamoDB filters). */
+  nextCursor?: Cursor;
+}
+
+/** Result of reading one item by key. */
+export type ItemRead<T> =
+  | { status: 'found'; value: T }
+  | { status: 'missing' }
+  /** `rev` is the stored numeric rev if it could be read, so a writer can replace the corrupt item. */
+  | { status: 'corrupt'; error: string; rev?: number };
+
+/** Result of a write conditioned on `rev`. On conflict, `current` is the stored value (if readable). */
+export type ConditionalWriteResult<T> = { ok: true } | { ok: false; reason: 'conflict'; current: ItemRead<T> };
+
+export interface PutEventsResult {
+  /** Events durably written (including ones that already existed: writes are idempotent). */
+  written: number;
+  /** Events still unprocessed after the adapter's own retries; the caller re-queues them. */
+  failed: { event: EnvoyEvent; error: string }[];
+}
+
+/** Envoy state and the ACK/NACK/STUCK event log (`ENVOY#<nodeId>` partition). */
+export interface EnvoyStore {
+  /**
+   * Writes events in batches (BatchWriteItem, 25 per request). Idempotent: an event's key is a function
+   * of (nodeId, version, typeUrl, outcome), so a replay overwrites the same item with the same content.
+   */
+  putEvents(events: readonly EnvoyEvent[]): Promise<PutEventsResult>;
+
+  getEnvoyState(nodeId: string): Promise<ItemRead<EnvoyState>>;
+
+  /**
+   * Writes `state` iff the stored rev equals `expectedRev` (`undefined`: iff no state exists yet).
+   * Callers pass `state.rev === (expectedRev ?? -1) + 1`, so rev never moves backwards and two writers
+   * cannot lose each other's updates; on conflict they re-read, re-apply their transition (the core's
+   * transitions never move an acked version backwards) and retry.
+   */
+  updateEnvoyState(state: EnvoyState, expectedRev: number | undefined): Promise<ConditionalWriteResult<EnvoyState>>;
+
+  /** An Envoy's events in sort-key order (lineage, then seq, then type), optionally one lineage only. */
+  listEnvoyEvents(nodeId: string, options?: PageRequest & { lineage?: Lineage; descending?: boolean }): Promise<Page<EnvoyEvent>>;
+
+  /** Every Envoy state (for convergence over the fleet and for expiry), optionally one node group. */
+  listEnvoyStates(options?: PageRequest & { group?: string }): Promise<Page<EnvoyState>>;
+}
+
+/** Watermarks and written conditions per object generation (`OBJECT#<ref>` partition). */
+export interface ObjectStore {
+  /**
+   * Records W(X, G) for one lineage, creating the generation item if needed (`firstSeenAt` = `at`).
+   * First write wins per lineage: the watermark is the *first* version reflecting G, and a replayed or
+   * late write must not replace it. Returns whether this call set it.
+   */
+  putWatermark(ref: ObjectRef, generation: number, lineage: Lineage, watermark: LineageWatermark): Promise<'written' | 'alreadySet'>;
+
+  /** Marks a generation as not observable (the kind gives no "controller processed G" signal). */
+  markNotObservable(ref: ObjectRef, generation: number, reason: string, at: number): Promise<void>;
+
+  getObjectGeneration(ref: ObjectRef, generation: number): Promise<ItemRead<ObjectGeneration>>;
+
+  /** An object's generations, ascending by generation unless `descending`. */
+  listObjectGenerations(ref: ObjectRef, options?: PageRequest & { descending?: boolean }): Promise<Page<ObjectGeneration>>;
+
+  /**
+   * Remembers the condition written to Kubernetes for this generation, and `programmedAt` the first
+   * time it is set (never overwritten). Creates the item if missing.
+   */
+  recordCondition(ref: ObjectRef, generation: number, condition: Condition, programmedAt?: number): Promise<void>;
+}
+
+/** Gateway lineages: counter, per-type version history, heartbeat (`LINEAGE#<lineage>`). */
+export interface LineageStore {
+  getLineageState(lineage: Lineage): Promise<ItemRead<LineageState>>;
+
+  /** Same conditional contract as `updateEnvoyState`. */
+  putLineageState(state: LineageState, expectedRev: number | undefined): Promise<ConditionalWriteResult<LineageState>>;
+}
+
+export interface ScanRequest extends PageRequest {
+  /** Only items of this kind (a filter: pages may come back empty with a cursor). */
+  kind?: ItemKind;
+  /** Parallel scan (DynamoDB Scan Segment/TotalSegments). */
+  segment?: number;
+  totalSegments?: number;
+}
+
+/** Paged iteration over the whole table, for resync (rebuilding aggregates from the items). */
+export interface TableScanner {
+  scanItems(request?: ScanRequest): Promise<Page<TableItem>>;
+}
+
+/** Everything the gateway and the functions need from the table. */
+export interface EventStore extends EnvoyStore, ObjectStore, LineageStore, TableScanner {}

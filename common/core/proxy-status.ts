@@ -1,0 +1,37 @@
+// A fleet view like `istioctl proxy-status`: per Envoy and type, is it running what its gateway
+// currently serves? For the query function; pure.
+import type { EnvoyState, LineageState } from './schema';
+import { currentTypeVersions } from './lineage';
+
+/**
+ * SYNCED: ACKed the lineage's current version. NACKED: rejected something newer than it runs.
+ * STALE: a response is out and unanswered. NOT_SENT: behind, with nothing in flight. UNKNOWN: the
+ * lineage is not known to the caller (so "current" is not known).
+ */
+export type TypeSyncStatus = 'SYNCED' | 'NACKED' | 'STALE' | 'NOT_SENT' | 'UNKNOWN';
+
+export interface TypeSyncReport {
+  typeUrl: string;
+  status: TypeSyncStatus;
+  acked?: number;
+  current?: number;
+  nackMessage?: string;
+}
+
+export function typeSyncReports(envoy: EnvoyState, lineages: ReadonlyMap<string, LineageState>): TypeSyncReport[] {
+  const reports: TypeSyncReport[] = [];
+  for (const [typeUrl, type] of Object.entries(envoy.types)) {
+    if (!type.subscribed) continue;
+    const lineage = lineages.get(type.lineage);
+    const current = lineage === undefined ? undefined : currentTypeVersions(lineage)[typeUrl] ?? 0;
+    const base = { typeUrl, ...(type.acked === undefined ? {} : { acked: type.acked }), ...(current === undefined ? {} : { current }) };
+    let report: TypeSyncReport;
+    if (type.nack !== undefined && (type.acked === undefined || type.acked < type.nack.seq)) report = { ...base, status: 'NACKED', nackMessage: type.nack.message };
+    else if (current === undefined) report = { ...base, status: 'UNKNOWN' };
+    else if (type.acked !== undefined && type.acked >= current) report = { ...base, status: 'SYNCED' };
+    else if (type.pending !== undefined) report = { ...base, status: 'STALE' };
+    else report = { ...base, status: 'NOT_SENT' };
+    reports.push(report);
+  }
+  return reports.sort((a, b) => (a.typeUrl < b.typeUrl ? -1 : a.typeUrl > b.typeUrl ? 1 : 0));
+}

@@ -1,0 +1,420 @@
+// The one DynamoDB table (docs/ARCHITECTURE.md, "Data"): attribute names, key builders, and the item
+// shapes as zod schemas. Every item read back is validated here; a corrupt or unknown item becomes a
+// reported error with its key, never an exception, so one bad item cannot stop a batch or a resync.
+//
+// Conventions: times are epoch milliseconds (numbers), except `ttl`, which DynamoDB's TTL feature
+// requires in epoch *seconds*. Sequence numbers and generations in sort keys are zero-padded so that
+// lexicographic order (how DynamoDB sorts S keys) equals numeric order.
+import { z } from 'zod';
+import { DecisionSchema } from './decision';
+import { formatObjectRef, validateObjectRef, type ObjectRef } from './identity';
+import { isValidTypeUrl } from './type-urls';
+import { isValidLineage, type GatewayVersion, type Lineage } from './version';
+
+// ---------------------------------------------------------------------------------------------
+// Attribute names and constants
+
+export const ATTR = {
+  pk: 'pk',
+  sk: 'sk',
+  /** Epoch seconds; DynamoDB deletes the item some time (up to days) after it. */
+  ttl: 'ttl',
+  kind: 'kind',
+  schemaVersion: 'schemaVersion',
+} as const;
+
+/** The schema version every item is written with; readers reject other versions. */
+export const SCHEMA_VERSION = 1;
+
+export const ITEM_KIND = {
+  envoyState: 'EnvoyState',
+  envoyEvent: 'EnvoyEvent',
+  objectGeneration: 'ObjectGeneration',
+  lineageState: 'LineageState',
+} as const;
+export type ItemKind = (typeof ITEM_KIND)[keyof typeof ITEM_KIND];
+
+/** Digits of zero padding: Number.MAX_SAFE_INTEGER has 16 digits. */
+export const KEY_NUMBER_WIDTH = 16;
+
+/** Longest accepted Envoy node id (bounds key size; DynamoDB's partition key limit is 2048 bytes). */
+export const MAX_NODE_ID_LENGTH = 1024;
+/** Longest stored message (NACK text), in characters; writers truncate to MAX_MESSAGE_BYTES first. */
+export const MAX_STORED_MESSAGE_LENGTH = 8192;
+
+export interface ItemKey {
+  pk: string;
+  sk: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key builders
+
+export const STATE_SK = 'STATE';
+export const EVENT_SK_PREFIX = 'EVENT#';
+export const GENERATION_SK_PREFIX = 'GEN#';
+
+export function padKeyNumber(n: number): string {
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`cannot pad ${String(n)} into a key`);
+  return String(n).padStart(KEY_NUMBER_WIDTH, '0');
+}
+
+export function envoyPartitionKey(nodeId: string): string {
+  return `ENVOY#${nodeId}`;
+}
+
+export function envoyStateKey(nodeId: string): ItemKey {
+  return { pk: envoyPartitionKey(nodeId), sk: STATE_SK };
+}
+
+export type EventOutcome = 'ACK' | 'NACK' | 'STUCK';
+export const EVENT_OUTCOMES: readonly EventOutcome[] = ['ACK', 'NACK', 'STUCK'];
+
+/**
+ * `EVENT#<lineage>#<seq padded>#<typeUrl>#<outcome>`. Deterministic: replaying the same event writes
+ * the same item (idempotent without transactions).
+ */
+export function envoyEventKey(nodeId: string, version: GatewayVersion, typeUrl: string, outcome: EventOutcome): ItemKey {
+  return {
+    pk: envoyPartitionKey(nodeId),
+    sk: `${EVENT_SK_PREFIX}${version.lineage}#${padKeyNumber(version.seq)}#${typeUrl}#${outcome}`,
+  };
+}
+
+/** Sort-key prefix for querying an Envoy's events, optionally only one lineage's. */
+export function envoyEventSkPrefix(lineage?: Lineage): string {
+  return lineage === undefined ? EVENT_SK_PREFIX : `${EVENT_SK_PREFIX}${lineage}#`;
+}
+
+export function objectPartitionKey(ref: ObjectRef): string {
+  return `OBJECT#${formatObjectRef(ref)}`;
+}
+
+/** `GEN#<generation padded>`: sort order equals numeric order of generations. */
+export function objectGenerationKey(ref: ObjectRef, generation: number): ItemKey {
+  return { pk: objectPartitionKey(ref), sk: `${GENERATION_SK_PREFIX}${padKeyNumber(generation)}` };
+}
+
+export function lineageStateKey(lineage: Lineage): ItemKey {
+  return { pk: `LINEAGE#${lineage}`, sk: STATE_SK };
+}
+
+/** DynamoDB TTL value (epoch seconds) for something that happened at `atMs` and is kept `retentionMs`. */
+export function ttlEpochSeconds(atMs: number, retentionMs: number): number {
+  return Math.ceil((atMs + retentionMs) / 1000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Field schemas
+
+const seqSchema = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+const epochMsSchema = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+const lineageSchema = z.string().refine(isValidLineage, { message: 'invalid lineage' });
+const typeUrlSchema = z.string().refine(isValidTypeUrl, { message: 'invalid type URL' });
+const nodeIdSchema = z.string().min(1).max(MAX_NODE_ID_LENGTH);
+const messageSchema = z.string().max(MAX_STORED_MESSAGE_LENGTH);
+const generationSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
+export const ObjectRefSchema = z
+  .object({ group: z.string(), kind: z.string(), namespace: z.string(), name: z.string() })
+  .superRefine((ref, ctx) => {
+    const problem = validateObjectRef(ref);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
+// --- Envoy state
+
+export const EnvoyStatusSchema = z.enum(['CONNECTED', 'DISCONNECTED', 'EXPIRED']);
+export type EnvoyStatus = z.infer<typeof EnvoyStatusSchema>;
+
+/** The last NACK on a type: the version the Envoy rejected, its message, and when. */
+export const NackSchema = z.object({ seq: seqSchema, message: messageSchema, at: epochMsSchema });
+export type Nack = z.infer<typeof NackSchema>;
+
+/** The latest response sent on a type that the Envoy has neither ACKed nor NACKed yet. */
+export const PendingSchema = z.object({ seq: seqSchema, sentAt: epochMsSchema });
+export type Pending = z.infer<typeof PendingSchema>;
+
+/**
+ * The Envoy added resource names to its subscription (SotW: a request with more resource_names; Delta:
+ * resource_names_subscribe). Its ACKed version says nothing about the new names until it ACKs a
+ * response sent after the change: a new cluster's EDS or a new listener's RDS (the warming case of
+ * envoyproxy/envoy#5174). `sent`: a response has been sent since.
+ */
+export const NamesChangeSchema = z.object({ at: epochMsSchema, sent: z.boolean() });
+export type NamesChange = z.infer<typeof NamesChangeSchema>;
+
+/**
+ * One xDS type of one Envoy. All seqs are on `lineage` (the gateway serving this type's stream:
+ * with per-type streams an Envoy's types may be served by different gateway instances).
+ */
+export const TypeStateSchema = z.object({
+  lineage: lineageSchema,
+  /** The Envoy has an open subscription for this type (initial request seen, stream not closed). */
+  subscribed: z.boolean(),
+  /** Highest version the Envoy ACKed on `lineage` (absent: nothing accepted yet on this lineage). */
+  acked: seqSchema.optional(),
+  /** Last NACK; an ACK of a version >= nack.seq clears it. */
+  nack: NackSchema.optional(),
+  pending: PendingSchema.optional(),
+  namesChange: NamesChangeSchema.optional(),
+});
+export type TypeState = z.infer<typeof TypeStateSchema>;
+
+const envoyStateShape = {
+  nodeId: nodeIdSchema,
+  cluster: z.string().max(1024),
+  /** Node group key (brief §3.1). */
+  group: z.string().max(1024),
+  metadata: z.record(z.string(), z.unknown()),
+  /** Lineage of the Envoy's most recent connection. */
+  lineage: lineageSchema,
+  status: EnvoyStatusSchema,
+  connectedAt: epochMsSchema,
+  /** Last request, ACK, NACK or gateway heartbeat for a connected stream. */
+  lastSeenAt: epochMsSchema,
+  types: z.record(typeUrlSchema, TypeStateSchema),
+  /**
+   * Largest seq S on `lineage` such that every subscribed type is ACKed at or past its version at S
+   * (docs/ARCHITECTURE.md). Absent when unknown (nothing ACKed, or types on other lineages).
+   */
+  programmedThrough: seqSchema.optional(),
+  /** Increases by one per write; writes are conditional on it. */
+  rev: z.number().int().nonnegative(),
+};
+export const EnvoyStateSchema = z.object(envoyStateShape);
+export type EnvoyState = z.infer<typeof EnvoyStateSchema>;
+
+// --- Envoy events (ACK / NACK / STUCK log)
+
+const envoyEventShape = {
+  nodeId: nodeIdSchema,
+  outcome: z.enum(['ACK', 'NACK', 'STUCK']),
+  lineage: lineageSchema,
+  seq: seqSchema,
+  typeUrl: typeUrlSchema,
+  /** When the gateway saw it (STUCK: when it was detected). */
+  at: epochMsSchema,
+  /** NACK: the Envoy's error_detail.message, truncated. */
+  message: messageSchema.optional(),
+  /** STUCK: when the unanswered response was sent. */
+  sentAt: epochMsSchema.optional(),
+  /** Epoch seconds. */
+  ttl: z.number().int().positive(),
+};
+const nackCarriesMessage = (event: { outcome: string; message?: string | undefined }): boolean =>
+  event.outcome !== 'NACK' || event.message !== undefined;
+export const EnvoyEventSchema = z
+  .object(envoyEventShape)
+  .refine(nackCarriesMessage, { message: 'a NACK event must carry the Envoy message', path: ['message'] });
+export type EnvoyEvent = z.infer<typeof EnvoyEventSchema>;
+
+// --- Conditions (Kubernetes metav1.Condition)
+
+export const ConditionStatusSchema = z.enum(['True', 'False', 'Unknown']);
+export type ConditionStatus = z.infer<typeof ConditionStatusSchema>;
+
+/** metav1.Condition; `reason` follows its validation pattern, `message` its 32768 limit. */
+export const ConditionSchema = z.object({
+  type: z.string().min(1).max(316),
+  status: ConditionStatusSchema,
+  observedGeneration: z.number().int().nonnegative(),
+  /** RFC 3339, as the Kubernetes API serialises metav1.Time. */
+  lastTransitionTime: z.string().min(1),
+  reason: z.string().max(1024).regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/),
+  message: z.string().max(32768),
+});
+export type Condition = z.infer<typeof ConditionSchema>;
+
+// --- Object generations (watermarks)
+
+/**
+ * W(X, G) on one lineage: the lineage seq at which the gateway first served content reflecting X at G,
+ * and each type's version current at that seq (a type absent here had no version yet: any ACK on
+ * the lineage satisfies it).
+ */
+export const LineageWatermarkSchema = z.object({
+  seq: seqSchema,
+  types: z.record(typeUrlSchema, seqSchema),
+  /** When the gateway recorded it. */
+  at: epochMsSchema,
+});
+export type LineageWatermark = z.infer<typeof LineageWatermarkSchema>;
+
+const objectGenerationShape = {
+  object: ObjectRefSchema,
+  generation: generationSchema,
+  /** One entry per lineage that has served this generation; each gateway writes its own. */
+  watermarks: z.record(lineageSchema, LineageWatermarkSchema),
+  /** Set when this kind gives no signal that the controller processed G: the reason why. */
+  notObservable: messageSchema.optional(),
+  firstSeenAt: epochMsSchema,
+  /** First time the condition was written True for this generation. */
+  programmedAt: epochMsSchema.optional(),
+  /** The condition last written to Kubernetes for this generation (to write only on change). */
+  lastCondition: ConditionSchema.optional(),
+  /** The convergence function's decision for this generation (common/core/decision.ts). */
+  decision: DecisionSchema.optional(),
+};
+export const ObjectGenerationSchema = z.object(objectGenerationShape);
+export type ObjectGeneration = z.infer<typeof ObjectGenerationSchema>;
+
+// --- Lineage state
+
+const historySchema = z.array(seqSchema).refine(
+  (seqs) => seqs.every((s, i) => i === 0 || (seqs[i - 1] as number) < s),
+  { message: 'type history must be strictly ascending' },
+);
+
+const lineageStateShape = {
+  lineage: lineageSchema,
+  instanceId: z.string().min(1).max(63),
+  bootId: z.string().min(1).max(63),
+  /** The node group this lineage serves (unsanitised key). */
+  group: z.string().max(1024),
+  /** The lineage counter's current value (the last seq taken). */
+  currentSeq: seqSchema,
+  /** Per type, the ascending seqs at which that type changed. */
+  typeHistory: z.record(typeUrlSchema, historySchema),
+  /** Histories are complete for seqs >= historyStart; older entries may have been trimmed. */
+  historyStart: seqSchema,
+  startedAt: epochMsSchema,
+  heartbeatAt: epochMsSchema,
+  rev: z.number().int().nonnegative(),
+};
+export const LineageStateSchema = z.object(lineageStateShape);
+export type LineageState = z.infer<typeof LineageStateSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Items: key + kind + schemaVersion + the record, flat. An item is structurally also its record, so
+// adapters can return a parsed item where the record type is expected.
+
+const itemBase = {
+  pk: z.string().min(1),
+  sk: z.string().min(1),
+  schemaVersion: z.literal(SCHEMA_VERSION),
+};
+
+export const EnvoyStateItemSchema = z.object({ ...itemBase, kind: z.literal(ITEM_KIND.envoyState), ...envoyStateShape, ttl: z.number().int().positive().optional() });
+export type EnvoyStateItem = z.infer<typeof EnvoyStateItemSchema>;
+
+export const EnvoyEventItemSchema = z
+  .object({ ...itemBase, kind: z.literal(ITEM_KIND.envoyEvent), ...envoyEventShape })
+  .refine(nackCarriesMessage, { message: 'a NACK event must carry the Envoy message', path: ['message'] });
+export type EnvoyEventItem = z.infer<typeof EnvoyEventItemSchema>;
+
+export const ObjectGenerationItemSchema = z.object({ ...itemBase, kind: z.literal(ITEM_KIND.objectGeneration), ...objectGenerationShape });
+export type ObjectGenerationItem = z.infer<typeof ObjectGenerationItemSchema>;
+
+export const LineageStateItemSchema = z.object({ ...itemBase, kind: z.literal(ITEM_KIND.lineageState), ...lineageStateShape });
+export type LineageStateItem = z.infer<typeof LineageStateItemSchema>;
+
+export type TableItem = EnvoyStateItem | EnvoyEventItem | ObjectGenerationItem | LineageStateItem;
+
+export function toEnvoyStateItem(state: EnvoyState, ttl?: number): EnvoyStateItem {
+  return { ...envoyStateKey(state.nodeId), kind: ITEM_KIND.envoyState, schemaVersion: SCHEMA_VERSION, ...state, ...(ttl === undefined ? {} : { ttl }) };
+}
+
+export function toEnvoyEventItem(event: EnvoyEvent): EnvoyEventItem {
+  const key = envoyEventKey(event.nodeId, { lineage: event.lineage, seq: event.seq }, event.typeUrl, event.outcome);
+  return { ...key, kind: ITEM_KIND.envoyEvent, schemaVersion: SCHEMA_VERSION, ...event };
+}
+
+export function toObjectGenerationItem(record: ObjectGeneration): ObjectGenerationItem {
+  return { ...objectGenerationKey(record.object, record.generation), kind: ITEM_KIND.objectGeneration, schemaVersion: SCHEMA_VERSION, ...record };
+}
+
+export function toLineageStateItem(state: LineageState): LineageStateItem {
+  return { ...lineageStateKey(state.lineage), kind: ITEM_KIND.lineageState, schemaVersion: SCHEMA_VERSION, ...state };
+}
+
+/** Strips key attributes, giving back the record an item stores. */
+export function envoyStateFromItem(item: EnvoyStateItem): EnvoyState {
+  const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, ttl: _ttl, ...state } = item;
+  return state;
+}
+
+export function envoyEventFromItem(item: EnvoyEventItem): EnvoyEvent {
+  const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, ...event } = item;
+  return event;
+}
+
+export function objectGenerationFromItem(item: ObjectGenerationItem): ObjectGeneration {
+  const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, ...record } = item;
+  return record;
+}
+
+export function lineageStateFromItem(item: LineageStateItem): LineageState {
+  const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, ...state } = item;
+  return state;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading items back
+
+export type ParsedItem =
+  | { ok: true; item: TableItem }
+  | { ok: false; error: string; key?: ItemKey };
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => `${issue.path.length > 0 ? issue.path.map(String).join('.') : '(item)'}: ${issue.message}`)
+    .join('; ') + (error.issues.length > 5 ? `; and ${error.issues.length - 5} more` : '');
+}
+
+function expectedKey(item: TableItem): ItemKey {
+  switch (item.kind) {
+    case ITEM_KIND.envoyState:
+      return envoyStateKey(item.nodeId);
+    case ITEM_KIND.envoyEvent:
+      return envoyEventKey(item.nodeId, { lineage: item.lineage, seq: item.seq }, item.typeUrl, item.outcome);
+    case ITEM_KIND.objectGeneration:
+      return objectGenerationKey(item.object, item.generation);
+    case ITEM_KIND.lineageState:
+      return lineageStateKey(item.lineage);
+  }
+}
+
+/**
+ * Validates an item as read from the table (already unmarshalled to plain JS). Unknown kinds, other
+ * schema versions, bad fields and keys that disagree with the item's content are all reported as
+ * `{ ok: false, error }` with the key when there is one. Never throws.
+ */
+export function parseItem(raw: Record<string, unknown>): ParsedItem {
+  const pk = raw[ATTR.pk];
+  const sk = raw[ATTR.sk];
+  if (typeof pk !== 'string' || typeof sk !== 'string') {
+    return { ok: false, error: 'item has no string pk/sk' };
+  }
+  const key = { pk, sk };
+  const where = `item ${pk} / ${sk}`;
+  const schemaVersion = raw[ATTR.schemaVersion];
+  if (schemaVersion !== SCHEMA_VERSION) {
+    return { ok: false, key, error: `${where}: unsupported schemaVersion ${JSON.stringify(schemaVersion) ?? 'undefined'} (this reader knows ${SCHEMA_VERSION})` };
+  }
+  const kind = raw[ATTR.kind];
+  let result: z.ZodSafeParseResult<TableItem>;
+  switch (kind) {
+    case ITEM_KIND.envoyState:
+      result = EnvoyStateItemSchema.safeParse(raw);
+      break;
+    case ITEM_KIND.envoyEvent:
+      result = EnvoyEventItemSchema.safeParse(raw);
+      break;
+    case ITEM_KIND.objectGeneration:
+      result = ObjectGenerationItemSchema.safeParse(raw);
+      break;
+    case ITEM_KIND.lineageState:
+      result = LineageStateItemSchema.safeParse(raw);
+      break;
+    default:
+      return { ok: false, key, error: `${where}: unknown kind ${JSON.stringify(kind) ?? 'undefined'}` };
+  }
+  if (!result.success) return { ok: false, key, error: `${where}: ${describeIssues(result.error)}` };
+  const expected = expectedKey(result.data);
+  if (expected.pk !== pk || expected.sk !== sk) {
+    return { ok: false, key, error: `${where}: key does not match content (expected ${expected.pk} / ${expected.sk})` };
+  }
+  return { ok: true, item: result.data };
+}

@@ -1,0 +1,38 @@
+// Staleness (brief §2 "the denominator"): an Envoy not seen for the TTL leaves the denominator; a
+// response neither ACKed nor NACKed within the ACK timeout is stuck and reported, not waited on forever.
+import type { EnvoyState } from './schema';
+
+/** Not yet expired, but not seen for more than `ttlMs`. */
+export function shouldExpire(envoy: EnvoyState, now: number, ttlMs: number): boolean {
+  return envoy.status !== 'EXPIRED' && now - envoy.lastSeenAt > ttlMs;
+}
+
+/** Counts in the denominator: not expired and seen within the TTL (even if disconnected). */
+export function isLive(envoy: EnvoyState, now: number, ttlMs: number): boolean {
+  return envoy.status !== 'EXPIRED' && now - envoy.lastSeenAt <= ttlMs;
+}
+
+/** When the type started waiting for an answer: an unanswered response, or names added but not yet served. */
+export function waitingSince(envoy: EnvoyState, typeUrl: string): number | undefined {
+  const type = envoy.types[typeUrl];
+  if (type === undefined || !type.subscribed) return undefined;
+  const since = [type.pending?.sentAt, type.namesChange?.at].filter((t): t is number => t !== undefined);
+  return since.length === 0 ? undefined : Math.min(...since);
+}
+
+/**
+ * Subscribed types waiting for at least `ackTimeoutMs`, sorted: a response neither ACKed nor NACKed,
+ * or added resource names with no ACKed response since (e.g. an EDS name the control plane never serves).
+ */
+export function stuckTypes(envoy: EnvoyState, now: number, ackTimeoutMs: number): string[] {
+  const stuck: string[] = [];
+  for (const typeUrl of Object.keys(envoy.types)) {
+    const since = waitingSince(envoy, typeUrl);
+    if (since !== undefined && now - since >= ackTimeoutMs) stuck.push(typeUrl);
+  }
+  return stuck.sort();
+}
+
+export function isStuck(envoy: EnvoyState, now: number, ackTimeoutMs: number): boolean {
+  return envoy.status === 'CONNECTED' && stuckTypes(envoy, now, ackTimeoutMs).length > 0;
+}

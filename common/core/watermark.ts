@@ -1,0 +1,58 @@
+// Watermarks W(X, G) (docs/ARCHITECTURE.md, "Core model") and whether an Envoy has reached one.
+import type { EnvoyState, LineageWatermark, ObjectGeneration } from './schema';
+import type { Lineage } from './version';
+
+export type Watermark =
+  | { observable: true; lineages: Readonly<Record<Lineage, LineageWatermark>> }
+  | { observable: false; reason: string };
+
+export function watermarkOf(generation: ObjectGeneration): Watermark {
+  if (generation.notObservable !== undefined) return { observable: false, reason: generation.notObservable };
+  return { observable: true, lineages: generation.watermarks };
+}
+
+export interface WatermarkOptions {
+  /** Types every Envoy must have subscribed (e.g. LDS and CDS), so a half-subscribed new Envoy is not counted. */
+  requiredTypeUrls?: readonly string[];
+}
+
+export interface WatermarkProgress {
+  reached: boolean;
+  /** Subscribed (or required) types not yet ACKed at or past the watermark's version for them. */
+  behindTypes: string[];
+  /** Lineages serving this Envoy's types for which this generation has no watermark yet. */
+  missingLineages: Lineage[];
+}
+
+/**
+ * Per subscribed type: the watermark on the type's lineage must exist and the type's ACKed seq must be
+ * at or past the watermark's version of that type (a type the watermark does not list had no version
+ * yet at the watermark, so any ACK on the lineage will do). An Envoy with no subscribed type has
+ * reached nothing. A lineage with no watermark entry has NOT been reached.
+ */
+export function watermarkProgress(envoy: EnvoyState, watermark: Watermark, options: WatermarkOptions = {}): WatermarkProgress {
+  const behindTypes: string[] = [];
+  const missing = new Set<Lineage>();
+  if (!watermark.observable) return { reached: false, behindTypes, missingLineages: [] };
+  let subscribedCount = 0;
+  for (const [typeUrl, type] of Object.entries(envoy.types)) {
+    if (!type.subscribed) continue;
+    subscribedCount++;
+    const mark = watermark.lineages[type.lineage];
+    if (mark === undefined) {
+      missing.add(type.lineage);
+      continue;
+    }
+    const required = mark.types[typeUrl] ?? 0;
+    if (type.acked === undefined || type.acked < required || type.namesChange !== undefined) behindTypes.push(typeUrl);
+  }
+  for (const typeUrl of options.requiredTypeUrls ?? []) {
+    if (envoy.types[typeUrl]?.subscribed !== true) behindTypes.push(typeUrl);
+  }
+  const reached = subscribedCount > 0 && behindTypes.length === 0 && missing.size === 0;
+  return { reached, behindTypes: behindTypes.sort(), missingLineages: [...missing].sort() };
+}
+
+export function hasReachedWatermark(envoy: EnvoyState, watermark: Watermark, options: WatermarkOptions = {}): boolean {
+  return watermarkProgress(envoy, watermark, options).reached;
+}
