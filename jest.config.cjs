@@ -12,6 +12,7 @@ module.exports = {
     '/node_modules/(?!(@kubernetes/client-node|openid-client|oauth4webapi|jose)/)',
   ],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
+  setupFiles: ['<rootDir>/test/setup-env.ts'],
   testTimeout: 60000,
   // Integration tests start servers on random ports; two workers match this 2-core machine.
   maxWorkers: 2,

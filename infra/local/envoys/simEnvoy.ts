@@ -351,8 +351,10 @@ export class SimEnvoy {
 type HeldAnswer = (() => void) & { typeUrl: string };
 
 function toNodeMessage(node: SimNode): XdsNode {
-  const fields: Record<string, { string_value: string }> = {};
-  for (const [key, value] of Object.entries(node.metadata ?? {})) fields[key] = { string_value: value };
+  // protobufjs's bundled google.protobuf.Struct uses camelCase field names (stringValue), not the
+  // proto's snake_case: with string_value the values arrive empty.
+  const fields: Record<string, { stringValue: string }> = {};
+  for (const [key, value] of Object.entries(node.metadata ?? {})) fields[key] = { stringValue: value };
   return {
     id: node.id,
     cluster: node.cluster,

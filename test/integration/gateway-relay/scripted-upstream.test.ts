@@ -1,0 +1,200 @@
+// The relay against a scripted upstream (a real gRPC xDS server whose responses the test writes):
+// bytes are relayed untouched (including a type the relay knows nothing about), a malformed upstream
+// response is NACKed upstream while Envoys keep the last good content, and identical bytes under a new
+// upstream version take no new seq.
+import * as grpc from '@grpc/grpc-js';
+import {
+  ADS_SERVICE,
+  CLUSTER_LOAD_ASSIGNMENT_TYPE_URL,
+  CLUSTER_TYPE_URL,
+  LISTENER_TYPE_URL,
+  ROUTE_CONFIGURATION_TYPE_URL,
+  createDiscoveryClient,
+  openAdsSotw,
+  packAny,
+  serviceDefinition,
+  type AnyResource,
+  type DiscoveryRequest,
+  type DiscoveryResponse,
+} from '../../../common/xds';
+import type { Relay } from '../../../xds-gateway/relay';
+import { eventually, RecordingObserver, sleep, startTestRelay } from './helpers';
+import { StreamReader } from './stream-reader';
+
+const OPAQUE_TYPE_URL = 'type.googleapis.com/example.v1.Opaque';
+
+/** A minimal ADS server: records requests, and `respond` writes to every stream of that type. */
+class ScriptedUpstream {
+  readonly requests: DiscoveryRequest[] = [];
+  private readonly streams = new Map<string, Set<grpc.ServerDuplexStream<DiscoveryRequest, DiscoveryResponse>>>();
+  private readonly server = new grpc.Server();
+  private nonce = 0;
+  port = 0;
+
+  async start(): Promise<void> {
+    this.server.addService(serviceDefinition(ADS_SERVICE), {
+      StreamAggregatedResources: (call: grpc.ServerDuplexStream<DiscoveryRequest, DiscoveryResponse>) => {
+        call.on('data', (request: DiscoveryRequest) => {
+          this.requests.push(request);
+          const typeUrl = request.type_url ?? '';
+          const set = this.streams.get(typeUrl) ?? new Set();
+          set.add(call);
+          this.streams.set(typeUrl, set);
+        });
+        const forget = (): void => {
+          for (const set of this.streams.values()) set.delete(call);
+        };
+        call.on('end', () => {
+          forget();
+          call.end();
+        });
+        call.on('cancelled', forget);
+        call.on('error', forget);
+      },
+    });
+    this.port = await new Promise<number>((resolve, reject) =>
+      this.server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+    );
+  }
+
+  respond(typeUrl: string, version: string, resources: AnyResource[]): string {
+    const nonce = `n${++this.nonce}`;
+    for (const call of this.streams.get(typeUrl) ?? []) call.write({ version_info: version, type_url: typeUrl, nonce, resources });
+    return nonce;
+  }
+
+  /** A stream of `typeUrl` whose first request came from upstream node `nodeId` is open. */
+  subscribed(typeUrl: string, nodeId = /\.via\.gw-test$/): boolean {
+    return (this.streams.get(typeUrl)?.size ?? 0) > 0 && this.requests.some((r) => r.type_url === typeUrl && nodeId.test(r.node?.id ?? ''));
+  }
+
+  close(): void {
+    this.server.forceShutdown();
+  }
+}
+
+/** An opaque resource: field 1 = name, field 2 = payload bytes (a valid message of unknown type). */
+function opaque(name: string, payload: string): AnyResource {
+  const nameBytes = Buffer.from(name);
+  const payloadBytes = Buffer.from(payload);
+  return { type_url: OPAQUE_TYPE_URL, value: Buffer.concat([Buffer.from([0x0a, nameBytes.length]), nameBytes, Buffer.from([0x12, payloadBytes.length]), payloadBytes]) };
+}
+
+describe('relay against a scripted upstream', () => {
+  let upstream: ScriptedUpstream;
+  let observer: RecordingObserver;
+  let relay: Relay;
+  let client: grpc.Client;
+  const readers: StreamReader<DiscoveryRequest, DiscoveryResponse>[] = [];
+
+  beforeAll(async () => {
+    upstream = new ScriptedUpstream();
+    await upstream.start();
+    observer = new RecordingObserver();
+    relay = await startTestRelay(`127.0.0.1:${upstream.port}`, observer);
+    client = createDiscoveryClient(ADS_SERVICE, `127.0.0.1:${relay.port}`);
+  });
+
+  afterAll(async () => {
+    for (const reader of readers) reader.close();
+    client.close();
+    await relay.control.close();
+    upstream.close();
+  });
+
+  const envoy = (id: string, typeUrl: string): StreamReader<DiscoveryRequest, DiscoveryResponse> => {
+    const reader = new StreamReader(openAdsSotw(client));
+    readers.push(reader);
+    reader.send({ node: { id, cluster: 'scripted' }, type_url: typeUrl });
+    return reader;
+  };
+  const bytes = (response: DiscoveryResponse): string[] => (response.resources ?? []).map((r) => Buffer.from(r.value).toString('hex'));
+
+  test('an opaque type is relayed byte for byte; identical bytes under a new upstream version take no new seq', async () => {
+    const stream = envoy('opaque-1', OPAQUE_TYPE_URL);
+    await eventually(() => upstream.subscribed(OPAQUE_TYPE_URL), 'relay subscribed upstream');
+    const sent = [opaque('a', 'payload-a'), opaque('b', 'payload-b')];
+    upstream.respond(OPAQUE_TYPE_URL, 'upstream-v1', sent);
+    const first = await stream.next();
+    expect(first.type_url).toBe(OPAQUE_TYPE_URL);
+    expect(bytes(first)).toEqual(sent.map((r) => Buffer.from(r.value).toString('hex')));
+    expect(first.resources?.map((r) => r.type_url)).toEqual([OPAQUE_TYPE_URL, OPAQUE_TYPE_URL]);
+    stream.send({ type_url: OPAQUE_TYPE_URL, response_nonce: first.nonce, version_info: first.version_info });
+
+    // Same bytes, new upstream version (Contour does this on every rebuild): no new seq, no push.
+    upstream.respond(OPAQUE_TYPE_URL, 'upstream-v2', sent);
+    await eventually(() => observer.of('upstreamApplied').filter((e) => e.typeUrl === OPAQUE_TYPE_URL).length === 2, 'second upstream response applied');
+    expect(observer.of('upstreamApplied').at(-1)).toMatchObject({ changed: false, upstreamVersion: 'upstream-v2', resources: [{ name: 'a' }, { name: 'b' }] });
+    expect(await stream.silentFor(300)).toBe(true);
+    // The relay ACKed both upstream responses with their nonce and version.
+    const acks = upstream.requests.filter((r) => r.type_url === OPAQUE_TYPE_URL && (r.response_nonce ?? '') !== '');
+    expect(acks.map((r) => r.version_info)).toEqual(['upstream-v1', 'upstream-v2']);
+    expect(acks.every((r) => r.error_detail === undefined || r.error_detail === null)).toBe(true);
+    // The upstream sees the gateway's node for the group (first Envoy's node, id suffixed), once per
+    // stream, and a wildcard subscription with an empty version_info.
+    const initial = upstream.requests.find((r) => r.type_url === OPAQUE_TYPE_URL);
+    expect(initial).toMatchObject({ node: { id: 'opaque-1.via.gw-test', cluster: 'scripted' }, resource_names: [], version_info: '' });
+    expect(acks.every((r) => r.node === undefined || r.node === null)).toBe(true);
+  });
+
+  test('ADS order: changes arriving RDS, LDS, EDS, CDS within the coalescing window go out CDS, EDS, LDS, RDS', async () => {
+    const ordered = await startTestRelay(`127.0.0.1:${upstream.port}`, new RecordingObserver(), { pushCoalesceMs: 200, instanceId: 'gw-order' });
+    const orderedClient = createDiscoveryClient(ADS_SERVICE, `127.0.0.1:${ordered.port}`);
+    try {
+      const stream = new StreamReader(openAdsSotw(orderedClient));
+      readers.push(stream);
+      const types = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL];
+      stream.send({ node: { id: 'ordered-1', cluster: 'ordered' }, type_url: types[0] });
+      for (const typeUrl of types.slice(1)) stream.send({ type_url: typeUrl });
+      const upstreamNodeSeen = (typeUrl: string): boolean =>
+        upstream.requests.some((r) => r.type_url === typeUrl && r.node?.id === 'ordered-1.via.gw-order');
+      await eventually(() => types.every(upstreamNodeSeen), 'all four types subscribed upstream');
+      const resource = (typeUrl: string, generation: number): AnyResource =>
+        typeUrl === CLUSTER_LOAD_ASSIGNMENT_TYPE_URL
+          ? packAny(typeUrl, { cluster_name: `r${generation}` })
+          : packAny(typeUrl, { name: `r${generation}` });
+      for (const typeUrl of types) upstream.respond(typeUrl, 'v1', [resource(typeUrl, 1)]);
+      for (let i = 0; i < types.length; i++) {
+        const response = await stream.next();
+        stream.send({ type_url: response.type_url, response_nonce: response.nonce, version_info: response.version_info });
+      }
+      // Reverse order, a few ms apart, on four different upstream streams.
+      for (const typeUrl of [...types].reverse()) {
+        upstream.respond(typeUrl, 'v2', [resource(typeUrl, 2)]);
+        await sleep(10);
+      }
+      const received: string[] = [];
+      for (let i = 0; i < types.length; i++) received.push((await stream.next()).type_url ?? '');
+      expect(received).toEqual(types);
+    } finally {
+      orderedClient.close();
+      await ordered.control.close();
+    }
+  });
+
+  test('a malformed upstream response is NACKed upstream; Envoys keep the last good content', async () => {
+    const stream = envoy('cds-1', CLUSTER_TYPE_URL);
+    await eventually(() => upstream.subscribed(CLUSTER_TYPE_URL), 'relay subscribed upstream');
+    const good = [packAny(CLUSTER_TYPE_URL, { name: 'c1' }), packAny(CLUSTER_TYPE_URL, { name: 'c2' })];
+    upstream.respond(CLUSTER_TYPE_URL, 'good-1', good);
+    const first = await stream.next();
+    stream.send({ type_url: CLUSTER_TYPE_URL, response_nonce: first.nonce, version_info: first.version_info });
+
+    const badNonce = upstream.respond(CLUSTER_TYPE_URL, 'bad-2', [packAny(CLUSTER_TYPE_URL, { name: 'c1' }), packAny(CLUSTER_TYPE_URL, { name: 'c1', connect_timeout: { seconds: '3' } })]);
+    const nack = await eventually(() => upstream.requests.find((r) => r.response_nonce === badNonce), 'upstream NACK');
+    expect(nack.error_detail?.message).toMatch(/duplicate resource name "c1"/);
+    expect(nack.version_info).toBe('good-1');
+    expect(await stream.silentFor(300)).toBe(true);
+
+    // Another type URL in a resource of this type is refused too.
+    const wrongNonce = upstream.respond(CLUSTER_TYPE_URL, 'bad-3', [opaque('x', 'y')]);
+    const wrong = await eventually(() => upstream.requests.find((r) => r.response_nonce === wrongNonce), 'upstream NACK of wrong type');
+    expect(wrong.error_detail?.message).toMatch(/has type_url .*Opaque, expected .*Cluster/);
+
+    // A new Envoy still gets the last good content.
+    const late = envoy('cds-2', CLUSTER_TYPE_URL);
+    const served = await late.next();
+    expect(served.version_info).toBe(first.version_info);
+    expect(bytes(served)).toEqual(good.map((r) => Buffer.from(r.value).toString('hex')));
+  });
+});

@@ -1,0 +1,223 @@
+// Observed-generation barrier against a Contour-like upstream: two control-plane replicas (UUID
+// versions, no provenance), HTTPProxies in the local Kubernetes API server, one status writer
+// elected on a Lease, and a leader change. Every watermark must be at or after the generation's
+// real first version: the content at each watermark type version (mapped through the gateway's seqs
+// to the replica's rebuild log) reflects the generation.
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, type ObjectRef } from '../../../common/core';
+import { startControlPlane, type ControlPlane } from '../../../infra/local/control-plane/control-plane';
+import { HTTPPROXY_CRD } from '../../../infra/local/control-plane/httpproxy-crd';
+import { KubeLeaseElector } from '../../../infra/local/control-plane/kube-lease-elector';
+import { KubeRouteSource } from '../../../infra/local/control-plane/kube-route-source';
+import { KubeStatusWriter } from '../../../infra/local/control-plane/kube-status-writer';
+import type { TypeShortName } from '../../../infra/local/control-plane/rebuild-log';
+import { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
+import { startLocalDynamo, type LocalDynamo } from '../../../infra/local/dynamo';
+import type { Fleet } from '../../../infra/local/envoys';
+import { startKubeApiServer, type KubeApiServer } from '../../../infra/local/kube/server';
+import type { Gateway } from '../../../xds-gateway/ops/gateway';
+import type { UpstreamAppliedEvent } from '../../../xds-gateway/relay/observer';
+import { adsSpec, endpoints, eventually, newFleet, proxy, startDelayProxy, startTestGateway, testLogger } from './helpers';
+
+const PROXY_API = { group: 'projectcontour.io', version: 'v1', namespace: 'default', plural: 'httpproxies' };
+const WEB: ObjectRef = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'web' };
+const TYPES: Record<string, TypeShortName> = { [LDS_TYPE_URL]: 'LDS', [RDS_TYPE_URL]: 'RDS', [CDS_TYPE_URL]: 'CDS', [EDS_TYPE_URL]: 'EDS' };
+
+const WIDGET_CRD = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'widgets.example.com' },
+  spec: {
+    group: 'example.com',
+    names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+    scope: 'Namespaced',
+    versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } } } }],
+  },
+};
+
+interface Replica {
+  controlPlane: ControlPlane;
+  elector: KubeLeaseElector;
+  source: KubeRouteSource;
+  endpoints: InMemoryRouteSource;
+}
+
+let kube: KubeApiServer;
+let custom: CustomObjectsApi;
+let dynamo: LocalDynamo;
+let gateway: Gateway;
+let fleet: Fleet;
+const replicas: Replica[] = [];
+/** Per replica, a proxy delaying its xDS pushes (the gateway reaches the replicas only through these). */
+const delayed = new Map<string, { address: string; close: () => Promise<void> }>();
+const applied: UpstreamAppliedEvent[] = [];
+
+beforeAll(async () => {
+  kube = await startKubeApiServer({ port: 0, host: '127.0.0.1', logger: testLogger });
+  const kubeconfigPath = kube.kubeconfigPath(mkdtempSync(path.join(os.tmpdir(), 'gw-barrier-')));
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(kubeconfigPath);
+  custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const crd = await fetch(`${kube.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(HTTPPROXY_CRD) });
+  expect(crd.status).toBe(201);
+  const widgetCrd = await fetch(`${kube.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(WIDGET_CRD) });
+  expect(widgetCrd.status).toBe(201);
+  for (const replicaId of ['replica-a', 'replica-b']) {
+    const endpointsSource = new InMemoryRouteSource();
+    endpointsSource.applyEndpoints(endpoints('app', '10.0.0.1', 80));
+    const elector = new KubeLeaseElector({ kubeConfig, namespace: 'default', leaseName: 'xds-control-plane', identity: replicaId, leaseDurationSeconds: 2, renewDeadlineMs: 1500, retryPeriodMs: 100, logger: testLogger });
+    const source = new KubeRouteSource({ kubeConfig, logger: testLogger, endpointsAndSecrets: endpointsSource });
+    const controlPlane = await startControlPlane({
+      port: 0,
+      replicaId,
+      source,
+      statusWriter: new KubeStatusWriter({ kubeConfig, logger: testLogger }),
+      leaderElector: elector,
+      versionScheme: 'contour',
+      // Contour's rebuilds are not instant; the follower is slower, so it can be behind the leader.
+      extraRebuildDelayMs: replicaId === 'replica-a' ? 0 : 150,
+      holdoffMs: 10,
+      holdoffMaxMs: 50,
+      statusRetryMs: 100,
+      logger: testLogger,
+    });
+    elector.advertise(controlPlane.address);
+    await elector.start();
+    replicas.push({ controlPlane, elector, source, endpoints: endpointsSource });
+    delayed.set(replicaId, await startDelayProxy(controlPlane.address, 300));
+  }
+  const leader = await eventually(() => replicas.find((r) => r.elector.isLeader()), 'a leader');
+  const follower = replicas.find((r) => r !== leader) as Replica;
+  dynamo = await startLocalDynamo({ logger: testLogger });
+  // Deliberately start on the follower: the gateway must move to the status writer by itself.
+  gateway = await startTestGateway({
+    upstream: delayed.get(follower.controlPlane.replicaId)!.address,
+    table: 'gw-barrier',
+    'dynamodb-endpoint': dynamo.endpoint,
+    watermarks: 'barrier',
+    kubeconfig: kubeconfigPath,
+    'tracked-kinds': JSON.stringify([
+      { group: 'projectcontour.io', version: 'v1', kind: 'HTTPProxy', plural: 'httpproxies', signal: { type: 'condition', conditionType: 'Valid' } },
+      { group: 'example.com', version: 'v1', kind: 'Widget', plural: 'widgets', signal: { type: 'none', reason: 'widgets report no observedGeneration' } },
+    ]),
+    'leader-lease': 'default/xds-control-plane',
+    'leader-targets': JSON.stringify(Object.fromEntries([...delayed].map(([id, proxyServer]) => [id, proxyServer.address]))),
+    'leader-settle-ms': '200',
+  });
+  gateway.tracker.onUpstreamApplied((e) => applied.push(e));
+  fleet = newFleet(gateway.xdsPort);
+  fleet.addMany(2, adsSpec({ node: (i) => ({ id: `bar-${i}`, cluster: 'edge' }) }), 0);
+  fleet.connectAll();
+});
+
+afterAll(async () => {
+  fleet.close();
+  await gateway.close();
+  for (const replica of replicas) {
+    await replica.elector.stop();
+    await replica.controlPlane.close();
+    await replica.source.close();
+    await replica.endpoints.close();
+  }
+  for (const proxyServer of delayed.values()) await proxyServer.close();
+  await dynamo.close();
+  await kube.close();
+});
+
+function leaderReplica(): Replica | undefined {
+  return replicas.find((r) => r.elector.isLeader());
+}
+
+/** Which replica produced upstream `version` of `type`, and whether its content there reflects web@G. */
+function reflects(type: TypeShortName, version: string, generation: number): boolean {
+  for (const { controlPlane } of replicas) {
+    const record = controlPlane.rebuildLog.all().find((r) => r.versions[type] === version);
+    if (record === undefined) continue;
+    return record.contained[type].some((source) => {
+      const at = source.lastIndexOf('@');
+      return source.slice(0, at) === 'projectcontour.io/HTTPProxy/default/web' && Number(source.slice(at + 1)) >= generation;
+    });
+  }
+  throw new Error(`no replica produced ${type} version ${version}`);
+}
+
+async function watermarkOf(generation: number): Promise<{ lineage: string; seq: number; types: Record<string, number> }> {
+  return eventually(async () => {
+    const read = await gateway.store.getObjectGeneration(WEB, generation);
+    if (read.status !== 'found') return undefined;
+    const [lineage, mark] = Object.entries(read.value.watermarks)[0] ?? [];
+    return lineage === undefined || mark === undefined ? undefined : { lineage, seq: mark.seq, types: mark.types };
+  }, `watermark of web@${generation}`, 45_000);
+}
+
+/**
+ * For each stamped type, the content the gateway served at the watermark's version of that type
+ * reflects web@G. A gateway seq can stand for several upstream versions (the relay keeps the seq when
+ * a new upstream version has identical bytes), so it is enough that one of them reflects G.
+ */
+function expectNotEarly(mark: { lineage: string; types: Record<string, number> }, generation: number): void {
+  for (const [typeUrl, type] of Object.entries(TYPES)) {
+    if (type === 'EDS') continue; // endpoints are not part of the HTTPProxy's generation
+    const seq = mark.types[typeUrl];
+    expect(seq).toBeDefined();
+    const versions = applied.filter((e) => e.lineage === mark.lineage && e.typeUrl === typeUrl && e.seq === seq).map((e) => e.upstreamVersion);
+    expect(versions.length).toBeGreaterThan(0);
+    if (!versions.some((version) => reflects(type, version, generation))) {
+      const dump = {
+        generation, mark, type,
+        applied: applied.map((e) => ({ t: TYPES[e.typeUrl], seq: e.seq, changed: e.changed, v: e.upstreamVersion, epoch: e.upstreamEpoch })),
+        logs: replicas.map((r) => r.controlPlane.rebuildLog.all().map((rec) => ({ r: rec.replicaId, seq: rec.seq, v: rec.versions[type], c: rec.contained[type] }))),
+      };
+      throw new Error(`watermark too early: ${JSON.stringify(dump)}`);
+    }
+  }
+}
+
+async function setSpec(prefix: string): Promise<void> {
+  await custom.patchNamespacedCustomObject(
+    { ...PROXY_API, name: 'web', body: { spec: { virtualhost: { fqdn: 'web.example.com' }, routes: [{ conditions: [{ prefix }], services: [{ name: 'app', port: 80 }] }] } } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+}
+
+test('barrier watermarks are never earlier than the generation, across a leader change', async () => {
+  // The gateway follows the Lease to the status writer.
+  const leader = leaderReplica() as Replica;
+  await eventually(() => gateway.leader?.currentTarget() === delayed.get(leader.controlPlane.replicaId)!.address, 'gateway targets the leader');
+  await fleet.waitFor(() => fleet.envoys().every((e) => e.acceptedVersion(LDS_TYPE_URL) !== undefined), { timeoutMs: 30_000 });
+
+  await custom.createNamespacedCustomObject({ ...PROXY_API, body: proxy('web', 'web.example.com', 'app', 80) });
+  expectNotEarly(await watermarkOf(1), 1);
+  await setSpec('/v2');
+  expectNotEarly(await watermarkOf(2), 2);
+
+  // Leader change: the status writer steps down; the other replica takes the Lease.
+  await leader.elector.stop();
+  const next = await eventually(() => replicas.find((r) => r !== leader && r.elector.isLeader()), 'the other replica leads');
+  await eventually(() => gateway.leader?.currentTarget() === delayed.get(next.controlPlane.replicaId)!.address, 'gateway re-targets to the new leader');
+  for (const [generation, prefix] of [[3, '/v3'], [4, '/v4']] as const) {
+    await setSpec(prefix);
+    const mark = await watermarkOf(generation);
+    expectNotEarly(mark, generation);
+  }
+  // Every re-open after the change went to the new leader.
+  expect(gateway.tracker.snapshot().upstream.every((u) => u.target === delayed.get(next.controlPlane.replicaId)!.address)).toBe(true);
+});
+
+test('a kind with no "processed" signal: every generation is marked not observable, never watermarked', async () => {
+  const api = { group: 'example.com', version: 'v1', namespace: 'default', plural: 'widgets' };
+  const ref: ObjectRef = { group: 'example.com', kind: 'Widget', namespace: 'default', name: 'w' };
+  await custom.createNamespacedCustomObject({ ...api, body: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' }, spec: { size: 1 } } });
+  await custom.patchNamespacedCustomObject({ ...api, name: 'w', body: { spec: { size: 2 } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  for (const generation of [1, 2]) {
+    const stored = await eventually(async () => {
+      const read = await gateway.store.getObjectGeneration(ref, generation);
+      return read.status === 'found' && read.value.notObservable !== undefined ? read.value : undefined;
+    }, `widget@${generation} marked not observable`);
+    expect(stored.notObservable).toBe('widgets report no observedGeneration');
+    expect(stored.watermarks).toEqual({});
+  }
+});

@@ -1,0 +1,202 @@
+// Shared fixtures for the gateway integration tests: local dynamo + reference control plane +
+// the gateway (in-process, or as a child process) + simulated Envoys. Everything real.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import pino from 'pino';
+import {
+  CDS_TYPE_URL,
+  EDS_TYPE_URL,
+  LDS_TYPE_URL,
+  RDS_TYPE_URL,
+  type EnvoyEvent,
+  type EnvoyState,
+  type EventStore,
+  type LineageState,
+} from '../../../common/core';
+
+import { Fleet, type FleetEnvoySpec } from '../../../infra/local/envoys';
+import { parseGatewayConfig, type GatewayConfig } from '../../../xds-gateway/ops/config';
+import { startGateway, type Gateway, type GatewaySeams } from '../../../xds-gateway/ops/gateway';
+
+export const testLogger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
+
+export const ALL_TYPES = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL] as const;
+
+export function proxy(name: string, fqdn: string, service: string, port = 8080, extra: { prefix?: string; annotations?: Record<string, string> } = {}): Record<string, unknown> {
+  return {
+    apiVersion: 'projectcontour.io/v1',
+    kind: 'HTTPProxy',
+    metadata: { name, namespace: 'default', ...(extra.annotations ? { annotations: extra.annotations } : {}) },
+    spec: { virtualhost: { fqdn }, routes: [{ conditions: extra.prefix ? [{ prefix: extra.prefix }] : [], services: [{ name: service, port }] }] },
+  };
+}
+
+export function endpoints(name: string, ip: string, port = 8080): Record<string, unknown> {
+  return { metadata: { name, namespace: 'default' }, subsets: [{ addresses: [{ ip }], ports: [{ port }] }] };
+}
+
+export function gatewayConfig(args: Record<string, string>): GatewayConfig {
+  const argv = Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]);
+  const parsed = parseGatewayConfig(argv, {});
+  if (parsed.kind !== 'ok') throw new Error(parsed.kind === 'error' ? parsed.message : 'help');
+  return parsed.config;
+}
+
+export async function startTestGateway(args: Record<string, string>, seams: GatewaySeams = {}): Promise<Gateway> {
+  const config = gatewayConfig({
+    'listen-host': '127.0.0.1',
+    'listen-port': '0',
+    'ops-host': '127.0.0.1',
+    'ops-port': '0',
+    'instance-id': 'gw-test',
+    region: 'us-east-1',
+    'create-table': 'true',
+    'flush-interval-ms': '20',
+    'shutdown-grace-ms': '0',
+    ...args,
+  });
+  return startGateway(config, testLogger, { defaultMetrics: false, ...seams });
+}
+
+/** A fleet whose Envoys subscribe to CDS/EDS/LDS/RDS (wildcard) over ADS SotW unless told otherwise. */
+export function adsSpec(overrides: Partial<FleetEnvoySpec> = {}): FleetEnvoySpec {
+  return {
+    transport: 'ads',
+    protocol: 'sotw',
+    subscriptions: ALL_TYPES.map((typeUrl) => ({ typeUrl })),
+    reconnectOnError: true,
+    reconnectDelayMs: 100,
+    ...overrides,
+  };
+}
+
+export function newFleet(port: number): Fleet {
+  return new Fleet({ target: `127.0.0.1:${port}`, channels: 2, logger: testLogger });
+}
+
+export async function eventually<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, description: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${description}${last === undefined ? '' : ` (last error: ${String(last)})`}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+export async function envoyState(store: EventStore, nodeId: string): Promise<EnvoyState | undefined> {
+  const read = await store.getEnvoyState(nodeId);
+  return read.status === 'found' ? read.value : undefined;
+}
+
+export async function lineageState(store: EventStore, lineage: string): Promise<LineageState | undefined> {
+  const read = await store.getLineageState(lineage);
+  return read.status === 'found' ? read.value : undefined;
+}
+
+export async function envoyEvents(store: EventStore, nodeId: string): Promise<EnvoyEvent[]> {
+  const events: EnvoyEvent[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.listEnvoyEvents(nodeId, cursor === undefined ? {} : { cursor });
+    events.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return events;
+}
+
+
+export function lastOf(history: readonly number[] | undefined): number | undefined {
+  return history === undefined ? undefined : history[history.length - 1];
+}
+
+export async function httpGet(port: number, pathname: string): Promise<{ status: number; body: string }> {
+  const response = await fetch(`http://127.0.0.1:${port}${pathname}`);
+  return { status: response.status, body: await response.text() };
+}
+
+const MAIN = path.join(__dirname, '..', '..', '..', 'xds-gateway', 'main.ts');
+
+export interface GatewayProcess {
+  child: ChildProcess;
+  xdsPort: number;
+  opsPort: number;
+  bootId: string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Runs xds-gateway/main.ts as its own OS process (node --import tsx); resolves once it prints its ports. */
+export function spawnGateway(args: string[], env: Record<string, string> = {}): Promise<GatewayProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+      cwd: path.join(__dirname, '..', '..', '..'),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/tmp', ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const line = stdout.split('\n').find((l) => l.startsWith('{'));
+      if (line === undefined || !stdout.includes('\n')) return;
+      try {
+        const ports = JSON.parse(line) as { xdsPort: number; opsPort: number; bootId: string };
+        resolve({ child, ...ports, stderr: () => stderr, exited });
+      } catch (error) {
+        reject(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+    child.on('error', reject);
+    void exited.then((code) => reject(new Error(`gateway exited ${String(code)} before serving: ${stderr.slice(-3000)}`)));
+  });
+}
+
+/**
+ * A TCP proxy that delays everything the server sends by `delayMs` (a slow or distant control
+ * plane): the xDS push reaches the gateway well after the control plane wrote status. Used to show
+ * that the barrier's re-open, not luck, makes watermarks safe.
+ */
+export async function startDelayProxy(target: string, delayMs: number): Promise<{ address: string; close: () => Promise<void> }> {
+  const net = await import('node:net');
+  const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
+  const sockets = new Set<import('node:net').Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, host);
+    sockets.add(client);
+    sockets.add(upstream);
+    client.pipe(upstream);
+    upstream.on('data', (chunk: Buffer) => {
+      setTimeout(() => {
+        if (!client.destroyed) client.write(chunk);
+      }, delayMs);
+    });
+    const end = (): void => {
+      setTimeout(() => {
+        client.destroy();
+        upstream.destroy();
+      }, delayMs);
+    };
+    upstream.on('close', end);
+    upstream.on('error', end);
+    client.on('close', () => upstream.destroy());
+    client.on('error', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = `127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
+  return {
+    address,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,236 @@
+// Gateway configuration from flags and environment (flags win). commander reads them, zod validates
+// them: a bad value is a clear error naming the flag and its variable, never a half-started gateway.
+// docs/GATEWAY.md has the reference table; keep both in sync.
+import { Command, CommanderError, Option } from 'commander';
+import { z } from 'zod';
+import { HTTPPROXY_KIND, HTTPROUTE_KIND, TrackedKindsSchema, type TrackedKind } from '../tracking/tracked-kinds';
+
+const lineagePart = z.string().regex(/^[a-z0-9-]{1,63}$/, 'must be 1-63 of [a-z0-9-]');
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveMs = z.coerce.number().int().positive();
+const flag = z
+  .union([z.boolean(), z.enum(['true', 'false', '1', '0'])])
+  .transform((value) => value === true || value === 'true' || value === '1');
+
+const WATERMARK_SOURCES = ['provenance', 'barrier'] as const;
+
+/** Presets for --tracked-kinds; anything else must be a JSON array of TrackedKind. */
+const KIND_PRESETS: Record<string, TrackedKind> = { httpproxy: HTTPPROXY_KIND, httproute: HTTPROUTE_KIND };
+
+function parseTrackedKinds(text: string, ctx: z.RefinementCtx): TrackedKind[] {
+  const trimmed = text.trim();
+  if (trimmed === '') return [];
+  if (!trimmed.startsWith('[')) {
+    const kinds: TrackedKind[] = [];
+    for (const name of trimmed.split(',').map((part) => part.trim().toLowerCase()).filter(Boolean)) {
+      const preset = KIND_PRESETS[name];
+      if (preset === undefined) {
+        ctx.addIssue({ code: 'custom', message: `unknown kind preset ${JSON.stringify(name)} (presets: ${Object.keys(KIND_PRESETS).join(', ')}; or give a JSON array)` });
+        return z.NEVER;
+      }
+      kinds.push(preset);
+    }
+    return kinds;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(trimmed);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: `not JSON: ${String(error)}` });
+    return z.NEVER;
+  }
+  const parsed = TrackedKindsSchema.safeParse(json);
+  if (!parsed.success) {
+    ctx.addIssue({ code: 'custom', message: parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ') });
+    return z.NEVER;
+  }
+  return parsed.data;
+}
+
+function parseJsonRecord(text: string, ctx: z.RefinementCtx): Record<string, string> {
+  try {
+    const parsed = z.record(z.string(), z.string().min(1)).safeParse(JSON.parse(text));
+    if (parsed.success) return parsed.data;
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON object of holder → "host:port"' });
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: `not JSON: ${String(error)}` });
+  }
+  return z.NEVER;
+}
+
+const configSchema = z
+  .object({
+    listenHost: z.string().min(1),
+    listenPort: port,
+    opsHost: z.string().min(1),
+    opsPort: port,
+    upstream: z.string().regex(/^[^\s]+:[0-9]{1,5}$/, 'must be host:port'),
+    upstreamAds: flag,
+    upstreamTlsCa: z.string().min(1).optional(),
+    upstreamTlsCert: z.string().min(1).optional(),
+    upstreamTlsKey: z.string().min(1).optional(),
+    instanceId: lineagePart,
+    bootId: lineagePart.optional(),
+    groupBy: z.string().regex(/^(cluster|metadata:.+)$/, 'must be "cluster" or "metadata:<field>"'),
+    table: z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/, 'DynamoDB table names are 3-255 of [A-Za-z0-9_.-]'),
+    dynamodbEndpoint: z.url().optional(),
+    region: z.string().min(1),
+    createTable: flag,
+    dynamodbMaxAttempts: z.coerce.number().int().min(1).max(20),
+    ackTimeoutMs: positiveMs,
+    eventRetentionHours: z.coerce.number().positive(),
+    flushIntervalMs: positiveMs,
+    queueHighWater: positiveMs,
+    stateWriteConcurrency: z.coerce.number().int().min(1).max(1024),
+    lineageHeartbeatMs: positiveMs,
+    envoyHeartbeatMs: positiveMs,
+    maxMessageBytes: positiveMs,
+    watermarks: z
+      .string()
+      .transform((text) => text.split(',').map((part) => part.trim()).filter(Boolean))
+      .pipe(z.array(z.enum(WATERMARK_SOURCES))),
+    kubeconfig: z.string().min(1).optional(),
+    inCluster: flag,
+    trackedKinds: z.string().transform(parseTrackedKinds),
+    leaderLease: z.string().regex(/^[a-z0-9-]+\/[a-z0-9.-]+$/, 'must be <namespace>/<name>').optional(),
+    leaderTargets: z.string().transform(parseJsonRecord).optional(),
+    leaderTargetAnnotation: z.string().min(1).optional(),
+    leaderTargetTemplate: z.string().includes('{holder}', { message: 'must contain {holder}' }).optional(),
+    leaderSettleMs: z.coerce.number().int().nonnegative(),
+    logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
+    shutdownGraceMs: z.coerce.number().int().nonnegative(),
+    flushTimeoutMs: positiveMs,
+  })
+  .superRefine((config, ctx) => {
+    const tls = [config.upstreamTlsCa, config.upstreamTlsCert, config.upstreamTlsKey];
+    if ((config.upstreamTlsCert === undefined) !== (config.upstreamTlsKey === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['upstreamTlsCert'], message: '--upstream-tls-cert and --upstream-tls-key go together (mTLS)' });
+    }
+    if (tls.some((v) => v !== undefined) && config.upstreamTlsCa === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['upstreamTlsCa'], message: '--upstream-tls-ca is required for TLS to the control plane' });
+    }
+    const kube = config.kubeconfig !== undefined || config.inCluster;
+    if (config.watermarks.includes('barrier') && config.trackedKinds.length > 0 && !kube) {
+      ctx.addIssue({ code: 'custom', path: ['kubeconfig'], message: 'the barrier watermark source needs --kubeconfig or --in-cluster' });
+    }
+    if (config.leaderLease !== undefined && config.leaderTargets === undefined && config.leaderTargetTemplate === undefined && config.leaderTargetAnnotation === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['leaderLease'], message: '--leader-lease needs --leader-target-annotation, --leader-targets or --leader-target-template' });
+    }
+    if (config.leaderLease !== undefined && !kube) {
+      ctx.addIssue({ code: 'custom', path: ['leaderLease'], message: '--leader-lease needs --kubeconfig or --in-cluster' });
+    }
+  });
+
+export type GatewayConfig = z.output<typeof configSchema>;
+
+interface FlagSpec {
+  key: keyof z.input<typeof configSchema>;
+  flags: string;
+  env: string;
+  description: string;
+  default?: string;
+}
+
+/** One row per option: the flag, its environment variable, its default. */
+export const FLAGS: readonly FlagSpec[] = [
+  { key: 'listenHost', flags: '--listen-host <host>', env: 'XDS_LISTEN_HOST', description: 'address Envoys connect to', default: '0.0.0.0' },
+  { key: 'listenPort', flags: '--listen-port <port>', env: 'XDS_LISTEN_PORT', description: 'xDS port (0: random)', default: '18000' },
+  { key: 'opsHost', flags: '--ops-host <host>', env: 'OPS_HOST', description: 'address of /healthz, /readyz, /metrics', default: '0.0.0.0' },
+  { key: 'opsPort', flags: '--ops-port <port>', env: 'OPS_PORT', description: 'ops HTTP port (0: random)', default: '9090' },
+  { key: 'upstream', flags: '--upstream <host:port>', env: 'UPSTREAM_TARGET', description: 'control plane xDS address (required)' },
+  { key: 'upstreamAds', flags: '--upstream-ads <bool>', env: 'UPSTREAM_ADS', description: 'subscribe upstream over ADS (false: per-type services)', default: 'true' },
+  { key: 'upstreamTlsCa', flags: '--upstream-tls-ca <path>', env: 'UPSTREAM_TLS_CA', description: 'CA bundle to verify the control plane (enables TLS)' },
+  { key: 'upstreamTlsCert', flags: '--upstream-tls-cert <path>', env: 'UPSTREAM_TLS_CERT', description: 'client certificate for mTLS to the control plane' },
+  { key: 'upstreamTlsKey', flags: '--upstream-tls-key <path>', env: 'UPSTREAM_TLS_KEY', description: 'client key for mTLS to the control plane' },
+  { key: 'instanceId', flags: '--instance-id <id>', env: 'INSTANCE_ID', description: 'this gateway instance ([a-z0-9-]); default: sanitised HOSTNAME' },
+  { key: 'bootId', flags: '--boot-id <id>', env: 'BOOT_ID', description: 'this process lifetime ([a-z0-9-]); default: random (tests only should set it)' },
+  { key: 'groupBy', flags: '--group-by <key>', env: 'GROUP_BY', description: 'node group: "cluster" or "metadata:<field>"', default: 'cluster' },
+  { key: 'table', flags: '--table <name>', env: 'TABLE_NAME', description: 'DynamoDB table (required)' },
+  { key: 'dynamodbEndpoint', flags: '--dynamodb-endpoint <url>', env: 'DYNAMODB_ENDPOINT', description: 'DynamoDB endpoint (local dynamo); default: AWS' },
+  { key: 'region', flags: '--region <region>', env: 'AWS_REGION', description: 'AWS region', default: 'us-east-1' },
+  { key: 'dynamodbMaxAttempts', flags: '--dynamodb-max-attempts <n>', env: 'DYNAMODB_MAX_ATTEMPTS', description: 'SDK attempts per request (throttling, 5xx) before the recorder re-queues', default: '5' },
+  { key: 'createTable', flags: '--create-table <bool>', env: 'CREATE_TABLE', description: 'create the table if missing (local use)', default: 'false' },
+  { key: 'ackTimeoutMs', flags: '--ack-timeout-ms <ms>', env: 'ACK_TIMEOUT_MS', description: 'unanswered response → STUCK after this', default: '30000' },
+  { key: 'eventRetentionHours', flags: '--event-retention-hours <h>', env: 'EVENT_RETENTION_HOURS', description: 'ttl of ACK/NACK/STUCK events', default: '168' },
+  { key: 'flushIntervalMs', flags: '--flush-interval-ms <ms>', env: 'FLUSH_INTERVAL_MS', description: 'recorder flush window (state writes coalesce within it)', default: '100' },
+  { key: 'queueHighWater', flags: '--queue-high-water <n>', env: 'QUEUE_HIGH_WATER', description: 'queued events above which the gateway reports not ready', default: '50000' },
+  { key: 'stateWriteConcurrency', flags: '--state-write-concurrency <n>', env: 'STATE_WRITE_CONCURRENCY', description: 'parallel conditional Envoy state writes per flush', default: '64' },
+  { key: 'lineageHeartbeatMs', flags: '--lineage-heartbeat-ms <ms>', env: 'LINEAGE_HEARTBEAT_MS', description: 'LINEAGE item heartbeat period', default: '5000' },
+  { key: 'envoyHeartbeatMs', flags: '--envoy-heartbeat-ms <ms>', env: 'ENVOY_HEARTBEAT_MS', description: 'refresh lastSeenAt of idle connected Envoys (< expiry TTL)', default: '60000' },
+  { key: 'maxMessageBytes', flags: '--max-message-bytes <n>', env: 'MAX_MESSAGE_BYTES', description: 'largest downstream xDS request', default: String(4 * 1024 * 1024) },
+  { key: 'watermarks', flags: '--watermarks <list>', env: 'WATERMARKS', description: 'watermark sources: provenance and/or barrier (barrier needs Kubernetes access)', default: 'provenance' },
+  { key: 'kubeconfig', flags: '--kubeconfig <path>', env: 'KUBECONFIG', description: 'kubeconfig for the barrier and leader watch' },
+  { key: 'inCluster', flags: '--in-cluster <bool>', env: 'IN_CLUSTER', description: 'use the pod service account', default: 'false' },
+  { key: 'trackedKinds', flags: '--tracked-kinds <kinds>', env: 'TRACKED_KINDS', description: 'presets (httpproxy,httproute) or a JSON array of {group,version,kind,plural,signal}', default: 'httpproxy' },
+  { key: 'leaderLease', flags: '--leader-lease <ns/name>', env: 'LEADER_LEASE', description: 'control plane leader-election Lease to follow' },
+  { key: 'leaderTargets', flags: '--leader-targets <json>', env: 'LEADER_TARGETS', description: 'JSON map holderIdentity → "host:port"' },
+  { key: 'leaderTargetAnnotation', flags: '--leader-target-annotation <key>', env: 'LEADER_TARGET_ANNOTATION', description: 'Lease annotation holding the leader\'s xDS address (e.g. xds-programmed.dev/xds-address)' },
+  { key: 'leaderTargetTemplate', flags: '--leader-target-template <t>', env: 'LEADER_TARGET_TEMPLATE', description: 'upstream for a holder, e.g. "{holder}.contour:8001"' },
+  { key: 'leaderSettleMs', flags: '--leader-settle-ms <ms>', env: 'LEADER_SETTLE_MS', description: 'wait after a leader change before trusting barriers', default: '500' },
+  { key: 'logLevel', flags: '--log-level <level>', env: 'LOG_LEVEL', description: 'pino level', default: 'info' },
+  { key: 'shutdownGraceMs', flags: '--shutdown-grace-ms <ms>', env: 'SHUTDOWN_GRACE_MS', description: 'time Envoys get to finish before streams are cancelled', default: '2000' },
+  { key: 'flushTimeoutMs', flags: '--flush-timeout-ms <ms>', env: 'FLUSH_TIMEOUT_MS', description: 'longest final recorder flush on shutdown', default: '10000' },
+];
+
+export function buildCommand(): Command {
+  const command = new Command('xds-gateway')
+    .description('xDS gateway: relays config to Envoys and records every ACK/NACK in DynamoDB')
+    .exitOverride()
+    .configureOutput({ writeErr: () => undefined })
+    .allowExcessArguments(false);
+  for (const spec of FLAGS) {
+    const option = new Option(spec.flags, spec.description);
+    if (spec.default !== undefined) option.default(spec.default);
+    command.addOption(option);
+  }
+  return command;
+}
+
+export type ConfigResult =
+  | { kind: 'ok'; config: GatewayConfig }
+  | { kind: 'help'; text: string }
+  | { kind: 'error'; message: string };
+
+/** Sanitises a hostname into a lineage part (pod names are already close). */
+export function instanceIdFromHostname(hostname: string | undefined): string | undefined {
+  if (hostname === undefined) return undefined;
+  const cleaned = hostname.toLowerCase().replace(/[^a-z0-9-]/g, '-').slice(0, 63).replace(/^-+|-+$/g, '');
+  return cleaned === '' ? undefined : cleaned;
+}
+
+/** Parses argv (without node and script) and env (flags win over env, env over defaults); never exits. */
+export function parseGatewayConfig(argv: readonly string[], env: Record<string, string | undefined>): ConfigResult {
+  const command = buildCommand();
+  if (argv.includes('--help') || argv.includes('-h')) return { kind: 'help', text: helpText(command) };
+  try {
+    command.parse([...argv], { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) return { kind: 'error', message: error.message };
+    throw error;
+  }
+  const raw = command.opts<Record<string, unknown>>();
+  for (const spec of FLAGS) {
+    const fromEnv = env[spec.env];
+    if (fromEnv !== undefined && fromEnv !== '' && command.getOptionValueSource(spec.key) !== 'cli') raw[spec.key] = fromEnv;
+  }
+  if (raw['instanceId'] === undefined) {
+    const fromHost = instanceIdFromHostname(env['HOSTNAME']);
+    if (fromHost !== undefined) raw['instanceId'] = fromHost;
+  }
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const key = String(issue.path[0] ?? '');
+      const spec = FLAGS.find((f) => f.key === key);
+      const where = spec === undefined ? key : `${spec.flags.split(' ')[0]} (${spec.env})`;
+      return `${where}: ${issue.message}`;
+    });
+    return { kind: 'error', message: `invalid configuration:\n  ${lines.join('\n  ')}` };
+  }
+  return { kind: 'ok', config: parsed.data };
+}
+
+function helpText(command: Command): string {
+  const rows = FLAGS.map((f) => `  ${f.flags.padEnd(34)} ${f.description} [env ${f.env}${f.default === undefined ? '' : `, default ${f.default}`}]`);
+  return `${command.description()}\n\nUsage: xds-gateway [options]\n\nOptions:\n${rows.join('\n')}\n  -h, --help                         this text\n`;
+}

@@ -1,0 +1,266 @@
+// startGateway: wires the relay, tracking (tracker, recorder, watermarks), the store, the Kubernetes
+// watches and the ops server from a validated GatewayConfig. main.ts adds process signals; tests call
+// this directly. Shutdown order matters (docs/GATEWAY.md, "Shutdown"): report not-ready, close the
+// relay (Envoys reconnect elsewhere; their disconnects are queued), then flush the recorder.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { groupByCluster, groupByMetadata, type Clock, type NodeGroupKeyFn } from '../../common/core';
+import { createEventStore, ensureTable, type DynamoEventStore, type StoreClientSeams } from '../../common/store';
+import { startRelay, type Relay, type RelayUpstreamTls } from '../relay';
+import { ObservedGenerationBarrier } from '../tracking/barrier';
+import { EnvoyTracker } from '../tracking/envoy-tracker';
+import { mergeEnvoyState } from '../tracking/envoy-state-merge';
+import { LeaderFollower } from '../tracking/leader-follower';
+import { ObjectWatcher } from '../tracking/object-watcher';
+import { ProvenanceWatermarks } from '../tracking/provenance-watermarks';
+import { Recorder, describeError } from '../tracking/recorder';
+import type { GatewayConfig } from './config';
+import { createGatewayMetrics, type GatewayMetrics } from './metrics';
+import { startOpsServer, type OpsServer } from './ops-server';
+
+export interface GatewaySeams {
+  clock?: Clock;
+  /** Wraps the DynamoDB client's HTTP handler (tests inject faults below the SDK's retries). */
+  store?: StoreClientSeams;
+  /** Register default process metrics (off in tests that run several gateways in one process). */
+  defaultMetrics?: boolean;
+}
+
+export interface Gateway {
+  xdsPort: number;
+  opsPort: number;
+  bootId: string;
+  relay: Relay;
+  tracker: EnvoyTracker;
+  recorder: Recorder;
+  store: DynamoEventStore;
+  barrier?: ObservedGenerationBarrier;
+  provenance?: ProvenanceWatermarks;
+  leader?: LeaderFollower;
+  metrics: GatewayMetrics;
+  ready(): boolean;
+  /** Graceful shutdown; resolves when the recorder is flushed (or its timeout passed). */
+  close(): Promise<void>;
+}
+
+const systemClock: Clock = { now: () => Date.now() };
+
+function groupByFrom(spec: string): NodeGroupKeyFn {
+  return spec === 'cluster' ? groupByCluster : groupByMetadata(spec.slice('metadata:'.length));
+}
+
+function upstreamTls(config: GatewayConfig): RelayUpstreamTls | undefined {
+  if (config.upstreamTlsCa === undefined) return undefined;
+  // Paths only in config and logs; the bytes go straight to grpc.
+  return {
+    rootCerts: readFileSync(config.upstreamTlsCa),
+    ...(config.upstreamTlsKey === undefined ? {} : { privateKey: readFileSync(config.upstreamTlsKey) }),
+    ...(config.upstreamTlsCert === undefined ? {} : { certChain: readFileSync(config.upstreamTlsCert) }),
+  };
+}
+
+/** Resolves once an HTTP/2 connection to the control plane is up (the "upstream answered" part of readiness). */
+function probeUpstream(target: string, tls: RelayUpstreamTls | undefined, onReady: () => void, logger: Logger): () => void {
+  const credentials = tls === undefined ? grpc.credentials.createInsecure() : grpc.credentials.createSsl(tls.rootCerts ?? null, tls.privateKey ?? null, tls.certChain ?? null);
+  let client: grpc.Client | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const attempt = (): void => {
+    if (stopped) return;
+    client = new grpc.Client(target, credentials, { 'grpc.use_local_subchannel_pool': 1 });
+    client.waitForReady(Date.now() + 5000, (error) => {
+      client?.close();
+      if (stopped) return;
+      if (error === undefined || error === null) {
+        onReady();
+        return;
+      }
+      logger.info({ target, err: error.message }, 'control plane not reachable yet');
+      timer = setTimeout(attempt, 1000);
+    });
+  };
+  attempt();
+  return () => {
+    stopped = true;
+    if (timer !== undefined) clearTimeout(timer);
+    client?.close();
+  };
+}
+
+function loadKubeConfig(config: GatewayConfig): KubeConfig | undefined {
+  if (config.kubeconfig === undefined && !config.inCluster) return undefined;
+  const kubeConfig = new KubeConfig();
+  if (config.kubeconfig !== undefined) kubeConfig.loadFromFile(config.kubeconfig);
+  else kubeConfig.loadFromCluster();
+  return kubeConfig;
+}
+
+export async function startGateway(config: GatewayConfig, logger: Logger, seams: GatewaySeams = {}): Promise<Gateway> {
+  const clock = seams.clock ?? systemClock;
+  const bootId = config.bootId ?? randomBytes(6).toString('hex');
+  const log = logger.child({ instanceId: config.instanceId, bootId });
+  const metrics = createGatewayMetrics({ defaultMetrics: seams.defaultMetrics ?? true });
+
+  // --- store
+  const localCredentials = config.dynamodbEndpoint !== undefined && process.env['AWS_ACCESS_KEY_ID'] === undefined ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {};
+  const { store, clients } = createEventStore(
+    {
+      tableName: config.table,
+      client: { region: config.region, maxAttempts: config.dynamodbMaxAttempts, ...(config.dynamodbEndpoint === undefined ? {} : { endpoint: config.dynamodbEndpoint }), ...localCredentials },
+      logger: log.child({ component: 'store' }),
+      clock,
+    },
+    seams.store ?? {},
+  );
+  if (config.createTable) await ensureTable(clients.client, config.table);
+  let storeReachable = false;
+  const probeStore = async (): Promise<void> => {
+    // A read proves the table exists and we are authorised; the recorder's state proves writes.
+    try {
+      await store.getLineageState(`probe.${bootId}.probe`);
+      storeReachable = true;
+    } catch (error) {
+      log.warn({ err: describeError(error) }, 'store not reachable yet');
+      setTimeout(() => void probeStore(), 1000).unref();
+    }
+  };
+  await probeStore();
+
+  // --- tracking
+  const recorder = new Recorder({
+    store,
+    logger: log.child({ component: 'recorder' }),
+    clock,
+    flushIntervalMs: config.flushIntervalMs,
+    highWaterEvents: config.queueHighWater,
+    stateWriteConcurrency: config.stateWriteConcurrency,
+    mergeEnvoyState,
+    metrics: metrics.recorder,
+  });
+  const tracker = new EnvoyTracker({
+    recorder,
+    logger: log.child({ component: 'tracker' }),
+    clock,
+    ackTimeoutMs: config.ackTimeoutMs,
+    eventRetentionMs: config.eventRetentionHours * 3600 * 1000,
+    lineageHeartbeatMs: config.lineageHeartbeatMs,
+    envoyHeartbeatMs: config.envoyHeartbeatMs,
+    metrics: metrics.tracker,
+  });
+  const provenance = config.watermarks.includes('provenance')
+    ? new ProvenanceWatermarks({ recorder, logger: log.child({ component: 'provenance' }), clock, lineageState: (lineage) => tracker.lineageState(lineage) })
+    : undefined;
+
+  // --- relay
+  const tls = upstreamTls(config);
+  const relay = await startRelay({
+    listen: { host: config.listenHost, port: config.listenPort },
+    upstream: { target: config.upstream, ads: config.upstreamAds, ...(tls === undefined ? {} : { tls }) },
+    instanceId: config.instanceId,
+    bootId,
+    groupBy: groupByFrom(config.groupBy),
+    observer: tracker,
+    clock,
+    logger: log.child({ component: 'relay' }),
+    limits: { maxMessageBytes: config.maxMessageBytes },
+  });
+
+  // --- Kubernetes: leader following and barriers (read-only)
+  const kubeConfig = loadKubeConfig(config);
+  let leader: LeaderFollower | undefined;
+  if (kubeConfig !== undefined && config.leaderLease !== undefined) {
+    const [namespace, leaseName] = config.leaderLease.split('/') as [string, string];
+    leader = new LeaderFollower({
+      kubeConfig,
+      namespace,
+      leaseName,
+      mapping: {
+        ...(config.leaderTargetAnnotation === undefined ? {} : { annotation: config.leaderTargetAnnotation }),
+        ...(config.leaderTargets === undefined ? {} : { targets: config.leaderTargets }), ...(config.leaderTargetTemplate === undefined ? {} : { template: config.leaderTargetTemplate }) },
+      relay: relay.control,
+      logger: log.child({ component: 'leader' }),
+    });
+  }
+  let barrier: ObservedGenerationBarrier | undefined;
+  let watcher: ObjectWatcher | undefined;
+  if (kubeConfig !== undefined && config.watermarks.includes('barrier') && config.trackedKinds.length > 0) {
+    barrier = new ObservedGenerationBarrier({
+      relay: relay.control,
+      recorder,
+      logger: log.child({ component: 'barrier' }),
+      clock,
+      ...(leader === undefined ? {} : { leader }),
+      leaderSettleMs: config.leaderSettleMs,
+      metrics: metrics.barrier,
+    });
+    watcher = new ObjectWatcher({ kubeConfig, kinds: config.trackedKinds, barrier, logger: log.child({ component: 'watch' }) });
+  }
+  const seenLineages = new Set<string>();
+  tracker.onUpstreamApplied((e) => {
+    provenance?.upstreamApplied(e);
+    // A new lineage needs barriers for everything already known once its upstream has answered.
+    if (!seenLineages.has(e.lineage)) {
+      seenLineages.add(e.lineage);
+      barrier?.lineagesChanged();
+    }
+  });
+  await leader?.start();
+  await watcher?.start();
+
+  // --- ops
+  let upstreamAnswered = false;
+  const stopProbe = probeUpstream(config.upstream, tls, () => {
+    upstreamAnswered = true;
+    log.info({ target: config.upstream }, 'control plane reachable');
+  }, log);
+  let shuttingDown = false;
+  const readiness = [
+    { name: 'shutting-down', ok: () => !shuttingDown },
+    { name: 'upstream', ok: () => upstreamAnswered || tracker.upstreamReady() },
+    { name: 'store', ok: () => storeReachable && recorder.stats().consecutiveFailures < 3 },
+    { name: 'backpressure', ok: () => !recorder.pressure() },
+  ];
+  metrics.attach({ tracker, recorder, openStreams: () => relay.openStreams() });
+  const ops: OpsServer = await startOpsServer({ host: config.opsHost, port: config.opsPort, registry: metrics.registry, readiness, logger: log.child({ component: 'ops' }) });
+  log.info({ xdsPort: relay.port, opsPort: ops.port, upstream: config.upstream, watermarks: config.watermarks, kinds: config.trackedKinds.map((k) => k.kind) }, 'gateway started');
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      shuttingDown = true;
+      log.info('gateway shutting down');
+      stopProbe();
+      await watcher?.stop().catch((error: unknown) => log.warn({ err: describeError(error) }, 'watch stop failed'));
+      await leader?.stop().catch((error: unknown) => log.warn({ err: describeError(error) }, 'lease watch stop failed'));
+      barrier?.stop();
+      await relay.control.close({ graceMs: config.shutdownGraceMs });
+      tracker.stop();
+      const left = await recorder.close(config.flushTimeoutMs);
+      if (!recorder.isEmpty()) log.error({ left }, 'recorder could not flush everything before the timeout');
+      else log.info({ eventsWritten: left.eventsWritten }, 'recorder flushed');
+      await ops.close();
+      clients.documentClient.destroy();
+      clients.client.destroy();
+    })();
+    return closing;
+  };
+
+  return {
+    xdsPort: relay.port,
+    opsPort: ops.port,
+    bootId,
+    relay,
+    tracker,
+    recorder,
+    store,
+    ...(barrier === undefined ? {} : { barrier }),
+    ...(provenance === undefined ? {} : { provenance }),
+    ...(leader === undefined ? {} : { leader }),
+    metrics,
+    ready: () => readiness.every((check) => check.ok()),
+    close,
+  };
+}

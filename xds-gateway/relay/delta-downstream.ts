@@ -1,0 +1,253 @@
+// One downstream Delta (incremental) stream, served from the SotW-fed cache by diffing per stream:
+// the relay keeps what the client holds (name → resource version) and sends only resources whose
+// version differs, plus removals (xDS protocol, "Incremental xDS"). A resource's version is the
+// gateway version of the seq at which it last changed; system_version_info is the type's version.
+// Rules:
+// - node on the first request only, as for SotW.
+// - Subscription changes (resource_names_subscribe / _unsubscribe) apply on every request, even one
+//   with a stale nonce; only ACK/NACK state ignores stale nonces.
+// - initial_resource_versions seed what the client holds; a version that is not ours on this lineage
+//   (another gateway instance, a restart, the control plane itself) is unknown: that resource is sent
+//   again in full, and if it no longer exists it is reported in removed_resources.
+// - The first request for a type is always answered once the cache has data, even with nothing new,
+//   so the tracking sees an ACK at our current version.
+// - What we send is recorded as held when sent, so a NACK is never answered by resending the same
+//   resource versions; only a later change resends them.
+import * as grpc from '@grpc/grpc-js';
+import { classifyRequest, parseVersion, recordSent, type SentRecord } from '../../common/core';
+import type { DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaResource, ResourceTypeUrl, XdsNode } from '../../common/xds';
+import { identityOf } from './node';
+import {
+  checkNames,
+  checkTypeCount,
+  deltaRequestSchema,
+  notify,
+  requestTypeUrl,
+  RequestError,
+  type RelayContext,
+  type StreamIdentity,
+} from './downstream-common';
+import type { TypeSubscriber } from './relay-group';
+
+interface DeltaTypeState {
+  wildcard: boolean;
+  names: Set<string>;
+  /** What the client holds: name → version ('' = a version we cannot vouch for). */
+  held: Map<string, string>;
+  record: SentRecord | undefined;
+  pending: boolean;
+  needsResponse: boolean;
+  /** Type seq of the last response sent; -1 before any. */
+  sentSeq: number;
+}
+
+type DeltaCall = grpc.ServerDuplexStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse>;
+
+export class DeltaDownstream implements TypeSubscriber {
+  private stream: StreamIdentity | undefined;
+  private readonly types = new Map<string, DeltaTypeState>();
+  private nonceCounter = 0;
+  private ended = false;
+  private untrack: (() => void) | undefined;
+
+  constructor(
+    private readonly call: DeltaCall,
+    private readonly service: 'ads' | ResourceTypeUrl,
+    private readonly context: RelayContext,
+  ) {}
+
+  run(): void {
+    this.untrack = this.context.track(this);
+    this.call.on('data', (request: DeltaDiscoveryRequest) => {
+      if (this.ended) return;
+      try {
+        this.onRequest(request);
+      } catch (error) {
+        if (error instanceof RequestError) this.end(error.code, error.message);
+        else {
+          this.context.logger.error({ err: error, streamId: this.stream?.streamId }, 'relay: Delta request handling failed');
+          this.end(grpc.status.INTERNAL, 'relay internal error');
+        }
+      }
+    });
+    this.call.on('end', () => {
+      if (!this.ended) this.call.end();
+      this.closed('client closed the stream');
+    });
+    this.call.on('error', (error: Error) => this.closed(`stream error: ${error.message}`));
+    this.call.on('cancelled', () => this.closed('cancelled'));
+  }
+
+  end(code: grpc.status, details: string): void {
+    if (this.ended) return;
+    this.context.logger.warn({ streamId: this.stream?.streamId, nodeId: this.stream?.identity.nodeId, code: grpc.status[code], details }, 'relay: ending downstream stream');
+    this.closed(details);
+    this.call.emit('error', { code, details });
+  }
+
+  private closed(reason: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.untrack?.();
+    const stream = this.stream;
+    if (stream === undefined) return;
+    stream.group.unsubscribe(this);
+    notify(this.context.logger, 'streamClosed', () =>
+      this.context.observer.streamClosed({ streamId: stream.streamId, nodeId: stream.identity.nodeId, at: this.context.clock.now(), reason }),
+    );
+  }
+
+  private identify(node: XdsNode | null | undefined): StreamIdentity {
+    if (this.stream !== undefined) return this.stream;
+    const parsed = identityOf(node);
+    if (!parsed.ok) throw new RequestError(grpc.status.INVALID_ARGUMENT, parsed.error);
+    const group = this.context.groupFor(parsed.identity, node as XdsNode);
+    const stream: StreamIdentity = { streamId: this.context.nextStreamId(), identity: parsed.identity, group };
+    this.stream = stream;
+    notify(this.context.logger, 'streamOpened', () =>
+      this.context.observer.streamOpened({
+        streamId: stream.streamId,
+        node: stream.identity,
+        group: group.group,
+        lineage: group.lineage,
+        protocol: 'delta',
+        service: this.service,
+        at: this.context.clock.now(),
+      }),
+    );
+    return stream;
+  }
+
+  private onRequest(raw: DeltaDiscoveryRequest): void {
+    const stream = this.identify(raw.node);
+    const parsed = deltaRequestSchema.safeParse(raw);
+    if (!parsed.success) throw new RequestError(grpc.status.INVALID_ARGUMENT, `malformed DeltaDiscoveryRequest: ${parsed.error.message.slice(0, 300)}`);
+    const request = parsed.data;
+    const typeUrl = requestTypeUrl(this.service, request.type_url);
+    const subscribe = request.resource_names_subscribe ?? [];
+    const unsubscribe = request.resource_names_unsubscribe ?? [];
+    const initialVersions = request.initial_resource_versions ?? {};
+    const initialNames = Object.keys(initialVersions);
+    checkNames([...subscribe, ...unsubscribe, ...initialNames], this.context.limits, typeUrl);
+    const { group, identity, streamId } = stream;
+
+    let state = this.types.get(typeUrl);
+    const classification = classifyRequest(
+      {
+        protocol: 'delta',
+        typeUrl,
+        responseNonce: request.response_nonce ?? '',
+        versionInfo: '',
+        ...(request.error_detail === undefined ? {} : { errorDetail: request.error_detail }),
+      },
+      state?.record,
+    );
+
+    if (state === undefined) {
+      checkTypeCount(this.types.size, this.context.limits);
+      // Legacy wildcard: the first request for a type names nothing.
+      state = { wildcard: subscribe.length === 0, names: new Set(), held: new Map(), record: undefined, pending: false, needsResponse: true, sentSeq: -1 };
+      this.types.set(typeUrl, state);
+      group.subscribe(typeUrl, this);
+    }
+    if (classification.kind === 'initial' && initialNames.length > 0) {
+      for (const [name, version] of Object.entries(initialVersions)) {
+        const parsedVersion = parseVersion(version);
+        state.held.set(name, parsedVersion.ok && parsedVersion.value.lineage === group.lineage ? version : '');
+      }
+    }
+    for (const name of subscribe) {
+      if (name === '*') state.wildcard = true;
+      else state.names.add(name);
+    }
+    for (const name of unsubscribe) {
+      if (name === '*') state.wildcard = false;
+      else {
+        state.names.delete(name);
+        // The client forgets what it unsubscribed from; if it subscribes again it gets it anew.
+        if (!state.wildcard) state.held.delete(name);
+      }
+    }
+
+    const at = this.context.clock.now();
+    const resourceNames = state.wildcard ? ['*', ...state.names] : [...state.names];
+    notify(this.context.logger, 'requestClassified', () =>
+      this.context.observer.requestClassified({ streamId, nodeId: identity.nodeId, typeUrl, lineage: group.lineage, classification, resourceNames, at }),
+    );
+    switch (classification.kind) {
+      case 'initial':
+        state.needsResponse = true;
+        break;
+      case 'ack':
+        state.pending = false;
+        break;
+      case 'nack':
+        state.pending = false;
+        this.context.logger.info(
+          { streamId, nodeId: identity.nodeId, typeUrl, version: classification.version, message: classification.message.slice(0, 500) },
+          'relay: NACK from Envoy',
+        );
+        break;
+      case 'stale':
+        this.context.logger.debug({ streamId, typeUrl, nonce: classification.nonce.slice(0, 100) }, 'relay: stale nonce (subscription changes applied)');
+        break;
+      case 'unknownNonce':
+        this.context.logger.warn({ streamId, nodeId: identity.nodeId, typeUrl, nonce: classification.nonce.slice(0, 100) }, 'relay: unknown nonce ignored');
+        break;
+    }
+    this.maybeSend(typeUrl, state);
+  }
+
+  onTypeChanged(typeUrl: string): void {
+    const state = this.types.get(typeUrl);
+    if (state !== undefined && !this.ended) this.maybeSend(typeUrl, state);
+  }
+
+  private maybeSend(typeUrl: string, state: DeltaTypeState): void {
+    const stream = this.stream;
+    if (stream === undefined || state.pending) return;
+    const snapshot = stream.group.cache.snapshot(typeUrl);
+    if (snapshot === undefined || !snapshot.hasData) return;
+    const resources: DeltaResource[] = [];
+    const consider = (name: string): void => {
+      const cached = snapshot.resources.get(name);
+      if (cached !== undefined && state.held.get(name) !== cached.version) {
+        resources.push({ name, version: cached.version, resource: cached.resource });
+      }
+    };
+    if (state.wildcard) for (const name of snapshot.resources.keys()) consider(name);
+    for (const name of state.names) if (!state.wildcard || !snapshot.resources.has(name)) consider(name);
+    const removed: string[] = [];
+    for (const name of state.held.keys()) {
+      if (!snapshot.resources.has(name) && (state.wildcard || state.names.has(name))) removed.push(name);
+    }
+    // A type version move with nothing new for this client still gets an (empty) response carrying
+    // the new system_version_info: its ACK tells the tracking the Envoy is at the type's current
+    // version, which convergence needs for every subscribed type.
+    if (resources.length === 0 && removed.length === 0 && !state.needsResponse && snapshot.seq === state.sentSeq) return;
+
+    this.nonceCounter += 1;
+    const nonce = String(this.nonceCounter);
+    const version = snapshot.version;
+    const response: DeltaDiscoveryResponse = { system_version_info: version, type_url: typeUrl, resources, removed_resources: removed, nonce };
+    for (const resource of resources) state.held.set(resource.name as string, resource.version as string);
+    for (const name of removed) state.held.delete(name);
+    state.record = recordSent(state.record, { nonce, version });
+    state.pending = true;
+    state.needsResponse = false;
+    state.sentSeq = snapshot.seq;
+    this.call.write(response);
+    const { group, identity, streamId } = stream;
+    notify(this.context.logger, 'responseSent', () =>
+      this.context.observer.responseSent({
+        streamId,
+        nodeId: identity.nodeId,
+        typeUrl,
+        version: { lineage: group.lineage, seq: snapshot.seq },
+        nonce,
+        resourceCount: resources.length,
+        at: this.context.clock.now(),
+      }),
+    );
+  }
+}

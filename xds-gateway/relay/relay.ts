@@ -1,0 +1,306 @@
+// startRelay: the gateway's xDS relay (DESIGN §3.1). Envoys connect downstream (ADS or per-type,
+// SotW or Delta); per node group the relay holds one wildcard SotW subscription per type to the
+// control plane, caches the latest resources, stamps its own versions (one counter per lineage) and
+// serves every Envoy of the group from that cache. Everything observed goes to the RelayObserver;
+// the rest of the gateway steers it through RelayControl.
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { groupByCluster, lineageGroupId, makeLineage, type Clock, type EnvoyIdentity, type NodeGroupKeyFn } from '../../common/core';
+import {
+  ADS_SERVICE,
+  createDiscoveryClient,
+  isResourceTypeUrl,
+  openAdsSotw,
+  openPerTypeSotw,
+  PER_TYPE_SERVICES,
+  RESOURCE_TYPE_URLS,
+  serviceDefinition,
+  type DeltaDiscoveryRequest,
+  type DeltaDiscoveryResponse,
+  type DiscoveryRequest,
+  type DiscoveryResponse,
+  type ResourceTypeUrl,
+  type SotwStream,
+  type XdsNode,
+} from '../../common/xds';
+import { DeltaDownstream } from './delta-downstream';
+import { RequestError, type DownstreamLimits, type RelayContext } from './downstream-common';
+import type { RelayControl, RelayObserver } from './observer';
+import { RelayGroup } from './relay-group';
+import { SotwDownstream } from './sotw-downstream';
+import type { BackoffOptions } from './upstream-stream';
+
+export interface RelayUpstreamTls {
+  rootCerts?: Buffer;
+  privateKey?: Buffer;
+  certChain?: Buffer;
+}
+
+export interface RelayOptions {
+  listen: { host: string; port: number };
+  upstream: {
+    /** Control plane `host:port`. */
+    target: string;
+    /** true: ADS (StreamAggregatedResources); false: the per-type services (unknown types still use ADS). */
+    ads: boolean;
+    tls?: RelayUpstreamTls;
+    /**
+     * The node the control plane sees for a group. Default: the group's first Envoy's node with
+     * `id` suffixed `.via.<instanceId>` (so the control plane can tell it apart from that Envoy).
+     */
+    node?: (group: string, firstEnvoyNode: XdsNode) => XdsNode;
+    backoff?: BackoffOptions;
+    /** Largest upstream response accepted (grpc max receive on the upstream channel). Default 64 MiB. */
+    maxMessageBytes?: number;
+  };
+  instanceId: string;
+  bootId: string;
+  /** Node group of an Envoy (default: node.cluster). */
+  groupBy?: NodeGroupKeyFn;
+  observer: RelayObserver;
+  clock: Clock;
+  logger: Logger;
+  /**
+   * How long to gather upstream changes before pushing them to Envoys in ADS order (CDS, EDS, LDS,
+   * RDS). Default 0: the end of the current event-loop turn. A few ms also orders the responses of
+   * one control-plane rebuild that arrive on different upstream streams a moment apart.
+   */
+  pushCoalesceMs?: number;
+  limits: {
+    /** Largest downstream request accepted (grpc max receive). */
+    maxMessageBytes: number;
+    /** HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per downstream connection. */
+    maxStreamsPerConnection?: number;
+    maxResourceNamesPerRequest?: number;
+    maxResourceNameLength?: number;
+    maxTypesPerStream?: number;
+    /** Most node groups (each costs upstream streams); Envoys of further groups are refused. */
+    maxGroups?: number;
+    /** Largest upstream response, in resources, the relay caches. */
+    maxResourcesPerResponse?: number;
+  };
+}
+
+export interface Relay {
+  port: number;
+  control: RelayControl;
+  /** Per group and type: upstream streams opened so far (diagnostics and tests). */
+  upstreamStreamsOpened(): Record<string, Record<string, number>>;
+  /** Downstream streams currently open. */
+  openStreams(): number;
+}
+
+const lineagePart = z.string().regex(/^[a-z0-9-]{1,63}$/, 'must match [a-z0-9-]{1,63}');
+const optionsSchema = z.object({
+  listen: z.object({ host: z.string().min(1), port: z.number().int().min(0).max(65535) }),
+  upstream: z.object({
+    target: z.string().min(1),
+    ads: z.boolean(),
+    backoff: z.object({ initialMs: z.number().positive(), maxMs: z.number().positive() }).optional(),
+    maxMessageBytes: z.number().int().positive().optional(),
+  }),
+  instanceId: lineagePart,
+  bootId: lineagePart,
+  pushCoalesceMs: z.number().int().min(0).max(10_000).optional(),
+  limits: z.object({
+    maxMessageBytes: z.number().int().positive(),
+    maxStreamsPerConnection: z.number().int().positive().optional(),
+    maxResourceNamesPerRequest: z.number().int().positive().optional(),
+    maxResourceNameLength: z.number().int().positive().optional(),
+    maxTypesPerStream: z.number().int().positive().optional(),
+    maxGroups: z.number().int().positive().optional(),
+    maxResourcesPerResponse: z.number().int().positive().optional(),
+  }),
+});
+
+export const DEFAULT_RELAY_LIMITS = {
+  maxResourceNamesPerRequest: 100_000,
+  maxResourceNameLength: 4096,
+  maxTypesPerStream: 64,
+  maxGroups: 1000,
+  maxResourcesPerResponse: 100_000,
+} as const;
+
+interface UpstreamClients {
+  target: string;
+  ads: grpc.Client;
+  perType: Map<ResourceTypeUrl, grpc.Client>;
+}
+
+export async function startRelay(options: RelayOptions): Promise<Relay> {
+  const checked = optionsSchema.safeParse(options);
+  if (!checked.success) throw new Error(`relay options: ${checked.error.message}`);
+  const { observer, clock, logger, instanceId, bootId } = options;
+  const groupBy = options.groupBy ?? groupByCluster;
+  const limits: DownstreamLimits = {
+    maxResourceNamesPerRequest: options.limits.maxResourceNamesPerRequest ?? DEFAULT_RELAY_LIMITS.maxResourceNamesPerRequest,
+    maxResourceNameLength: options.limits.maxResourceNameLength ?? DEFAULT_RELAY_LIMITS.maxResourceNameLength,
+    maxTypesPerStream: options.limits.maxTypesPerStream ?? DEFAULT_RELAY_LIMITS.maxTypesPerStream,
+  };
+  const maxGroups = options.limits.maxGroups ?? DEFAULT_RELAY_LIMITS.maxGroups;
+  const maxResourcesPerResponse = options.limits.maxResourcesPerResponse ?? DEFAULT_RELAY_LIMITS.maxResourcesPerResponse;
+  const backoff = options.upstream.backoff ?? { initialMs: 250, maxMs: 10_000 };
+  const credentials =
+    options.upstream.tls === undefined
+      ? grpc.credentials.createInsecure()
+      : grpc.credentials.createSsl(options.upstream.tls.rootCerts ?? null, options.upstream.tls.privateKey ?? null, options.upstream.tls.certChain ?? null);
+  const upstreamChannelOptions: grpc.ChannelOptions = {
+    'grpc.max_receive_message_length': options.upstream.maxMessageBytes ?? 64 * 1024 * 1024,
+    'grpc.max_send_message_length': -1,
+    // One HTTP/2 connection per target for this relay, not shared with other clients in the process.
+    'grpc.use_local_subchannel_pool': 1,
+  };
+
+  const makeClients = (target: string): UpstreamClients => {
+    const channel = new grpc.Channel(target, credentials, upstreamChannelOptions);
+    const shared = { ...upstreamChannelOptions, channelOverride: channel };
+    const perType = new Map<ResourceTypeUrl, grpc.Client>();
+    for (const typeUrl of RESOURCE_TYPE_URLS) perType.set(typeUrl, createDiscoveryClient(PER_TYPE_SERVICES[typeUrl].service, target, credentials, shared));
+    return { target, ads: createDiscoveryClient(ADS_SERVICE, target, credentials, shared), perType };
+  };
+  const closeClients = (clients: UpstreamClients): void => {
+    clients.ads.close();
+    for (const client of clients.perType.values()) client.close();
+  };
+  let clients = makeClients(options.upstream.target);
+  const retiredClients: UpstreamClients[] = [];
+
+  const openUpstream = (typeUrl: string): { call: SotwStream; target: string } => {
+    const current = clients;
+    if (options.upstream.ads || !isResourceTypeUrl(typeUrl)) return { call: openAdsSotw(current.ads), target: current.target };
+    const client = current.perType.get(typeUrl) as grpc.Client;
+    return { call: openPerTypeSotw(client, typeUrl), target: current.target };
+  };
+
+  const groups = new Map<string, RelayGroup>();
+  const liveStreams = new Set<{ end(code: grpc.status, details: string): void }>();
+  let streamCounter = 0;
+  let closing = false;
+
+  const groupFor = (identity: EnvoyIdentity, node: XdsNode): RelayGroup => {
+    if (closing) throw new RequestError(grpc.status.UNAVAILABLE, 'relay shutting down');
+    const key = groupBy(identity);
+    const existing = groups.get(key);
+    if (existing !== undefined) return existing;
+    if (groups.size >= maxGroups) throw new RequestError(grpc.status.RESOURCE_EXHAUSTED, `relay serves at most ${maxGroups} node groups`);
+    const lineage = makeLineage(instanceId, bootId, lineageGroupId(key));
+    if (!lineage.ok) throw new RequestError(grpc.status.INTERNAL, lineage.error);
+    const upstreamNode = options.upstream.node?.(key, node) ?? { ...node, id: `${identity.nodeId}.via.${instanceId}` };
+    const group = new RelayGroup({
+      group: key,
+      lineage: lineage.value,
+      upstreamNode,
+      openUpstream,
+      currentTarget: () => clients.target,
+      observer,
+      clock,
+      logger,
+      backoff,
+      maxResourcesPerResponse,
+      pushCoalesceMs: options.pushCoalesceMs ?? 0,
+    });
+    groups.set(key, group);
+    logger.info({ group: key, lineage: lineage.value, upstreamNodeId: upstreamNode.id }, 'relay: new node group');
+    return group;
+  };
+
+  const context: RelayContext = {
+    observer,
+    clock,
+    logger,
+    limits,
+    nextStreamId: () => `${bootId}-${++streamCounter}`,
+    groupFor,
+    track: (stream) => {
+      liveStreams.add(stream);
+      return () => liveStreams.delete(stream);
+    },
+  };
+
+  const serverOptions: grpc.ServerOptions = { 'grpc.max_receive_message_length': options.limits.maxMessageBytes };
+  if (options.limits.maxStreamsPerConnection !== undefined) serverOptions['grpc.max_concurrent_streams'] = options.limits.maxStreamsPerConnection;
+  const server = new grpc.Server(serverOptions);
+  const sotwHandler = (service: 'ads' | ResourceTypeUrl) => (call: grpc.ServerDuplexStream<DiscoveryRequest, DiscoveryResponse>) => {
+    if (closing) {
+      call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'relay shutting down' });
+      return;
+    }
+    new SotwDownstream(call, service, context).run();
+  };
+  const deltaHandler = (service: 'ads' | ResourceTypeUrl) => (call: grpc.ServerDuplexStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse>) => {
+    if (closing) {
+      call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'relay shutting down' });
+      return;
+    }
+    new DeltaDownstream(call, service, context).run();
+  };
+  server.addService(serviceDefinition(ADS_SERVICE), {
+    StreamAggregatedResources: sotwHandler('ads'),
+    DeltaAggregatedResources: deltaHandler('ads'),
+  });
+  for (const typeUrl of RESOURCE_TYPE_URLS) {
+    const service = PER_TYPE_SERVICES[typeUrl];
+    server.addService(serviceDefinition(service.service), {
+      [service.sotwMethod]: sotwHandler(typeUrl),
+      [service.deltaMethod]: deltaHandler(typeUrl),
+    });
+  }
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${options.listen.host}:${options.listen.port}`, grpc.ServerCredentials.createInsecure(), (error, boundPort) => {
+      if (error) reject(error);
+      else resolve(boundPort);
+    });
+  });
+  logger.info({ port, upstream: clients.target, ads: options.upstream.ads, instanceId, bootId }, 'relay: listening');
+
+  const control: RelayControl = {
+    reopenUpstream: (group) => {
+      const found = groups.get(group);
+      if (found === undefined) return Promise.reject(new Error(`relay has no node group ${JSON.stringify(group)}`));
+      return found.reopen();
+    },
+    setUpstreamTarget: (target) => {
+      if (closing || target === clients.target) return;
+      logger.info({ from: clients.target, to: target }, 'relay: switching upstream target');
+      const previous = clients;
+      clients = makeClients(target);
+      retiredClients.push(previous);
+      const reopened = [...groups.values()].map((group) => group.reopen());
+      void Promise.allSettled(reopened).then(() => {
+        const index = retiredClients.indexOf(previous);
+        if (index >= 0) {
+          retiredClients.splice(index, 1);
+          closeClients(previous);
+        }
+      });
+    },
+    groups: () => [...groups.values()].map((group) => group.info()),
+    close: async (closeOptions) => {
+      if (closing) return;
+      closing = true;
+      const graceMs = closeOptions?.graceMs ?? 0;
+      // Envoys reconnect (to another gateway instance) when their stream ends with UNAVAILABLE.
+      for (const stream of [...liveStreams]) stream.end(grpc.status.UNAVAILABLE, 'relay shutting down');
+      if (graceMs > 0) {
+        // Let the status frames reach the clients (and them hang up) before connections are cut.
+        let timer: NodeJS.Timeout | undefined;
+        const shutdown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+        await Promise.race([shutdown, new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+        if (timer !== undefined) clearTimeout(timer);
+      }
+      server.forceShutdown();
+      for (const group of groups.values()) group.close();
+      closeClients(clients);
+      for (const retired of retiredClients.splice(0)) closeClients(retired);
+      logger.info({ port }, 'relay: closed');
+    },
+  };
+
+  return {
+    port,
+    control,
+    upstreamStreamsOpened: () => Object.fromEntries([...groups].map(([key, group]) => [key, group.upstreamStreamsOpened()])),
+    openStreams: () => liveStreams.size,
+  };
+}

@@ -1,0 +1,242 @@
+// One downstream State-of-the-World stream (ADS or per-type). Rules, from the xDS protocol doc:
+// - node may come only on the first request; it is kept for the stream. A first request without a
+//   node (or with an empty node.id) ends the stream with INVALID_ARGUMENT: we could not attribute
+//   anything it ACKs.
+// - Each request is classified by the core (classifyRequest): initial / ack / nack / stale /
+//   unknownNonce. Stale and unknown nonces are ignored entirely, as go-control-plane does ("if the
+//   nonce is not the latest, ignore the request"), including any resource_names on them.
+// - Flow control: at most one unanswered response per type; a newer cache version waits for the
+//   ACK/NACK of the previous one, then goes out (coalescing intermediate versions).
+// - A NACK is never answered by resending the same version: the next response waits for the cache
+//   (or the subscription) to change.
+// - The first request for a type is always answered once the cache has data: its version_info may
+//   come from another lineage (treated as unknown) and answering even a current one gives the
+//   tracking an ACK at our version on this stream.
+// - Wildcard: a first request with no names (legacy wildcard, which go-control-plane applies to every
+//   type) or any request naming `*`. A stream that started legacy-wildcard stays wildcard while it
+//   sends empty names.
+import * as grpc from '@grpc/grpc-js';
+import { classifyRequest, recordSent, type SentRecord } from '../../common/core';
+import type { AnyResource, DiscoveryRequest, DiscoveryResponse, ResourceTypeUrl, XdsNode } from '../../common/xds';
+import { identityOf } from './node';
+import {
+  checkNames,
+  checkTypeCount,
+  notify,
+  requestTypeUrl,
+  RequestError,
+  sotwRequestSchema,
+  type RelayContext,
+  type StreamIdentity,
+} from './downstream-common';
+import type { TypeSubscriber } from './relay-group';
+
+interface SotwTypeState {
+  legacyWildcard: boolean;
+  wildcard: boolean;
+  names: ReadonlySet<string>;
+  /** Subscription key of the last response sent (to resend on a subscription change only). */
+  sentNamesKey: string | undefined;
+  record: SentRecord | undefined;
+  pending: boolean;
+  /** Type seq of the last response sent; -1 before any. */
+  sentSeq: number;
+  /** The first request is always answered (see above). */
+  needsResponse: boolean;
+}
+
+type SotwCall = grpc.ServerDuplexStream<DiscoveryRequest, DiscoveryResponse>;
+
+export class SotwDownstream implements TypeSubscriber {
+  private stream: StreamIdentity | undefined;
+  private readonly types = new Map<string, SotwTypeState>();
+  private nonceCounter = 0;
+  private ended = false;
+  private untrack: (() => void) | undefined;
+
+  constructor(
+    private readonly call: SotwCall,
+    private readonly service: 'ads' | ResourceTypeUrl,
+    private readonly context: RelayContext,
+  ) {}
+
+  run(): void {
+    this.untrack = this.context.track(this);
+    this.call.on('data', (request: DiscoveryRequest) => {
+      if (this.ended) return;
+      try {
+        this.onRequest(request);
+      } catch (error) {
+        if (error instanceof RequestError) this.end(error.code, error.message);
+        else {
+          this.context.logger.error({ err: error, streamId: this.stream?.streamId }, 'relay: SotW request handling failed');
+          this.end(grpc.status.INTERNAL, 'relay internal error');
+        }
+      }
+    });
+    this.call.on('end', () => {
+      if (!this.ended) this.call.end();
+      this.closed('client closed the stream');
+    });
+    this.call.on('error', (error: Error) => this.closed(`stream error: ${error.message}`));
+    this.call.on('cancelled', () => this.closed('cancelled'));
+  }
+
+  end(code: grpc.status, details: string): void {
+    if (this.ended) return;
+    this.context.logger.warn({ streamId: this.stream?.streamId, nodeId: this.stream?.identity.nodeId, code: grpc.status[code], details }, 'relay: ending downstream stream');
+    this.closed(details);
+    this.call.emit('error', { code, details });
+  }
+
+  private closed(reason: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.untrack?.();
+    const stream = this.stream;
+    if (stream === undefined) return;
+    stream.group.unsubscribe(this);
+    notify(this.context.logger, 'streamClosed', () =>
+      this.context.observer.streamClosed({ streamId: stream.streamId, nodeId: stream.identity.nodeId, at: this.context.clock.now(), reason }),
+    );
+  }
+
+  private identify(node: XdsNode | null | undefined): StreamIdentity {
+    if (this.stream !== undefined) return this.stream;
+    const parsed = identityOf(node);
+    if (!parsed.ok) throw new RequestError(grpc.status.INVALID_ARGUMENT, parsed.error);
+    const group = this.context.groupFor(parsed.identity, node as XdsNode);
+    this.stream = { streamId: this.context.nextStreamId(), identity: parsed.identity, group };
+    const stream = this.stream;
+    notify(this.context.logger, 'streamOpened', () =>
+      this.context.observer.streamOpened({
+        streamId: stream.streamId,
+        node: stream.identity,
+        group: group.group,
+        lineage: group.lineage,
+        protocol: 'sotw',
+        service: this.service,
+        at: this.context.clock.now(),
+      }),
+    );
+    return stream;
+  }
+
+  private onRequest(raw: DiscoveryRequest): void {
+    const stream = this.identify(raw.node);
+    const parsed = sotwRequestSchema.safeParse(raw);
+    if (!parsed.success) throw new RequestError(grpc.status.INVALID_ARGUMENT, `malformed DiscoveryRequest: ${parsed.error.message.slice(0, 300)}`);
+    const request = parsed.data;
+    const typeUrl = requestTypeUrl(this.service, request.type_url);
+    const names = request.resource_names ?? [];
+    checkNames(names, this.context.limits, typeUrl);
+    let state = this.types.get(typeUrl);
+    if (state === undefined) checkTypeCount(this.types.size, this.context.limits);
+
+    const classification = classifyRequest(
+      {
+        protocol: 'sotw',
+        typeUrl,
+        responseNonce: request.response_nonce ?? '',
+        versionInfo: request.version_info ?? '',
+        ...(request.error_detail === undefined ? {} : { errorDetail: request.error_detail }),
+      },
+      state?.record,
+    );
+    const at = this.context.clock.now();
+    const { group, identity, streamId } = stream;
+    notify(this.context.logger, 'requestClassified', () =>
+      this.context.observer.requestClassified({ streamId, nodeId: identity.nodeId, typeUrl, lineage: group.lineage, classification, resourceNames: names, at }),
+    );
+    if (classification.kind === 'stale' || classification.kind === 'unknownNonce') {
+      const log = { streamId, nodeId: identity.nodeId, typeUrl, nonce: classification.nonce.slice(0, 100) };
+      if (classification.kind === 'stale') this.context.logger.debug(log, 'relay: stale nonce ignored');
+      else this.context.logger.warn(log, 'relay: unknown nonce ignored');
+      return;
+    }
+
+    if (state === undefined) {
+      const legacyWildcard = names.length === 0;
+      state = {
+        legacyWildcard,
+        wildcard: legacyWildcard || names.includes('*'),
+        names: new Set(names.filter((name) => name !== '*')),
+        sentNamesKey: undefined,
+        record: undefined,
+        pending: false,
+        sentSeq: -1,
+        needsResponse: true,
+      };
+      this.types.set(typeUrl, state);
+      group.subscribe(typeUrl, this);
+    } else {
+      if (names.length > 0) state.legacyWildcard = false;
+      state.wildcard = state.legacyWildcard || names.includes('*');
+      state.names = new Set(names.filter((name) => name !== '*'));
+    }
+
+    if (classification.kind === 'initial') {
+      // A repeated initial request on a type (no nonce yet, e.g. a subscription change before the
+      // first response) re-arms the first answer.
+      state.needsResponse = true;
+      state.pending = false;
+    } else {
+      state.pending = false;
+      if (classification.kind === 'nack') {
+        this.context.logger.info(
+          { streamId, nodeId: identity.nodeId, typeUrl, version: classification.version, message: classification.message.slice(0, 500) },
+          'relay: NACK from Envoy',
+        );
+      }
+    }
+    this.maybeSend(typeUrl, state);
+  }
+
+  onTypeChanged(typeUrl: string): void {
+    const state = this.types.get(typeUrl);
+    if (state !== undefined && !this.ended) this.maybeSend(typeUrl, state);
+  }
+
+  private namesKey(state: SotwTypeState): string {
+    return state.wildcard ? '*' : [...state.names].sort().join('\n');
+  }
+
+  private maybeSend(typeUrl: string, state: SotwTypeState): void {
+    const stream = this.stream;
+    if (stream === undefined || state.pending) return;
+    const snapshot = stream.group.cache.snapshot(typeUrl);
+    if (snapshot === undefined || !snapshot.hasData) return; // answered when the upstream first responds
+    const namesKey = this.namesKey(state);
+    const due = state.needsResponse || snapshot.seq !== state.sentSeq || namesKey !== state.sentNamesKey;
+    if (!due) return;
+    const resources = state.wildcard
+      ? snapshot.anyList
+      : [...state.names].flatMap((name) => {
+          const cached = snapshot.resources.get(name);
+          return cached === undefined ? [] : [cached.resource];
+        });
+    this.nonceCounter += 1;
+    const nonce = String(this.nonceCounter);
+    const version = snapshot.version;
+    // The cached array is shared by every wildcard subscriber; serialization does not mutate it.
+    const response: DiscoveryResponse = { version_info: version, resources: resources as AnyResource[], type_url: typeUrl, nonce };
+    state.record = recordSent(state.record, { nonce, version });
+    state.pending = true;
+    state.needsResponse = false;
+    state.sentSeq = snapshot.seq;
+    state.sentNamesKey = namesKey;
+    this.call.write(response);
+    const { group, identity, streamId } = stream;
+    notify(this.context.logger, 'responseSent', () =>
+      this.context.observer.responseSent({
+        streamId,
+        nodeId: identity.nodeId,
+        typeUrl,
+        version: { lineage: group.lineage, seq: snapshot.seq },
+        nonce,
+        resourceCount: resources.length,
+        at: this.context.clock.now(),
+      }),
+    );
+  }
+}

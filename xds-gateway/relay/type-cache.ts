@@ -1,0 +1,114 @@
+// The relay's cache for one node group: the latest upstream resources per type URL, and the lineage's
+// single counter (docs/ARCHITECTURE.md "Core model"). A type's upstream response whose content differs
+// from the cache takes the next seq; the type's version is the seq of its last change, and each
+// resource remembers the seq at which it last changed (its Delta resource version). Content is
+// compared as bytes, never by upstream version string: Contour sends a new UUID on every rebuild even
+// for types whose bytes did not change. No I/O here.
+import { encodeVersion, type Lineage } from '../../common/core';
+import type { AnyResource } from '../../common/xds';
+
+export interface CachedResource {
+  name: string;
+  /** The upstream Any, forwarded untouched. */
+  resource: AnyResource;
+  /** Lineage seq at which this resource last changed. */
+  seq: number;
+  /** `encodeVersion({lineage, seq})`, precomputed for Delta responses. */
+  version: string;
+}
+
+export interface TypeSnapshot {
+  typeUrl: string;
+  /** False until the first upstream response for this type was applied. */
+  hasData: boolean;
+  /** Seq of the type's last change (0 before any data). */
+  seq: number;
+  /** `encodeVersion({lineage, seq})` of the type, '' before any data. */
+  version: string;
+  /** By name, in upstream order. */
+  resources: ReadonlyMap<string, CachedResource>;
+  /** The same resources as an array of Any, for wildcard SotW responses. */
+  anyList: readonly AnyResource[];
+}
+
+export interface ApplyResult {
+  changed: boolean;
+  seq: number;
+}
+
+export const DEFAULT_TYPE_HISTORY = 1000;
+
+export class GroupCache {
+  private currentSeqValue = 0;
+  private readonly types = new Map<string, TypeSnapshot>();
+  private readonly history = new Map<string, number[]>();
+
+  constructor(
+    readonly group: string,
+    readonly lineage: Lineage,
+    private readonly maxHistory = DEFAULT_TYPE_HISTORY,
+  ) {}
+
+  get currentSeq(): number {
+    return this.currentSeqValue;
+  }
+
+  snapshot(typeUrl: string): TypeSnapshot | undefined {
+    return this.types.get(typeUrl);
+  }
+
+  typeUrls(): string[] {
+    return [...this.types.keys()];
+  }
+
+  /** Per type URL: the seqs at which it changed, oldest first (bounded by maxHistory). */
+  typeHistory(): Record<string, number[]> {
+    return Object.fromEntries([...this.history].map(([typeUrl, seqs]) => [typeUrl, [...seqs]]));
+  }
+
+  /**
+   * Applies one upstream response (already validated: unique names). Changed when it is the type's
+   * first data, or a name was added/removed, or any resource's type URL or bytes differ.
+   */
+  apply(typeUrl: string, incoming: readonly { name: string; resource: AnyResource }[]): ApplyResult {
+    const previous = this.types.get(typeUrl);
+    let changed = previous === undefined || !previous.hasData || previous.resources.size !== incoming.length;
+    if (!changed && previous !== undefined) {
+      for (const { name, resource } of incoming) {
+        const old = previous.resources.get(name);
+        if (old === undefined || !sameAny(old.resource, resource)) {
+          changed = true;
+          break;
+        }
+      }
+    }
+    if (!changed && previous !== undefined) return { changed: false, seq: previous.seq };
+
+    const seq = this.currentSeqValue + 1;
+    this.currentSeqValue = seq;
+    const version = encodeVersion({ lineage: this.lineage, seq });
+    const resources = new Map<string, CachedResource>();
+    for (const { name, resource } of incoming) {
+      const old = previous?.resources.get(name);
+      // An unchanged resource keeps its seq, so Delta clients are not sent it again.
+      resources.set(name, old !== undefined && sameAny(old.resource, resource) ? old : { name, resource, seq, version });
+    }
+    this.types.set(typeUrl, {
+      typeUrl,
+      hasData: true,
+      seq,
+      version,
+      resources,
+      anyList: [...resources.values()].map((cached) => cached.resource),
+    });
+    const seqs = this.history.get(typeUrl) ?? [];
+    seqs.push(seq);
+    if (seqs.length > this.maxHistory) seqs.splice(0, seqs.length - this.maxHistory);
+    this.history.set(typeUrl, seqs);
+    return { changed: true, seq };
+  }
+}
+
+function sameAny(a: AnyResource, b: AnyResource): boolean {
+  return a.type_url === b.type_url && Buffer.from(a.value.buffer, a.value.byteOffset, a.value.byteLength).equals(b.value);
+}

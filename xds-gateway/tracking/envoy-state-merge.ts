@@ -1,0 +1,27 @@
+// Combining the gateway's in-memory view of an Envoy with the stored one after a `rev` conflict.
+// Several writers share the ENVOY#<id>/STATE item: with per-type streams an Envoy's types may be
+// served by different gateway instances (lineages), the expire function marks it EXPIRED, and a
+// restarted gateway finds the state its previous life wrote. Rules:
+//  - types on our lineage are ours: we saw every request on them;
+//  - a type we have no entry for keeps the stored entry (another gateway's stream, or an old
+//    lineage's until the Envoy subscribes again on ours — the LINEAGE heartbeat tells readers
+//    whether that old lineage is still alive);
+//  - if we have no open stream left but the stored state is another gateway's live connection,
+//    that gateway owns the Envoy now: keep the stored state.
+import type { EnvoyState } from '../../common/core';
+
+export function mergeEnvoyState(ours: EnvoyState, stored: EnvoyState | undefined): EnvoyState {
+  if (stored === undefined) return ours;
+  if (ours.status !== 'CONNECTED' && stored.lineage !== ours.lineage && stored.status === 'CONNECTED') {
+    return { ...stored, rev: ours.rev };
+  }
+  const types = { ...ours.types };
+  for (const [typeUrl, type] of Object.entries(stored.types)) {
+    if (types[typeUrl] === undefined && type.lineage !== ours.lineage) types[typeUrl] = type;
+  }
+  const merged: EnvoyState = { ...ours, types, lastSeenAt: Math.max(ours.lastSeenAt, stored.lastSeenAt) };
+  // programmedThrough speaks about one lineage; with foreign types mixed in it is unknown.
+  const mixed = Object.values(types).some((type) => type.subscribed && type.lineage !== ours.lineage);
+  if (mixed) delete merged.programmedThrough;
+  return merged;
+}

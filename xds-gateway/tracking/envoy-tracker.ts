@@ -1,0 +1,363 @@
+// EnvoyTracker: the relay's observer for ACK/NACK/stuck (DESIGN §3.2) and what the gateway writes
+// about Envoys and lineages (§3.4). Every callback is synchronous: it applies the core's pure
+// transitions to in-memory state and enqueues writes on the recorder; it never awaits I/O.
+//  - per Envoy: its streams, its EnvoyState (core transitions), STUCK events already emitted;
+//  - per lineage: a mirror of the relay's counter and type history (programmedThrough needs it);
+//  - timers: stuck detection, lineage heartbeats, Envoy heartbeats (lastSeenAt for idle streams).
+import type { Logger } from 'pino';
+import {
+  applyClassifiedRequest,
+  applyConnect,
+  applyDisconnect,
+  applyHeartbeat,
+  applySent,
+  applyUnsubscribe,
+  newEnvoyState,
+  stuckEvents,
+  withProgrammedThrough,
+  type Clock,
+  type EnvoyState,
+  type LineageState,
+} from '../../common/core';
+import type {
+  RelayObserver,
+  RequestClassifiedEvent,
+  ResponseSentEvent,
+  StreamClosedEvent,
+  StreamOpenedEvent,
+  UpstreamAppliedEvent,
+  UpstreamStateEvent,
+  UpstreamStateName,
+} from '../relay/observer';
+import { lineageStateFor, recordTypeChange } from './lineage-mirror';
+import type { Recorder } from './recorder';
+
+export interface TrackerMetrics {
+  /** Every classified request, by the core's class (initial/ack/nack/stale/unknownNonce). */
+  requestClassified(kind: string, typeUrl: string): void;
+  /** A STUCK event was emitted (once per pending response). */
+  stuckDetected(typeUrl: string): void;
+}
+
+export interface EnvoyTrackerOptions {
+  recorder: Recorder;
+  logger: Logger;
+  clock: Clock;
+  /** A response neither ACKed nor NACKed for this long is stuck (DESIGN §3.2). */
+  ackTimeoutMs?: number;
+  stuckCheckIntervalMs?: number;
+  /** How long ACK/NACK/STUCK events are kept (their DynamoDB ttl). */
+  eventRetentionMs?: number;
+  /** LINEAGE item heartbeat period. */
+  lineageHeartbeatMs?: number;
+  /** An idle connected Envoy's lastSeenAt is refreshed at least this often (keep below the expiry TTL). */
+  envoyHeartbeatMs?: number;
+  /** Disconnected Envoys are forgotten from memory after this long (their stored state stays). */
+  forgetDisconnectedMs?: number;
+  metrics?: TrackerMetrics;
+}
+
+interface StreamInfo {
+  nodeId: string;
+  group: string;
+  lineage: string;
+  types: Set<string>;
+}
+
+interface TrackedEnvoy {
+  state: EnvoyState;
+  streams: Set<string>;
+  /** `${lineage}|${typeUrl}|${seq}` of pending responses already reported STUCK. */
+  stuckReported: Set<string>;
+  disconnectedAt?: number;
+}
+
+export interface UpstreamGroupStatus {
+  group: string;
+  state: UpstreamStateName;
+  target: string;
+  at: number;
+}
+
+export interface TrackerSnapshot {
+  streams: number;
+  envoys: { connected: number; disconnected: number };
+  /** Per type URL: connected Envoys whose ACK is behind the type's current version, and the largest gap (in changes). */
+  behind: Record<string, { envoys: number; maxVersionsBehind: number }>;
+  upstream: UpstreamGroupStatus[];
+  lineages: LineageState[];
+}
+
+export const DEFAULT_ACK_TIMEOUT_MS = 30_000;
+export const DEFAULT_EVENT_RETENTION_MS = 7 * 24 * 3600 * 1000;
+
+export class EnvoyTracker implements RelayObserver {
+  private readonly recorder: Recorder;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private readonly ackTimeoutMs: number;
+  private readonly eventRetentionMs: number;
+  private readonly envoyHeartbeatMs: number;
+  private readonly forgetDisconnectedMs: number;
+  private readonly metrics: TrackerMetrics | undefined;
+  private readonly streams = new Map<string, StreamInfo>();
+  private readonly envoys = new Map<string, TrackedEnvoy>();
+  private readonly lineages = new Map<string, LineageState>();
+  private readonly upstream = new Map<string, UpstreamGroupStatus>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly upstreamAppliedListeners: Array<(e: UpstreamAppliedEvent) => void> = [];
+
+  constructor(options: EnvoyTrackerOptions) {
+    this.recorder = options.recorder;
+    this.logger = options.logger;
+    this.clock = options.clock;
+    this.ackTimeoutMs = options.ackTimeoutMs ?? DEFAULT_ACK_TIMEOUT_MS;
+    this.eventRetentionMs = options.eventRetentionMs ?? DEFAULT_EVENT_RETENTION_MS;
+    this.envoyHeartbeatMs = options.envoyHeartbeatMs ?? 60_000;
+    this.forgetDisconnectedMs = options.forgetDisconnectedMs ?? 10 * 60_000;
+    this.metrics = options.metrics;
+    const stuckEvery = options.stuckCheckIntervalMs ?? Math.max(100, Math.min(1000, Math.floor(this.ackTimeoutMs / 4)));
+    this.every(stuckEvery, () => this.checkStuck());
+    this.every(options.lineageHeartbeatMs ?? 5000, () => this.heartbeatLineages());
+    this.every(Math.max(100, Math.floor(this.envoyHeartbeatMs / 2)), () => this.heartbeatEnvoys());
+  }
+
+  /** Stops the timers. The recorder is flushed by its owner. */
+  stop(): void {
+    for (const timer of this.timers.splice(0)) clearInterval(timer);
+  }
+
+  /** Extra listeners of upstreamApplied (the provenance watermarks), after the lineage mirror is updated. */
+  onUpstreamApplied(listener: (e: UpstreamAppliedEvent) => void): void {
+    this.upstreamAppliedListeners.push(listener);
+  }
+
+  lineageState(lineage: string): LineageState | undefined {
+    return this.lineages.get(lineage);
+  }
+
+  envoyState(nodeId: string): EnvoyState | undefined {
+    return this.envoys.get(nodeId)?.state;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // RelayObserver
+
+  streamOpened(e: StreamOpenedEvent): void {
+    this.streams.set(e.streamId, { nodeId: e.node.nodeId, group: e.group, lineage: e.lineage, types: new Set() });
+    this.ensureLineage(e.lineage, e.group, e.at);
+    const tracked = this.envoys.get(e.node.nodeId);
+    if (tracked === undefined) {
+      const state = newEnvoyState({ identity: e.node, group: e.group, lineage: e.lineage, now: e.at });
+      this.envoys.set(e.node.nodeId, { state, streams: new Set([e.streamId]), stuckReported: new Set() });
+      this.write(state);
+      return;
+    }
+    tracked.streams.add(e.streamId);
+    delete tracked.disconnectedAt;
+    tracked.state = applyConnect({ ...tracked.state, metadata: e.node.metadata, cluster: e.node.cluster, group: e.group }, { lineage: e.lineage, now: e.at });
+    this.write(tracked.state);
+  }
+
+  requestClassified(e: RequestClassifiedEvent): void {
+    this.metrics?.requestClassified(e.classification.kind, e.typeUrl);
+    const tracked = this.envoys.get(e.nodeId);
+    if (tracked === undefined) {
+      this.logger.warn({ streamId: e.streamId, nodeId: e.nodeId, typeUrl: e.typeUrl }, 'request on a stream we never saw open; ignored');
+      return;
+    }
+    if (e.classification.kind === 'initial') this.streams.get(e.streamId)?.types.add(e.typeUrl);
+    const outcome = applyClassifiedRequest(tracked.state, e.classification, {
+      typeUrl: e.typeUrl,
+      lineage: e.lineage,
+      now: e.at,
+      eventRetentionMs: this.eventRetentionMs,
+    });
+    if (outcome.ignored !== undefined) {
+      this.logger.debug({ nodeId: e.nodeId, typeUrl: e.typeUrl, streamId: e.streamId, reason: outcome.ignored }, 'request changed no type state');
+    }
+    if (outcome.event !== undefined) {
+      // The event is queued before the state that reflects it; the recorder writes events first.
+      this.recorder.enqueueEvent(outcome.event);
+      if (outcome.event.outcome === 'NACK') {
+        this.logger.info({ nodeId: e.nodeId, typeUrl: e.typeUrl, seq: outcome.event.seq, message: outcome.event.message?.slice(0, 200) }, 'NACK');
+      }
+    }
+    tracked.state = this.withProgrammedThrough(outcome.state);
+    this.forgetStuckReports(tracked);
+    this.write(tracked.state);
+  }
+
+  responseSent(e: ResponseSentEvent): void {
+    const tracked = this.envoys.get(e.nodeId);
+    if (tracked === undefined) return;
+    tracked.state = applySent(tracked.state, { typeUrl: e.typeUrl, version: e.version, now: e.at });
+    this.write(tracked.state);
+  }
+
+  streamClosed(e: StreamClosedEvent): void {
+    const stream = this.streams.get(e.streamId);
+    this.streams.delete(e.streamId);
+    const tracked = this.envoys.get(e.nodeId);
+    if (tracked === undefined) return;
+    tracked.streams.delete(e.streamId);
+    if (tracked.streams.size === 0) {
+      tracked.state = applyDisconnect(tracked.state, e.at);
+      tracked.disconnectedAt = e.at;
+      tracked.stuckReported.clear();
+    } else if (stream !== undefined) {
+      // Per-type streams: this type's subscription ended; the Envoy's other streams live on.
+      const stillServed = new Set<string>();
+      for (const other of tracked.streams) for (const typeUrl of this.streams.get(other)?.types ?? []) stillServed.add(typeUrl);
+      for (const typeUrl of stream.types) {
+        if (!stillServed.has(typeUrl)) tracked.state = applyUnsubscribe(tracked.state, { typeUrl, now: e.at });
+      }
+      tracked.state = this.withProgrammedThrough(tracked.state);
+    }
+    this.write(tracked.state);
+  }
+
+  upstreamApplied(e: UpstreamAppliedEvent): void {
+    const lineage = this.ensureLineage(e.lineage, e.group, e.at);
+    if (e.changed) {
+      const next = recordTypeChange(lineage, e.typeUrl, e.seq, e.at);
+      if (next !== lineage) {
+        this.lineages.set(e.lineage, next);
+        this.recorder.enqueueLineageState(next);
+      }
+    }
+    for (const listener of this.upstreamAppliedListeners) {
+      try {
+        listener(e);
+      } catch (error) {
+        this.logger.error({ err: error, group: e.group, typeUrl: e.typeUrl }, 'upstreamApplied listener failed');
+      }
+    }
+  }
+
+  upstreamState(e: UpstreamStateEvent): void {
+    const previous = this.upstream.get(e.group);
+    this.upstream.set(e.group, { group: e.group, state: e.state, target: e.target, at: e.at });
+    if (previous?.state !== e.state) this.logger.info({ group: e.group, state: e.state, target: e.target }, 'upstream state');
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Readiness and metrics
+
+  /** Some group's upstream has answered (state ready), or no group exists yet but one did. */
+  upstreamReady(): boolean {
+    for (const status of this.upstream.values()) if (status.state === 'ready') return true;
+    return false;
+  }
+
+  snapshot(): TrackerSnapshot {
+    let connected = 0;
+    let disconnected = 0;
+    const behind: TrackerSnapshot['behind'] = {};
+    for (const { state } of this.envoys.values()) {
+      if (state.status !== 'CONNECTED') {
+        disconnected++;
+        continue;
+      }
+      connected++;
+      const lineage = this.lineages.get(state.lineage);
+      if (lineage === undefined) continue;
+      for (const [typeUrl, type] of Object.entries(state.types)) {
+        if (!type.subscribed || type.lineage !== state.lineage) continue;
+        const history = lineage.typeHistory[typeUrl] ?? [];
+        const gap = history.filter((seq) => seq > (type.acked ?? -1)).length;
+        const entry = (behind[typeUrl] ??= { envoys: 0, maxVersionsBehind: 0 });
+        if (gap > 0) entry.envoys++;
+        entry.maxVersionsBehind = Math.max(entry.maxVersionsBehind, gap);
+      }
+    }
+    return {
+      streams: this.streams.size,
+      envoys: { connected, disconnected },
+      behind,
+      upstream: [...this.upstream.values()],
+      lineages: [...this.lineages.values()],
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Timers
+
+  /** Emits STUCK once per pending response older than the ACK timeout. */
+  checkStuck(now = this.clock.now()): void {
+    for (const tracked of this.envoys.values()) {
+      if (tracked.state.status !== 'CONNECTED') continue;
+      for (const event of stuckEvents(tracked.state, now, this.ackTimeoutMs, this.eventRetentionMs)) {
+        const key = `${event.lineage}|${event.typeUrl}|${event.seq}`;
+        if (tracked.stuckReported.has(key)) continue;
+        tracked.stuckReported.add(key);
+        this.recorder.enqueueEvent(event);
+        this.metrics?.stuckDetected(event.typeUrl);
+        this.logger.warn({ nodeId: event.nodeId, typeUrl: event.typeUrl, seq: event.seq, sentAt: event.sentAt }, 'Envoy stuck: response unanswered past the ACK timeout');
+      }
+    }
+  }
+
+  heartbeatLineages(now = this.clock.now()): void {
+    for (const [lineage, state] of this.lineages) {
+      const next = { ...state, heartbeatAt: Math.max(state.heartbeatAt, now) };
+      this.lineages.set(lineage, next);
+      this.recorder.enqueueLineageState(next);
+    }
+  }
+
+  heartbeatEnvoys(now = this.clock.now()): void {
+    for (const [nodeId, tracked] of this.envoys) {
+      if (tracked.state.status === 'CONNECTED' && now - tracked.state.lastSeenAt >= this.envoyHeartbeatMs) {
+        tracked.state = applyHeartbeat(tracked.state, now);
+        this.write(tracked.state);
+      } else if (tracked.streams.size === 0 && tracked.disconnectedAt !== undefined && now - tracked.disconnectedAt >= this.forgetDisconnectedMs) {
+        this.envoys.delete(nodeId);
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private ensureLineage(lineage: string, group: string, now: number): LineageState {
+    const existing = this.lineages.get(lineage);
+    if (existing !== undefined) return existing;
+    const state = lineageStateFor(lineage, group, now);
+    this.lineages.set(lineage, state);
+    this.recorder.enqueueLineageState(state);
+    return state;
+  }
+
+  private withProgrammedThrough(state: EnvoyState): EnvoyState {
+    const lineage = this.lineages.get(state.lineage);
+    if (lineage === undefined) return state;
+    return withProgrammedThrough(state, lineage.typeHistory, { currentSeq: lineage.currentSeq, historyStart: lineage.historyStart });
+  }
+
+  private forgetStuckReports(tracked: TrackedEnvoy): void {
+    if (tracked.stuckReported.size === 0) return;
+    for (const key of tracked.stuckReported) {
+      const [lineage, typeUrl, seq] = key.split('|');
+      const pending = typeUrl === undefined ? undefined : tracked.state.types[typeUrl]?.pending;
+      if (pending === undefined || tracked.state.types[typeUrl as string]?.lineage !== lineage || String(pending.seq) !== seq) {
+        tracked.stuckReported.delete(key);
+      }
+    }
+  }
+
+  private write(state: EnvoyState): void {
+    this.recorder.enqueueEnvoyState(state);
+  }
+
+  private every(ms: number, task: () => void): void {
+    const timer = setInterval(() => {
+      try {
+        task();
+      } catch (error) {
+        this.logger.error({ err: error }, 'tracker timer task failed');
+      }
+    }, ms);
+    timer.unref();
+    this.timers.push(timer);
+  }
+}

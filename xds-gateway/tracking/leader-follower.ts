@@ -1,0 +1,129 @@
+// Follows the control plane's status writer (DESIGN §3.3): the barrier is only sound against the
+// replica that writes status, which is the holder of the control plane's leader-election Lease
+// (Contour: `leader-elect` Lease; the reference control plane writes its replica id as
+// `spec.holderIdentity`, infra/local/control-plane/kube-lease-elector.ts). We watch that Lease
+// (read-only), map the holder to an upstream address, point the relay there, and bump an epoch so
+// barriers that raced with the change are re-done.
+import { CoordinationV1Api, makeInformer, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { RelayControl } from '../relay/observer';
+import type { LeaderView } from './barrier';
+
+export interface LeaderTargetMapping {
+  /**
+   * A Lease annotation in which the holder advertises its xDS address (the reference control plane
+   * writes `xds-programmed.dev/xds-address`). Checked first: it cannot go stale against the holder.
+   */
+  annotation?: string;
+  /** Exact holder → `host:port`. */
+  targets?: Record<string, string>;
+  /** `{holder}` is replaced by the holder identity, e.g. `{holder}.contour.projectcontour.svc:8001`. */
+  template?: string;
+}
+
+/** The upstream address for a Lease holder, or undefined if the mapping does not know it. */
+export function targetForHolder(holder: string, mapping: LeaderTargetMapping, annotations: Record<string, string> = {}): string | undefined {
+  if (holder === '') return undefined;
+  const advertised = mapping.annotation === undefined ? undefined : annotations[mapping.annotation];
+  if (advertised !== undefined && advertised !== '') return advertised;
+  const exact = mapping.targets?.[holder];
+  if (exact !== undefined) return exact;
+  return mapping.template?.replaceAll('{holder}', holder);
+}
+
+export interface LeaderFollowerOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  leaseName: string;
+  mapping: LeaderTargetMapping;
+  relay: Pick<RelayControl, 'setUpstreamTarget'>;
+  logger: Logger;
+  /** Restart the watch this long after an error. */
+  restartMs?: number;
+}
+
+export class LeaderFollower implements LeaderView {
+  private holder = '';
+  private target: string | undefined;
+  private currentEpoch = 0;
+  private readonly listeners: Array<() => void> = [];
+  private informer: ReturnType<typeof makeInformer<V1Lease>> | undefined;
+  private stopped = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: LeaderFollowerOptions) {}
+
+  epoch(): number {
+    return this.currentEpoch;
+  }
+
+  trusted(): boolean {
+    return this.target !== undefined;
+  }
+
+  currentHolder(): string {
+    return this.holder;
+  }
+
+  currentTarget(): string | undefined {
+    return this.target;
+  }
+
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  async start(): Promise<void> {
+    const { kubeConfig, namespace } = this.options;
+    const api = kubeConfig.makeApiClient(CoordinationV1Api);
+    // client-node 1.4 informers take no field selector: watch the namespace's Leases, use ours.
+    const informer = makeInformer<V1Lease>(kubeConfig, `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`, () =>
+      api.listNamespacedLease({ namespace }),
+    );
+    this.informer = informer;
+    for (const verb of ['add', 'update'] as const) informer.on(verb, (lease) => this.leaseSeen(lease));
+    informer.on('delete', (lease) => {
+      if (lease.metadata?.name === this.options.leaseName) this.holderChanged('', {});
+    });
+    informer.on('error', (error: unknown) => {
+      if (this.stopped) return;
+      this.options.logger.warn({ err: String(error) }, 'lease watch failed; restarting');
+      this.restartTimer = setTimeout(() => {
+        if (!this.stopped) void informer.start().catch(() => undefined);
+      }, this.options.restartMs ?? 1000);
+    });
+    await informer.start();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
+    await this.informer?.stop();
+  }
+
+  private leaseSeen(lease: V1Lease): void {
+    if (lease.metadata?.name !== this.options.leaseName) return;
+    this.holderChanged(lease.spec?.holderIdentity ?? '', lease.metadata?.annotations ?? {});
+  }
+
+  private holderChanged(holder: string, annotations: Record<string, string>): void {
+    const target = targetForHolder(holder, this.options.mapping, annotations);
+    if (holder === this.holder && target === this.target) return;
+    this.holder = holder;
+    this.currentEpoch++;
+    if (holder === '') {
+      // Released (leader stepping down) or deleted: nobody writes status; keep serving from the old
+      // target, but trust no barrier until a new holder appears.
+      this.target = undefined;
+      this.options.logger.info({ lease: this.options.leaseName }, 'control plane lease has no holder; barriers paused');
+    } else if (target === undefined) {
+      this.target = undefined;
+      this.options.logger.error({ holder }, 'no upstream target is configured for the lease holder; barriers paused');
+    } else {
+      this.target = target;
+      this.options.logger.info({ holder, target }, 'following the control plane leader');
+      this.options.relay.setUpstreamTarget(target);
+    }
+    for (const listener of this.listeners) listener();
+  }
+}

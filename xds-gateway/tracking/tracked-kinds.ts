@@ -1,0 +1,115 @@
+// Which Kubernetes kinds the gateway tracks, and how it reads "the controller has processed
+// generation G" from each (DESIGN §3.3, the observed-generation barrier). Validated with zod at the
+// edge (a JSON config flag); the readers are pure and never throw on whatever a status holds.
+import { z } from 'zod';
+import type { ObjectRef } from '../../common/core';
+
+/**
+ * - `condition`: `status.conditions[type=<conditionType>].observedGeneration` (Contour's HTTPProxy:
+ *   the `Valid` condition, written after the snapshot, see infra/local/control-plane/status.ts);
+ * - `parents`: Gateway API routes: `status.parents[].conditions[].observedGeneration`; the controller
+ *   has processed G once every parent entry it owns (`controllerName`, if configured) reports >= G, we
+ *   take the minimum over those entries (the least advanced parent);
+ * - `none`: the kind gives no such signal: every generation is marked not observable (the condition
+ *   says so instead of guessing).
+ */
+export const ProcessedSignalSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('condition'), conditionType: z.string().min(1).default('Valid') }),
+  z.object({ type: z.literal('parents'), controllerName: z.string().min(1).optional() }),
+  z.object({ type: z.literal('none'), reason: z.string().min(1).optional() }),
+]);
+export type ProcessedSignal = z.infer<typeof ProcessedSignalSchema>;
+
+export const TrackedKindSchema = z.object({
+  group: z.string(),
+  version: z.string().min(1),
+  kind: z.string().regex(/^[A-Za-z][A-Za-z0-9]{0,62}$/),
+  plural: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/),
+  signal: ProcessedSignalSchema,
+});
+export type TrackedKind = z.infer<typeof TrackedKindSchema>;
+export const TrackedKindsSchema = z.array(TrackedKindSchema);
+
+export const HTTPPROXY_KIND: TrackedKind = {
+  group: 'projectcontour.io',
+  version: 'v1',
+  kind: 'HTTPProxy',
+  plural: 'httpproxies',
+  signal: { type: 'condition', conditionType: 'Valid' },
+};
+
+export const HTTPROUTE_KIND: TrackedKind = {
+  group: 'gateway.networking.k8s.io',
+  version: 'v1',
+  kind: 'HTTPRoute',
+  plural: 'httproutes',
+  signal: { type: 'parents' },
+};
+
+export const DEFAULT_NOT_OBSERVABLE_REASON = 'the controller of this kind reports no observedGeneration, so the gateway cannot tell which config version reflects a generation';
+
+/** The API path an informer lists and watches (all namespaces). */
+export function kindPath(kind: TrackedKind): string {
+  return kind.group === '' ? `/api/${kind.version}/${kind.plural}` : `/apis/${kind.group}/${kind.version}/${kind.plural}`;
+}
+
+export interface ObservedObject {
+  ref: ObjectRef;
+  /** metadata.generation */
+  generation: number;
+  /** The generation the controller reports as processed; undefined: no signal (yet). */
+  processed: number | undefined;
+}
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+function positiveInt(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : undefined;
+}
+
+/** Reads an object from a watch event; undefined if it lacks a name or a generation. */
+export function observeObject(kind: TrackedKind, object: unknown): ObservedObject | undefined {
+  const metadata = record(record(object)?.['metadata']);
+  const name = metadata?.['name'];
+  const generation = positiveInt(metadata?.['generation']);
+  if (typeof name !== 'string' || generation === undefined) return undefined;
+  const namespace = typeof metadata?.['namespace'] === 'string' ? (metadata['namespace'] as string) : '';
+  const ref = { group: kind.group, kind: kind.kind, namespace, name };
+  return { ref, generation, processed: processedGeneration(kind.signal, record(record(object)?.['status'])) };
+}
+
+export function processedGeneration(signal: ProcessedSignal, status: Record<string, unknown> | undefined): number | undefined {
+  switch (signal.type) {
+    case 'none':
+      return undefined;
+    case 'condition': {
+      const conditions = status?.['conditions'];
+      if (!Array.isArray(conditions)) return undefined;
+      const condition = conditions.map(record).find((c) => c?.['type'] === signal.conditionType);
+      return positiveInt(condition?.['observedGeneration']);
+    }
+    case 'parents': {
+      const parents = status?.['parents'];
+      if (!Array.isArray(parents)) return undefined;
+      let least: number | undefined;
+      for (const parent of parents.map(record)) {
+        if (parent === undefined) continue;
+        if (signal.controllerName !== undefined && parent['controllerName'] !== signal.controllerName) continue;
+        const conditions = parent['conditions'];
+        if (!Array.isArray(conditions)) return undefined;
+        // A parent's conditions may lag each other; the parent has processed what all of them say.
+        let parentProcessed: number | undefined;
+        for (const condition of conditions.map(record)) {
+          const generation = positiveInt(condition?.['observedGeneration']);
+          if (generation === undefined) continue;
+          parentProcessed = parentProcessed === undefined ? generation : Math.min(parentProcessed, generation);
+        }
+        if (parentProcessed === undefined) return undefined;
+        least = least === undefined ? parentProcessed : Math.min(least, parentProcessed);
+      }
+      return least;
+    }
+  }
+}
