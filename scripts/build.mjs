@@ -33,7 +33,9 @@ const jobs = functionEntries.map((file) =>
   }),
 );
 if (existsSync(gatewayEntry)) {
-  jobs.push(build({ ...common, entryPoints: [gatewayEntry], outfile: join(outRoot, 'xds-gateway', 'main.js') }));
+  // The gateway loads the Envoy .proto files that @grpc/grpc-js-xds ships (deps/) at startup, so that
+  // package stays external: the gateway image carries node_modules/@grpc/grpc-js-xds beside the bundle.
+  jobs.push(build({ ...common, external: ['@grpc/grpc-js-xds'], entryPoints: [gatewayEntry], outfile: join(outRoot, 'xds-gateway', 'main.js') }));
 }
 await Promise.all(jobs);
 console.log(`built ${functionEntries.length} function bundle(s)${existsSync(gatewayEntry) ? ' and the gateway' : ''} into dist/`);

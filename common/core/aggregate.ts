@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { unresolvedNacks, type Blocker, type Convergence, type ConvergencePolicy } from './convergence';
 import type { ObjectRef } from './identity';
+import { shortTypeName } from './type-urls';
 import { padKeyNumber, type EnvoyState, type ItemKey, type LineageWatermark } from './schema';
 import type { Watermark } from './watermark';
 import type { Lineage } from './version';
@@ -32,6 +33,11 @@ export const MemberSchema = z.object({
   live: z.boolean(),
   /** lastSeenAt. */
   s: epochMs,
+  /**
+   * Per subscribed type (short name, core shortTypeName): the ACKed seq, or -1. Names which types
+   * hold an Envoy back in a Pending blocker (short names keep the shard item small).
+   */
+  a: z.record(z.string(), z.number().int().min(-1)).optional(),
   /** Tombstone: the Envoy moved to another lineage or its state was deleted (kept so an older record cannot bring it back). */
   gone: z.boolean().optional(),
   b: z
@@ -125,11 +131,13 @@ export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readon
     ...(missingRequired.length > 0 ? { req: [...missingRequired].sort() } : {}),
   };
   const programmed = !split && subscribed.length > 0 && missingRequired.length === 0 && state.programmedThrough !== undefined;
+  const acked = Object.fromEntries(subscribed.map(([typeUrl, type]) => [shortTypeName(typeUrl), type.acked ?? -1]));
   return {
     t: programmed ? (state.programmedThrough as number) : NOT_PROGRAMMED,
     r: state.rev,
     live: state.status !== 'EXPIRED',
     s: state.lastSeenAt,
+    ...(subscribed.length > 0 ? { a: acked } : {}),
     ...(Object.keys(b).length > 0 ? { b } : {}),
   };
 }
@@ -221,7 +229,19 @@ export function memberBlocker(nodeId: string, lineage: Lineage, member: Member, 
   const behind = (b.w ?? []).filter((w) => w.c === true || w.a < (mark.types[w.u] ?? 0));
   const stuck = behind.filter((w) => now - w.s >= policy.ackTimeoutMs);
   if (stuck.length > 0) return { nodeId, reason: 'stuck', typeUrls: stuck.map((w) => w.u), since: Math.min(...stuck.map((w) => w.s)) };
-  return { nodeId, reason: 'pending', typeUrls: [...new Set([...behind.map((w) => w.u), ...(b.req ?? [])])].sort() };
+  return { nodeId, reason: 'pending', typeUrls: [...new Set([...behind.map((w) => w.u), ...behindByAck(member, mark), ...(b.req ?? [])])].sort() };
+}
+
+/** Subscribed types whose ACKed seq is below the watermark's version of them (full URL when the watermark names it). */
+function behindByAck(member: Member, mark: LineageWatermark): string[] {
+  const byShort = new Map<string, { url: string; required: number }>();
+  for (const [url, required] of Object.entries(mark.types)) byShort.set(shortTypeName(url), { url, required });
+  const behind: string[] = [];
+  for (const [short, acked] of Object.entries(member.a ?? {})) {
+    const known = byShort.get(short);
+    if (acked < (known?.required ?? 0)) behind.push(known?.url ?? short);
+  }
+  return behind;
 }
 
 /** Convergence of X@G from the aggregates; same answer as core computeConvergence over the fleet. */

@@ -1,0 +1,227 @@
+// Convergence function cost against the local DynamoDB (dynalite behind the stream front):
+//   1. items read per stream batch (100 Envoy STATE records) at 1,000 vs 10,000 Envoys: must be flat,
+//      since evaluation reads the lineage's shards, not the fleet;
+//   2. decision latency: from the write of the last blocking Envoy's state to the Programmed
+//      decision on the OBJECT item, through the real stream delivery and handler.
+// Run: `npx tsx bench/convergence.ts [--fleets 1000,10000] [--batch 100] [--pending 20] [--shards 16]`
+// or `npm run bench -- convergence`. Numbers are for this machine and dynalite, not DynamoDB.
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { AttributeValue as LambdaAttributeValue, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { Command } from 'commander';
+import pino from 'pino';
+
+import {
+  applyMember,
+  CDS_TYPE_URL,
+  emptyShard,
+  LDS_TYPE_URL,
+  memberFromEnvoyState,
+  shardOf,
+  toEnvoyStateItem,
+  type AggregateShard,
+  type EnvoyState,
+  type ObjectRef,
+} from '../common/core';
+import { DynamoAggregateStore } from '../common/store/aggregates';
+import { createStoreClients } from '../common/store/client';
+import { DynamoEventStore } from '../common/store/dynamo-store';
+import { documentOperations, type DocumentOperations } from '../common/store/operations';
+import { ensureTable } from '../common/store/table';
+import { processConvergenceBatch, type ConvergenceDeps } from '../functions/lib/convergence-batch';
+import { createStreamDelivery, startLocalDynamo } from '../infra/local/dynamo';
+
+const LINEAGE = 'bench.boot.edge';
+const logger = pino({ level: 'silent' });
+
+export interface ConvergenceBenchOptions {
+  fleets: number[];
+  batch: number;
+  pending: number;
+  shards: number;
+}
+
+export interface ConvergenceBenchRow {
+  envoys: number;
+  recordsPerBatch: number;
+  itemsReadPerBatch: number;
+  requestsPerBatch: number;
+  batchMs: number;
+  decisionLatencyMs: number;
+}
+
+/** Counts items returned and requests made, for every read the functions do. */
+function counting(operations: DocumentOperations): DocumentOperations & { items: number; requests: number } {
+  const counter = {
+    items: 0,
+    requests: 0,
+    batchWrite: operations.batchWrite,
+    put: operations.put,
+    update: operations.update,
+    get: async (input: Parameters<DocumentOperations['get']>[0]) => {
+      counter.requests++;
+      const output = await operations.get(input);
+      if (output.Item !== undefined) counter.items++;
+      return output;
+    },
+    query: async (input: Parameters<DocumentOperations['query']>[0]) => {
+      counter.requests++;
+      const output = await operations.query(input);
+      counter.items += output.Items?.length ?? 0;
+      return output;
+    },
+    scan: async (input: Parameters<DocumentOperations['scan']>[0]) => {
+      counter.requests++;
+      const output = await operations.scan(input);
+      counter.items += output.Items?.length ?? 0;
+      return output;
+    },
+  };
+  return counter;
+}
+
+function envoyState(nodeId: string, acked: number, rev: number, now: number): EnvoyState {
+  return {
+    nodeId,
+    cluster: 'edge',
+    group: 'edge',
+    metadata: {},
+    lineage: LINEAGE,
+    status: 'CONNECTED',
+    connectedAt: now,
+    lastSeenAt: now,
+    types: { [CDS_TYPE_URL]: { lineage: LINEAGE, subscribed: true, acked }, [LDS_TYPE_URL]: { lineage: LINEAGE, subscribed: true, acked: 1 } },
+    programmedThrough: acked,
+    rev,
+  };
+}
+
+function streamRecord(oldState: EnvoyState, newState: EnvoyState, sequence: number): DynamoDBRecord {
+  const image = (state: EnvoyState): Record<string, LambdaAttributeValue> =>
+    marshall(toEnvoyStateItem(state), { removeUndefinedValues: true }) as unknown as Record<string, LambdaAttributeValue>;
+  return {
+    eventID: `bench-${sequence}`,
+    eventName: 'MODIFY',
+    eventVersion: '1.1',
+    eventSource: 'aws:dynamodb',
+    awsRegion: 'us-east-1',
+    dynamodb: {
+      Keys: { pk: { S: `ENVOY#${newState.nodeId}` }, sk: { S: 'STATE' } },
+      OldImage: image(oldState),
+      NewImage: image(newState),
+      SequenceNumber: String(sequence).padStart(21, '0'),
+      StreamViewType: 'NEW_AND_OLD_IMAGES',
+    },
+  };
+}
+
+async function measureFleet(envoys: number, options: ConvergenceBenchOptions): Promise<ConvergenceBenchRow> {
+  const dynamo = await startLocalDynamo({ logger, shardCount: 2 });
+  const tableName = `bench-convergence-${envoys}`;
+  const clients = createStoreClients({ region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 10 });
+  try {
+    await ensureTable(clients.client, tableName);
+    const operations = counting(documentOperations(clients.documentClient));
+    const store = new DynamoEventStore({ tableName, operations, logger, clock: { now: () => Date.now() } });
+    const aggregates = new DynamoAggregateStore({ tableName, operations, logger });
+    const now = Date.now();
+    const deps: ConvergenceDeps = { aggregates, store, logger, now: () => Date.now(), policy: { ttlMs: 3_600_000, ackTimeoutMs: 30_000 }, shardCount: options.shards };
+
+    // Seed: every Envoy programmed through seq 1; the generations under test have watermarks at 2.
+    const shards = new Map<number, AggregateShard>();
+    for (let i = 0; i < envoys; i++) {
+      const nodeId = `envoy-${i}`;
+      const index = shardOf(nodeId, options.shards);
+      shards.set(index, applyMember(shards.get(index) ?? emptyShard(LINEAGE, index), nodeId, memberFromEnvoyState(envoyState(nodeId, 1, 0, now))).shard);
+    }
+    for (const shard of shards.values()) await aggregates.putShard(shard, undefined);
+    await aggregates.putLineageRegistry({ v: 1, lineages: { [LINEAGE]: now + 3_600_000 } }, undefined);
+    const refs: ObjectRef[] = Array.from({ length: options.pending }, (_, i) => ({ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'bench', name: `route-${i}` }));
+    for (const ref of refs) {
+      await store.putWatermark(ref, 1, LINEAGE, { seq: 2, types: { [CDS_TYPE_URL]: 2, [LDS_TYPE_URL]: 1 }, at: now });
+      await aggregates.putPending({ lineage: LINEAGE, seq: 2, object: ref, generation: 1 });
+    }
+
+    // 1. One stream batch of Envoys ACKing seq 2, processed by the handler's batch function.
+    const records = Array.from({ length: options.batch }, (_, i) => streamRecord(envoyState(`envoy-${i}`, 1, 0, now), envoyState(`envoy-${i}`, 2, 1, now), i + 1));
+    operations.items = 0;
+    operations.requests = 0;
+    const started = performance.now();
+    const { report } = await processConvergenceBatch({ Records: records } as DynamoDBStreamEvent, deps);
+    const batchMs = performance.now() - started;
+    if (report.failed > 0) throw new Error(`bench batch had ${report.failed} failures`);
+    const itemsReadPerBatch = operations.items;
+    const requestsPerBatch = operations.requests;
+
+    // 2. Decision latency through the stream: all but one Envoy at seq 2 (written straight into the
+    // shards), then the last one's state is written as the gateway would, and we wait for the decision.
+    for (const [index, seeded] of shards) {
+      const read = await aggregates.getShard(LINEAGE, index);
+      let next: AggregateShard = read.status === 'found' ? read.value : seeded;
+      const expected = next.v;
+      for (const nodeId of Object.keys(next.members)) {
+        if (nodeId === 'envoy-last') continue;
+        next = applyMember(next, nodeId, memberFromEnvoyState(envoyState(nodeId, 2, 5, now))).shard;
+      }
+      await aggregates.putShard({ ...next, v: expected + 1 }, read.status === 'found' ? expected : undefined);
+    }
+    const lastRef = refs[0] as ObjectRef;
+    const delivery = createStreamDelivery({
+      source: dynamo.tableStreams.get(tableName),
+      handler: async (event) => (await processConvergenceBatch(event, deps)).response,
+      batchSize: 100,
+      maximumBatchingWindowMs: 0,
+      startingPosition: 'LATEST',
+      logger,
+    });
+    try {
+      await store.updateEnvoyState(envoyState('envoy-last', 1, 0, Date.now()), undefined);
+      await delivery.idle(60_000);
+      const written = performance.now();
+      await store.updateEnvoyState(envoyState('envoy-last', 2, 1, Date.now()), 0);
+      for (;;) {
+        const read = await store.getObjectGeneration(lastRef, 1);
+        if (read.status === 'found' && read.value.decision?.state === 'Programmed' && read.value.decision.total === envoys + 1) break;
+        if (performance.now() - written > 60_000) throw new Error('no Programmed decision within 60 s');
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      const decisionLatencyMs = performance.now() - written;
+      return { envoys, recordsPerBatch: options.batch, itemsReadPerBatch, requestsPerBatch, batchMs: Math.round(batchMs), decisionLatencyMs: Math.round(decisionLatencyMs) };
+    } finally {
+      await delivery.stop();
+    }
+  } finally {
+    clients.client.destroy();
+    await dynamo.close();
+  }
+}
+
+export async function runConvergenceBench(options: ConvergenceBenchOptions): Promise<ConvergenceBenchRow[]> {
+  const rows: ConvergenceBenchRow[] = [];
+  for (const envoys of options.fleets) rows.push(await measureFleet(envoys, options));
+  return rows;
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const program = new Command()
+    .option('--fleets <list>', 'fleet sizes, comma-separated', '1000,10000')
+    .option('--batch <n>', 'Envoy STATE records per stream batch', '100')
+    .option('--pending <n>', 'pending object generations', '20')
+    .option('--shards <n>', 'aggregate shards per lineage', '16')
+    .exitOverride();
+  program.parse(argv, { from: 'user' });
+  const opts = program.opts<{ fleets: string; batch: string; pending: string; shards: string }>();
+  const rows = await runConvergenceBench({
+    fleets: opts.fleets.split(',').map((s) => Number.parseInt(s, 10)),
+    batch: Number.parseInt(opts.batch, 10),
+    pending: Number.parseInt(opts.pending, 10),
+    shards: Number.parseInt(opts.shards, 10),
+  });
+  console.table(rows);
+}
+
+if (require.main === module) {
+  run(process.argv.slice(2)).catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}

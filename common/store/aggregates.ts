@@ -1,0 +1,223 @@
+// DynamoDB adapter of the AggregateStore port (common/core/aggregate-ports.ts): lineage aggregate
+// shards, the lineage registry, the pending index, and decisions on OBJECT generation items.
+// No transactions (dynalite has none): every write is one item, conditional on a version attribute
+// (optimistic locking) or idempotent by key.
+import { z } from 'zod';
+
+import {
+  AGGREGATE_SHARD_KIND,
+  AggregateShardSchema,
+  DECISION_ATTRIBUTE,
+  DecisionSchema,
+  LINEAGE_REGISTRY_KEY,
+  ObjectRefSchema,
+  SCHEMA_VERSION,
+  SHARD_SK_PREFIX,
+  aggregateShardKey,
+  objectGenerationKey,
+  pendingKey,
+  PENDING_PK_PREFIX,
+  AGGREGATE_PK_PREFIX,
+  type AggregateShard,
+  type AggregateStore,
+  type Decision,
+  type ItemRead,
+  type LineageRegistry,
+  type ObjectRef,
+  type OptimisticWrite,
+  type Page,
+  type PageRequest,
+  type PendingEntry,
+} from '../core';
+import { describeZodIssues, isConditionalCheckFailed } from './errors';
+import type { StoreLogger } from './logger';
+import type { DocumentOperations } from './operations';
+
+const PENDING_KIND = 'PendingGeneration';
+const REGISTRY_KIND = 'LineageRegistry';
+
+const PendingItemSchema = z.object({
+  lineage: z.string().min(1),
+  seq: z.number().int().nonnegative(),
+  object: ObjectRefSchema,
+  generation: z.number().int().positive(),
+});
+const RegistrySchema = z.object({ v: z.number().int().nonnegative(), lineages: z.record(z.string(), z.number().int().nonnegative()) });
+const CursorKeySchema = z.object({ pk: z.string(), sk: z.string() });
+
+function encodeCursor(key: Record<string, unknown> | undefined): string | undefined {
+  return key === undefined ? undefined : Buffer.from(JSON.stringify(key)).toString('base64url');
+}
+
+function decodeCursor(cursor: string): Record<string, string> {
+  return CursorKeySchema.parse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
+}
+
+export interface DynamoAggregateStoreOptions {
+  tableName: string;
+  operations: DocumentOperations;
+  logger: StoreLogger;
+}
+
+export class DynamoAggregateStore implements AggregateStore {
+  private readonly tableName: string;
+  private readonly operations: DocumentOperations;
+  private readonly logger: StoreLogger;
+  constructor(options: DynamoAggregateStoreOptions) {
+    this.tableName = options.tableName;
+    this.operations = options.operations;
+    this.logger = options.logger;
+  }
+
+  private parseShard(raw: Record<string, unknown>): { ok: true; shard: AggregateShard } | { ok: false; error: string } {
+    const parsed = AggregateShardSchema.safeParse(raw);
+    if (parsed.success) return { ok: true, shard: parsed.data };
+    const error = `shard ${String(raw['pk'])} / ${String(raw['sk'])}: ${describeZodIssues(parsed.error.issues)}`;
+    this.logger.warn({ table: this.tableName, key: { pk: raw['pk'], sk: raw['sk'] }, reason: error }, 'skipping invalid aggregate shard');
+    return { ok: false, error };
+  }
+
+  async getLineageShards(lineage: string): Promise<{ shards: AggregateShard[]; corrupt: { shard: string; error: string }[] }> {
+    const shards: AggregateShard[] = [];
+    const corrupt: { shard: string; error: string }[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.operations.query({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': `${AGGREGATE_PK_PREFIX}${lineage}`, ':prefix': SHARD_SK_PREFIX },
+        ConsistentRead: true,
+        ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
+      });
+      for (const raw of page.Items ?? []) {
+        const parsed = this.parseShard(raw);
+        if (parsed.ok) shards.push(parsed.shard);
+        else corrupt.push({ shard: String(raw['sk']), error: parsed.error });
+      }
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return { shards, corrupt };
+  }
+
+  async getShard(lineage: string, shard: number): Promise<ItemRead<AggregateShard>> {
+    const result = await this.operations.get({ TableName: this.tableName, Key: aggregateShardKey(lineage, shard), ConsistentRead: true });
+    if (result.Item === undefined) return { status: 'missing' };
+    const parsed = this.parseShard(result.Item);
+    if (parsed.ok) return { status: 'found', value: parsed.shard };
+    const v = result.Item['v'];
+    return { status: 'corrupt', error: parsed.error, ...(typeof v === 'number' ? { rev: v } : {}) };
+  }
+
+  async putShard(shard: AggregateShard, expectedV: number | undefined): Promise<OptimisticWrite> {
+    const item = { ...aggregateShardKey(shard.lineage, shard.shard), kind: AGGREGATE_SHARD_KIND, schemaVersion: SCHEMA_VERSION, ...shard };
+    return this.conditionalPut(item, expectedV);
+  }
+
+  async getLineageRegistry(): Promise<LineageRegistry> {
+    const result = await this.operations.get({ TableName: this.tableName, Key: LINEAGE_REGISTRY_KEY, ConsistentRead: true });
+    if (result.Item === undefined) return { v: 0, lineages: {} };
+    const parsed = RegistrySchema.safeParse(result.Item);
+    if (parsed.success) return parsed.data;
+    // A corrupt registry is rebuilt from LINEAGE records and resync; start over from its version.
+    this.logger.warn({ table: this.tableName, key: LINEAGE_REGISTRY_KEY, reason: describeZodIssues(parsed.error.issues) }, 'lineage registry is invalid; treating it as empty');
+    const v = result.Item['v'];
+    return { v: typeof v === 'number' ? v : 0, lineages: {} };
+  }
+
+  async putLineageRegistry(registry: LineageRegistry, expectedV: number | undefined): Promise<OptimisticWrite> {
+    return this.conditionalPut({ ...LINEAGE_REGISTRY_KEY, kind: REGISTRY_KIND, schemaVersion: SCHEMA_VERSION, ...registry }, expectedV);
+  }
+
+  private async conditionalPut(item: Record<string, unknown>, expectedV: number | undefined): Promise<OptimisticWrite> {
+    try {
+      await this.operations.put({
+        TableName: this.tableName,
+        Item: item,
+        ...(expectedV === undefined
+          ? { ConditionExpression: 'attribute_not_exists(pk)' }
+          : { ConditionExpression: '#v = :expected', ExpressionAttributeNames: { '#v': 'v' }, ExpressionAttributeValues: { ':expected': expectedV } }),
+      });
+      return 'written';
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return 'conflict';
+      throw error;
+    }
+  }
+
+  /** Idempotent and first-write-wins: a resolved (done) entry is never re-opened by a replay. */
+  async putPending(entry: PendingEntry): Promise<void> {
+    try {
+      await this.operations.put({
+        TableName: this.tableName,
+        Item: { ...pendingKey(entry.lineage, entry.seq, entry.object, entry.generation), kind: PENDING_KIND, schemaVersion: SCHEMA_VERSION, ...entry, object: plainRef(entry.object) },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      });
+    } catch (error) {
+      if (!isConditionalCheckFailed(error)) throw error;
+    }
+  }
+
+  async deletePending(entry: PendingEntry): Promise<void> {
+    // Marked done rather than deleted: the tombstone keeps a replayed watermark record from
+    // re-opening it (putPending is conditional on absence), and DynamoDB's TTL removes it later.
+    await this.operations.update({
+      TableName: this.tableName,
+      Key: pendingKey(entry.lineage, entry.seq, entry.object, entry.generation),
+      UpdateExpression: 'SET #done = :true, #ttl = :ttl',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeNames: { '#done': 'done', '#ttl': 'ttl' },
+      ExpressionAttributeValues: { ':true': true, ':ttl': Math.ceil(Date.now() / 1000) + 3600 },
+    }).catch((error: unknown) => {
+      if (!isConditionalCheckFailed(error)) throw error;
+    });
+  }
+
+  async listPending(lineage: string, page: PageRequest = {}): Promise<Page<PendingEntry>> {
+    const result = await this.operations.query({
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk',
+      FilterExpression: 'attribute_not_exists(#done)',
+      ExpressionAttributeNames: { '#done': 'done' },
+      ExpressionAttributeValues: { ':pk': `${PENDING_PK_PREFIX}${lineage}` },
+      Limit: page.limit ?? 200,
+      ...(page.cursor === undefined ? {} : { ExclusiveStartKey: decodeCursor(page.cursor) }),
+    });
+    const items: PendingEntry[] = [];
+    const corrupt: { key: { pk: string; sk: string }; error: string }[] = [];
+    for (const raw of result.Items ?? []) {
+      const parsed = PendingItemSchema.safeParse(raw);
+      if (parsed.success) items.push(parsed.data);
+      else {
+        const key = { pk: String(raw['pk']), sk: String(raw['sk']) };
+        const error = `pending ${key.pk} / ${key.sk}: ${describeZodIssues(parsed.error.issues)}`;
+        this.logger.warn({ table: this.tableName, key, reason: error }, 'skipping invalid pending entry');
+        corrupt.push({ key, error });
+      }
+    }
+    const nextCursor = encodeCursor(result.LastEvaluatedKey);
+    return { items, corrupt, ...(nextCursor === undefined ? {} : { nextCursor }) };
+  }
+
+  async writeDecision(ref: ObjectRef, generation: number, decision: Decision): Promise<'written' | 'stale' | 'missing'> {
+    const checked = DecisionSchema.parse(decision);
+    try {
+      await this.operations.update({
+        TableName: this.tableName,
+        Key: objectGenerationKey(ref, generation),
+        UpdateExpression: 'SET #d = :d',
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(#d) OR #d.#er <= :rev)',
+        ExpressionAttributeNames: { '#d': DECISION_ATTRIBUTE, '#er': 'evaluatedRev' },
+        ExpressionAttributeValues: { ':d': checked, ':rev': checked.evaluatedRev },
+      });
+      return 'written';
+    } catch (error) {
+      if (!isConditionalCheckFailed(error)) throw error;
+    }
+    const existing = await this.operations.get({ TableName: this.tableName, Key: objectGenerationKey(ref, generation), ProjectionExpression: 'pk', ConsistentRead: true });
+    return existing.Item === undefined ? 'missing' : 'stale';
+  }
+}
+
+function plainRef(ref: ObjectRef): ObjectRef {
+  return { group: ref.group, kind: ref.kind, namespace: ref.namespace, name: ref.name };
+}

@@ -1,0 +1,224 @@
+// The one status writer (Contour's pattern): for an object, re-read it, run the pure mutator
+// (common/core/status-update.ts), skip no-ops, and write the whole conditions list with a JSON merge
+// patch that carries the resourceVersion it was computed from. A merge patch replaces lists wholesale
+// (RFC 7386), so the resourceVersion precondition is what keeps a competing writer's conditions:
+// if anything changed since our read the API server answers 409 Conflict and we re-read and
+// re-apply (the optimistic-concurrency rule of the Kubernetes API conventions).
+import { ApiException, PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+
+import type { Condition, ConditionDraft, ObjectRef } from '../../common/core';
+import { planConditionWrite, type StatusSkipReason } from '../../common/core/status-update';
+import type { KubeAccess, KubeClients } from './access';
+import { TrackedKinds, type TrackedKind } from './tracked-kinds';
+
+export type WriteOutcome =
+  | { outcome: 'written'; condition: Condition; previous: Condition | undefined; resourceVersion: string | undefined; conflicts: number }
+  /** `current`: our condition as the object holds it (when there is one). */
+  | { outcome: 'skipped'; reason: StatusSkipReason; detail: string; current?: Condition }
+  /** The object does not exist (deleted): nothing to write, ever, for this decision. */
+  | { outcome: 'notFound' }
+  /** We must not or cannot write on this kind (not configured, no conditions in its schema, or the API server refused the content). */
+  | { outcome: 'unsupported'; detail: string };
+
+/** Why a kind can (not) hold our condition, found once per container from its CRD. */
+export type KindSupport = { supported: true; verified: boolean; note?: string } | { supported: false; detail: string };
+
+/** Raised when retries are exhausted: the stream record fails and Lambda redelivers it later. */
+export class StatusWriteError extends Error {
+  constructor(message: string, readonly retryable: boolean) {
+    super(message);
+    this.name = 'StatusWriteError';
+  }
+}
+
+export interface StatusWriterOptions {
+  access: KubeAccess;
+  kinds: TrackedKinds;
+  logger: Logger;
+  now?: () => number;
+  /** Re-reads after 409 before giving up on this record (default 8). */
+  maxConflictRetries?: number;
+  /** Attempts per request on 5xx, 429 or network errors (default 3). */
+  maxServerErrorAttempts?: number;
+  /** Backoff before retry `attempt` (1-based), ms. Default: full jitter on 100 ms · 2^attempt. */
+  backoffMs?: (attempt: number) => number;
+  sleep?: (ms: number) => Promise<void>;
+  writeOnMessageChange?: boolean;
+  /** Field manager recorded by the API server for our writes. */
+  fieldManager?: string;
+}
+
+interface ObjectStatusView {
+  metadata?: { generation?: number; resourceVersion?: string };
+  status?: { conditions?: unknown };
+}
+
+function errorCode(error: unknown): number | undefined {
+  if (error instanceof ApiException) return error.code;
+  return undefined;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof ApiException) {
+    const body = error.body as { message?: unknown } | string | undefined;
+    const message = typeof body === 'object' && body !== null && typeof body.message === 'string' ? body.message : String(body ?? '');
+    return `HTTP ${error.code}: ${message.slice(0, 500)}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** 5xx, 429 and transport errors (no HTTP status) are worth retrying; other 4xx are not. */
+function isRetryable(error: unknown): boolean {
+  const code = errorCode(error);
+  return code === undefined || code === 429 || code >= 500;
+}
+
+export class StatusWriter {
+  private readonly support = new Map<string, KindSupport>();
+  private readonly now: () => number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly backoffMs: (attempt: number) => number;
+
+  constructor(private readonly options: StatusWriterOptions) {
+    this.now = options.now ?? Date.now;
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.backoffMs = options.backoffMs ?? ((attempt) => Math.random() * 100 * 2 ** attempt);
+  }
+
+  /**
+   * Reads each tracked kind's CRD once and logs what it finds: a kind whose schema cannot hold
+   * `status.conditions` (or has no status subresource) is never written to, rather than having the
+   * API server prune our condition silently or store something its users cannot read.
+   */
+  async checkKinds(): Promise<Map<string, KindSupport>> {
+    for (const kind of this.options.kinds.kinds) await this.kindSupport(kind);
+    return new Map(this.support);
+  }
+
+  private async kindSupport(kind: TrackedKind): Promise<KindSupport> {
+    const name = TrackedKinds.crdName(kind);
+    const known = this.support.get(name);
+    if (known !== undefined) return known;
+    let support: KindSupport;
+    try {
+      const crd = await this.withRetries(`read CRD`, name, ({ apiextensions }) => apiextensions.readCustomResourceDefinition({ name }));
+      support = crd === 'notFound' ? { supported: true, verified: false, note: `CRD ${name} not found; its schema is unchecked` } : crdSupport(crd, kind);
+    } catch (error) {
+      if (error instanceof StatusWriteError) throw error;
+      // 403: we may lack RBAC to read CRDs; writing still works if the kind is fine, so go on.
+      support = { supported: true, verified: false, note: `could not read CRD ${name} (${describe(error)}); its schema is unchecked` };
+    }
+    if (!support.supported) this.options.logger.error({ crd: name, detail: support.detail }, 'tracked kind cannot hold our condition; no status will be written for it');
+    else if (!support.verified) this.options.logger.warn({ crd: name, note: support.note }, 'tracked kind not verified');
+    else this.options.logger.info({ crd: name }, 'tracked kind holds status.conditions');
+    this.support.set(name, support);
+    return support;
+  }
+
+  /** Writes `draft` onto the object (if it changes anything a reader acts on). */
+  async write(ref: ObjectRef, draft: ConditionDraft): Promise<WriteOutcome> {
+    const kind = this.options.kinds.find(ref);
+    if (kind === undefined) return { outcome: 'unsupported', detail: `kind ${ref.group}/${ref.kind} is not in TRACKED_KINDS` };
+    if (kind.namespaced !== (ref.namespace !== '')) {
+      return { outcome: 'unsupported', detail: `${ref.kind} is ${kind.namespaced ? 'namespaced' : 'cluster-scoped'} but the reference has namespace ${JSON.stringify(ref.namespace)}` };
+    }
+    const support = await this.kindSupport(kind);
+    if (!support.supported) return { outcome: 'unsupported', detail: support.detail };
+    const maxConflicts = this.options.maxConflictRetries ?? 8;
+    for (let conflicts = 0; ; conflicts++) {
+      const object = await this.withRetries('get', formatRef(ref), ({ customObjects }) => getObject(customObjects, kind, ref));
+      if (object === 'notFound') return { outcome: 'notFound' };
+      const plan = planConditionWrite(
+        { generation: object.metadata?.generation, conditions: object.status?.conditions },
+        draft,
+        this.now(),
+        { writeOnMessageChange: this.options.writeOnMessageChange ?? false },
+      );
+      if (plan.action === 'skip') return { outcome: 'skipped', reason: plan.reason, detail: plan.detail, ...(plan.current === undefined ? {} : { current: plan.current }) };
+      const resourceVersion = object.metadata?.resourceVersion;
+      const body = { metadata: resourceVersion === undefined ? {} : { resourceVersion }, status: { conditions: plan.conditions } };
+      try {
+        const written = await this.withRetries('patch', formatRef(ref), ({ customObjects }) =>
+          patchStatus(customObjects, kind, ref, body, this.options.fieldManager ?? 'xds-programmed'),
+        );
+        if (written === 'notFound') return { outcome: 'notFound' };
+        return { outcome: 'written', condition: plan.condition, previous: plan.previous, resourceVersion: written.metadata?.resourceVersion, conflicts };
+      } catch (error) {
+        const code = errorCode(error);
+        if (code === 409) {
+          if (conflicts >= maxConflicts) throw new StatusWriteError(`${formatRef(ref)}: still conflicting after ${conflicts + 1} attempts`, true);
+          this.options.logger.debug({ object: formatRef(ref), conflicts: conflicts + 1 }, 'status conflict; re-reading');
+          await this.sleep(this.backoffMs(Math.min(conflicts + 1, 5)) / 4);
+          continue;
+        }
+        if (code === 422 || code === 400) {
+          return { outcome: 'unsupported', detail: `the API server refused our condition: ${describe(error)}` };
+        }
+        throw error;
+      }
+    }
+  }
+
+  /** Runs one request, retrying 5xx/429/network errors with backoff; 404 becomes 'notFound'; 409 and other 4xx are rethrown. */
+  private async withRetries<T>(what: string, target: string, request: (clients: KubeClients) => Promise<T>): Promise<T | 'notFound'> {
+    const attempts = Math.max(1, this.options.maxServerErrorAttempts ?? 3);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await request(await this.options.access.clients());
+      } catch (error) {
+        if (errorCode(error) === 404) return 'notFound';
+        if (!isRetryable(error)) throw error;
+        if (attempt >= attempts) throw new StatusWriteError(`${what} ${target} failed after ${attempt} attempts: ${describe(error)}`, true);
+        this.options.logger.warn({ target, attempt, error: describe(error) }, `${what} failed; retrying`);
+        await this.sleep(this.backoffMs(attempt));
+      }
+    }
+  }
+}
+
+function formatRef(ref: ObjectRef): string {
+  return `${ref.group}/${ref.kind}/${ref.namespace}/${ref.name}`;
+}
+
+async function getObject(api: CustomObjectsApi, kind: TrackedKind, ref: ObjectRef): Promise<ObjectStatusView> {
+  const base = { group: kind.group, version: kind.version, plural: kind.plural, name: ref.name };
+  const object: unknown = kind.namespaced ? await api.getNamespacedCustomObject({ ...base, namespace: ref.namespace }) : await api.getClusterCustomObject(base);
+  return (typeof object === 'object' && object !== null ? object : {}) as ObjectStatusView;
+}
+
+async function patchStatus(api: CustomObjectsApi, kind: TrackedKind, ref: ObjectRef, body: object, fieldManager: string): Promise<ObjectStatusView> {
+  const base = { group: kind.group, version: kind.version, plural: kind.plural, name: ref.name, body, fieldManager };
+  // client-node defaults PATCH to JSON patch; ours is a merge patch (a document, not operations).
+  const options = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+  const object: unknown = kind.namespaced
+    ? await api.patchNamespacedCustomObjectStatus({ ...base, namespace: ref.namespace }, options)
+    : await api.patchClusterCustomObjectStatus(base, options);
+  return (typeof object === 'object' && object !== null ? object : {}) as ObjectStatusView;
+}
+
+interface CrdView {
+  spec?: { versions?: { name?: string; subresources?: { status?: object }; schema?: { openAPIV3Schema?: SchemaView } }[] };
+}
+interface SchemaView {
+  properties?: Record<string, SchemaView>;
+  'x-kubernetes-preserve-unknown-fields'?: boolean;
+  type?: string;
+}
+
+/** Whether the CRD's version `kind.version` has a status subresource and a schema that keeps `status.conditions`. */
+export function crdSupport(crd: unknown, kind: TrackedKind): KindSupport {
+  const versions = (crd as CrdView).spec?.versions ?? [];
+  const version = versions.find((v) => v.name === kind.version);
+  if (version === undefined) return { supported: false, detail: `CRD ${TrackedKinds.crdName(kind)} does not serve version ${kind.version}` };
+  if (version.subresources?.status === undefined) return { supported: false, detail: `CRD ${TrackedKinds.crdName(kind)} ${kind.version} has no status subresource` };
+  const root = version.schema?.openAPIV3Schema;
+  const status = root?.properties?.['status'];
+  if (status === undefined && root?.['x-kubernetes-preserve-unknown-fields'] !== true) {
+    return { supported: false, detail: `CRD ${TrackedKinds.crdName(kind)} ${kind.version} has no status in its schema` };
+  }
+  if (status !== undefined && status.properties?.['conditions'] === undefined && status['x-kubernetes-preserve-unknown-fields'] !== true) {
+    return { supported: false, detail: `CRD ${TrackedKinds.crdName(kind)} ${kind.version} has no status.conditions in its schema (the API server would prune our condition)` };
+  }
+  return { supported: true, verified: true };
+}

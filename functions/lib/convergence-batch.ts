@@ -1,0 +1,198 @@
+// The convergence function's work on one DynamoDB stream batch (docs/CONVERGENCE.md):
+//   1. ENVOY#<id>/STATE records → member updates, grouped per aggregate shard (one conditional write
+//      per shard, ordered by rev, idempotent under redelivery);
+//   2. LINEAGE#<l>/STATE records → the lineage registry (heartbeats);
+//   3. OBJECT#<ref>/GEN#<g> records whose watermarks changed → pending index + evaluation;
+//   4. pending generations on every lineage the batch touched → re-evaluation.
+// Corrupt or unknown records are logged with their key and skipped; records whose work failed on I/O
+// are returned in batchItemFailures so Lambda redelivers them (partial batch response).
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+
+import {
+  envoyStateFromItem,
+  goneMember,
+  ITEM_KIND,
+  lineageStateFromItem,
+  memberFromEnvoyState,
+  objectGenerationFromItem,
+  shardOf,
+  type AggregateStore,
+  type EnvoyState,
+  type EventStore,
+  type LineageRegistry,
+  type ObjectGeneration,
+} from '../../common/core';
+import { parseStreamImage } from '../../common/store';
+import { shardKeyOf, updateShard, type MemberUpdate } from './aggregate-updates';
+import { AggregateSnapshot, candidateKey, evaluateAll, indexPending, pendingOn, supersedeOlder, type Candidate, type EvaluationDeps } from './evaluate';
+
+export interface ConvergenceDeps extends EvaluationDeps {
+  store: EventStore;
+  shardCount: number;
+  requiredTypeUrls?: readonly string[];
+}
+
+export interface BatchReport {
+  envoyRecords: number;
+  shardsWritten: number;
+  evaluated: number;
+  skipped: number;
+  failed: number;
+}
+
+const MAX_REGISTRY_ATTEMPTS = 10;
+
+function keyOf(record: DynamoDBRecord): { pk: string; sk: string } {
+  return { pk: record.dynamodb?.Keys?.['pk']?.S ?? '', sk: record.dynamodb?.Keys?.['sk']?.S ?? '' };
+}
+
+function recordId(record: DynamoDBRecord, index: number): string {
+  return record.dynamodb?.SequenceNumber ?? record.eventID ?? String(index);
+}
+
+/** Member updates for one Envoy STATE record: its new lineage's shard, and a tombstone on the old one if it moved. */
+export function memberUpdatesFor(oldState: EnvoyState | undefined, newState: EnvoyState | undefined, deps: Pick<ConvergenceDeps, 'shardCount' | 'requiredTypeUrls'>): MemberUpdate[] {
+  const updates: MemberUpdate[] = [];
+  if (newState !== undefined) {
+    const shard = shardOf(newState.nodeId, deps.shardCount);
+    updates.push({ kind: 'set', lineage: newState.lineage, shard, nodeId: newState.nodeId, member: memberFromEnvoyState(newState, deps.requiredTypeUrls ?? []) });
+    if (oldState !== undefined && oldState.lineage !== newState.lineage) {
+      updates.push({ kind: 'set', lineage: oldState.lineage, shard, nodeId: newState.nodeId, member: goneMember(newState.rev, newState.lastSeenAt) });
+    }
+  } else if (oldState !== undefined) {
+    updates.push({ kind: 'remove', lineage: oldState.lineage, shard: shardOf(oldState.nodeId, deps.shardCount), nodeId: oldState.nodeId, rev: oldState.rev });
+  }
+  return updates;
+}
+
+export async function updateRegistry(aggregates: AggregateStore, heartbeats: Map<string, number>): Promise<void> {
+  for (let attempt = 1; attempt <= MAX_REGISTRY_ATTEMPTS; attempt++) {
+    const registry = await aggregates.getLineageRegistry();
+    const next: LineageRegistry = { v: registry.v + 1, lineages: { ...registry.lineages } };
+    let changed = false;
+    for (const [lineage, heartbeatAt] of heartbeats) {
+      if ((next.lineages[lineage] ?? -1) < heartbeatAt) {
+        next.lineages[lineage] = heartbeatAt;
+        changed = true;
+      }
+    }
+    if (!changed) return;
+    // The registry is written from v 1 on, so v 0 means "absent": create it.
+    const outcome = await aggregates.putLineageRegistry(next, registry.v === 0 ? undefined : registry.v);
+    if (outcome === 'written') return;
+  }
+  throw new Error(`lineage registry: still conflicting after ${MAX_REGISTRY_ATTEMPTS} attempts`);
+}
+
+function watermarksChanged(oldRecord: ObjectGeneration | undefined, newRecord: ObjectGeneration): boolean {
+  if (oldRecord === undefined) return true;
+  if (oldRecord.notObservable !== newRecord.notObservable) return true;
+  const seqs = (record: ObjectGeneration): string => JSON.stringify(Object.entries(record.watermarks).map(([l, w]) => [l, w.seq]).sort());
+  return seqs(oldRecord) !== seqs(newRecord);
+}
+
+export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: ConvergenceDeps): Promise<{ response: DynamoDBBatchResponse; report: BatchReport }> {
+  const records = event.Records ?? [];
+  const { logger } = deps;
+  const report: BatchReport = { envoyRecords: 0, shardsWritten: 0, evaluated: 0, skipped: 0, failed: 0 };
+  const failedIds = new Set<string>();
+  const shardUpdates = new Map<string, { lineage: string; shard: number; updates: MemberUpdate[]; recordIds: string[] }>();
+  const heartbeats = new Map<string, number>();
+  const heartbeatRecordIds: string[] = [];
+  const objectCandidates = new Map<string, { candidate: Candidate; record: ObjectGeneration; recordIds: string[] }>();
+  const touchedLineages = new Map<string, string[]>();
+
+  records.forEach((record, index) => {
+    const id = recordId(record, index);
+    const key = keyOf(record);
+    const parsedNew = parseStreamImage(record.dynamodb?.NewImage);
+    const parsedOld = parseStreamImage(record.dynamodb?.OldImage);
+    if (key.pk.startsWith('AGG#') || key.pk.startsWith('PENDING#')) return; // our own writes
+    for (const parsed of [parsedNew, parsedOld]) {
+      if (parsed !== undefined && !parsed.ok) {
+        logger.warn({ key, eventName: record.eventName, sequenceNumber: id, reason: parsed.error }, 'skipping corrupt or unknown stream record');
+        report.skipped++;
+        return;
+      }
+    }
+    const newItem = parsedNew?.ok === true ? parsedNew.item : undefined;
+    const oldItem = parsedOld?.ok === true ? parsedOld.item : undefined;
+    const kind = newItem?.kind ?? oldItem?.kind;
+    if (kind === ITEM_KIND.envoyState) {
+      report.envoyRecords++;
+      const newState = newItem?.kind === ITEM_KIND.envoyState ? envoyStateFromItem(newItem) : undefined;
+      const oldState = oldItem?.kind === ITEM_KIND.envoyState ? envoyStateFromItem(oldItem) : undefined;
+      for (const update of memberUpdatesFor(oldState, newState, deps)) {
+        const group = shardUpdates.get(shardKeyOf(update)) ?? { lineage: update.lineage, shard: update.shard, updates: [], recordIds: [] };
+        group.updates.push(update);
+        group.recordIds.push(id);
+        shardUpdates.set(shardKeyOf(update), group);
+        // Redelivered records change nothing in the shard but still re-trigger evaluation: the
+        // failed attempt may have updated the shard and then failed before deciding.
+        touchedLineages.set(update.lineage, [...(touchedLineages.get(update.lineage) ?? []), id]);
+      }
+    } else if (kind === ITEM_KIND.lineageState && newItem?.kind === ITEM_KIND.lineageState) {
+      const lineage = lineageStateFromItem(newItem);
+      heartbeats.set(lineage.lineage, Math.max(heartbeats.get(lineage.lineage) ?? 0, lineage.heartbeatAt));
+      heartbeatRecordIds.push(id);
+    } else if (kind === ITEM_KIND.objectGeneration && newItem?.kind === ITEM_KIND.objectGeneration) {
+      const newRecord = objectGenerationFromItem(newItem);
+      const oldRecord = oldItem?.kind === ITEM_KIND.objectGeneration ? objectGenerationFromItem(oldItem) : undefined;
+      if (!watermarksChanged(oldRecord, newRecord)) return; // e.g. our own decision write, or the condition record
+      const candidate = { object: newRecord.object, generation: newRecord.generation };
+      const entry = objectCandidates.get(candidateKey(candidate)) ?? { candidate, record: newRecord, recordIds: [] };
+      entry.record = newRecord;
+      entry.recordIds.push(id);
+      objectCandidates.set(candidateKey(candidate), entry);
+    }
+  });
+
+  // 1. Aggregates, one shard at a time (each is one conditional write; conflicts retry inside).
+  for (const group of shardUpdates.values()) {
+    try {
+      if (await updateShard(deps.aggregates, group.lineage, group.shard, group.updates, logger)) report.shardsWritten++;
+    } catch (error) {
+      logger.error({ lineage: group.lineage, shard: group.shard, err: error }, 'aggregate shard update failed');
+      for (const id of group.recordIds) failedIds.add(id);
+    }
+  }
+  // 2. Lineage registry.
+  if (heartbeats.size > 0) {
+    try {
+      await updateRegistry(deps.aggregates, heartbeats);
+    } catch (error) {
+      logger.error({ err: error }, 'lineage registry update failed');
+      for (const id of heartbeatRecordIds) failedIds.add(id);
+    }
+  }
+  // 3. New or changed watermarks: index as pending; older generations of the object are superseded.
+  for (const entry of objectCandidates.values()) {
+    try {
+      await indexPending(deps, entry.candidate, entry.record);
+      await supersedeOlder(deps, entry.candidate);
+    } catch (error) {
+      logger.error({ candidate: candidateKey(entry.candidate), err: error }, 'pending index update failed');
+      for (const id of entry.recordIds) failedIds.add(id);
+    }
+  }
+  // 4. Evaluate: objects of this batch, and everything pending on a touched lineage.
+  const candidates = new Map<string, Candidate>();
+  for (const entry of objectCandidates.values()) candidates.set(candidateKey(entry.candidate), entry.candidate);
+  const snapshot = new AggregateSnapshot(deps);
+  try {
+    for (const candidate of await pendingOn(deps, touchedLineages.keys())) candidates.set(candidateKey(candidate), candidate);
+  } catch (error) {
+    logger.error({ err: error }, 'listing pending generations failed');
+    for (const ids of touchedLineages.values()) for (const id of ids) failedIds.add(id);
+  }
+  const { failed } = await evaluateAll(deps, [...candidates.values()], snapshot);
+  report.evaluated = candidates.size - failed.size;
+  if (failed.size > 0) {
+    for (const [key, entry] of objectCandidates) if (failed.has(key)) for (const id of entry.recordIds) failedIds.add(id);
+    // Which lineage's pending entry failed is not tracked per record: redeliver the lineages' records.
+    const pendingFailed = [...failed].some((key) => !objectCandidates.has(key));
+    if (pendingFailed) for (const ids of touchedLineages.values()) for (const id of ids) failedIds.add(id);
+  }
+  report.failed = failedIds.size;
+  return { response: { batchItemFailures: [...failedIds].map((itemIdentifier) => ({ itemIdentifier })) }, report };
+}

@@ -1,0 +1,82 @@
+// Lambda (function URL, AWS_IAM auth): a read-only JSON view of object generations and the Envoy
+// fleet. See docs/FUNCTIONS.md for the routes. Configuration: TABLE_NAME, AWS_REGION,
+// DYNAMODB_ENDPOINT (local), ENVOY_TTL_MS, ACK_TIMEOUT_MS.
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import pino, { type Logger } from 'pino';
+import { z } from 'zod';
+
+import { objectGenerationKey, type ConvergencePolicy } from '../common/core';
+import { createEventStoreFromEnv, InvalidPageTokenError, InvalidStoreInputError } from '../common/store';
+import { HttpError, json, problem, type QueryResponse } from './query/http';
+import { route } from './query/routes';
+import { envoyDetail, fleetPage, objectView, type QueryStore, type ViewContext } from './query/views';
+
+const queryEnvSchema = z.object({
+  TABLE_NAME: z.string().min(3),
+  ENVOY_TTL_MS: z.coerce.number().int().positive().default(300_000),
+  ACK_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  QUERY_MAX_FLEET_SCAN: z.coerce.number().int().positive().default(20_000),
+});
+
+export interface QueryHandlerOptions {
+  env?: Record<string, string | undefined>;
+  logger?: Logger;
+  now?: () => number;
+}
+
+export type QueryHandler = (event: APIGatewayProxyEventV2) => Promise<QueryResponse>;
+
+export function createQueryHandler(options: QueryHandlerOptions = {}): QueryHandler {
+  const env = options.env ?? process.env;
+  const logger = options.logger ?? pino({ name: 'query', level: env['LOG_LEVEL'] ?? 'info' });
+  const settings = queryEnvSchema.parse(env);
+  const { store, clients } = createEventStoreFromEnv(env, logger);
+  const policy: ConvergencePolicy = { ttlMs: settings.ENVOY_TTL_MS, ackTimeoutMs: settings.ACK_TIMEOUT_MS };
+  const now = options.now ?? Date.now;
+  const rawObjectItem: ViewContext['rawObjectItem'] = async (ref, generation) => {
+    const output = await clients.documentClient.send(new GetCommand({ TableName: settings.TABLE_NAME, Key: objectGenerationKey(ref, generation) }));
+    return output.Item;
+  };
+  return (event) => handleQuery(event, { store, policy, now: now(), maxFleetScan: settings.QUERY_MAX_FLEET_SCAN, maxBlockersListed: 100, rawObjectItem }, logger);
+}
+
+/** One request → one JSON response. Bad input is a 4xx with a message; a failure is a 500 without details. */
+export async function handleQuery(event: APIGatewayProxyEventV2, context: ViewContext, logger: Logger): Promise<QueryResponse> {
+  const method = event.requestContext?.http?.method ?? 'GET';
+  const path = event.rawPath ?? '/';
+  const requestId = event.requestContext?.requestId;
+  if (method !== 'GET') return problem(405, 'MethodNotAllowed', `${method} is not allowed; this API is read-only (GET)`, { allow: 'GET' });
+  try {
+    const target = route(path, event.queryStringParameters ?? {});
+    switch (target.name) {
+      case 'healthz':
+        return json(200, { ok: true });
+      case 'envoys':
+        return json(200, await fleetPage(context, target));
+      case 'envoy':
+        return json(200, await envoyDetail(context, target.nodeId));
+      case 'object':
+        return json(200, await objectView(context, target.ref, target.generation));
+    }
+  } catch (error) {
+    if (error instanceof HttpError) {
+      if (error.statusCode >= 500) logger.error({ path, requestId, error: error.message }, 'query failed');
+      else logger.info({ path, requestId, status: error.statusCode, error: error.message }, 'bad request');
+      return problem(error.statusCode, error.code, error.message);
+    }
+    if (error instanceof InvalidPageTokenError) return problem(400, 'BadCursor', 'cursor is not one this API returned (or belongs to another listing)');
+    if (error instanceof InvalidStoreInputError) return problem(400, 'BadInput', error.message);
+    logger.error({ path, requestId, err: error }, 'query failed');
+    return problem(500, 'InternalError', `internal error${requestId === undefined ? '' : ` (request ${requestId})`}`);
+  }
+}
+
+let handlerInstance: QueryHandler | undefined;
+
+export const handler = async (event: APIGatewayProxyEventV2): Promise<QueryResponse> => {
+  handlerInstance ??= createQueryHandler();
+  return handlerInstance(event);
+};
+
+export type { QueryStore };

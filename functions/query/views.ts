@@ -1,0 +1,168 @@
+// What the query function shows, built from the table with the pure core: an object generation
+// with its decision and live per-Envoy detail, and a fleet view like `istioctl proxy-status`.
+import {
+  computeConvergence,
+  isLive,
+  shortTypeName,
+  typeSyncReports,
+  watermarkOf,
+  type Blocker,
+  type ConvergencePolicy,
+  type EnvoyEvent,
+  type EnvoyState,
+  type EventStore,
+  type LineageState,
+  type ObjectRef,
+} from '../../common/core';
+import { DECISION_ATTRIBUTE, DecisionSchema } from '../../common/core/decision';
+import { HttpError } from './http';
+
+export type QueryStore = Pick<
+  EventStore,
+  'getObjectGeneration' | 'listObjectGenerations' | 'listEnvoyStates' | 'getEnvoyState' | 'getLineageState' | 'listEnvoyEvents'
+>;
+
+export interface ViewContext {
+  store: QueryStore;
+  policy: ConvergencePolicy;
+  now: number;
+  /** Upper bound on Envoys read for an object's live detail (a Lambda invocation must stay bounded). */
+  maxFleetScan: number;
+  /** Blockers listed per object (the counts are always complete). */
+  maxBlockersListed: number;
+  /** The OBJECT item as stored (all attributes), for the decision. */
+  rawObjectItem?: (ref: ObjectRef, generation: number) => Promise<Record<string, unknown> | undefined>;
+}
+
+/** Lineage states, read once per request. */
+class LineageCache {
+  private readonly cache = new Map<string, Promise<LineageState | undefined>>();
+
+  constructor(private readonly store: QueryStore) {}
+
+  get(lineage: string): Promise<LineageState | undefined> {
+    let entry = this.cache.get(lineage);
+    if (entry === undefined) {
+      entry = this.store.getLineageState(lineage).then((read) => (read.status === 'found' ? read.value : undefined));
+      this.cache.set(lineage, entry);
+    }
+    return entry;
+  }
+
+  async forEnvoys(envoys: readonly EnvoyState[]): Promise<Map<string, LineageState>> {
+    const names = new Set(envoys.flatMap((envoy) => [envoy.lineage, ...Object.values(envoy.types).map((type) => type.lineage)]));
+    const map = new Map<string, LineageState>();
+    await Promise.all([...names].map(async (name) => {
+      const state = await this.get(name);
+      if (state !== undefined) map.set(name, state);
+    }));
+    return map;
+  }
+}
+
+/** One row of the fleet view. */
+export function envoySummary(envoy: EnvoyState, lineages: ReadonlyMap<string, LineageState>, context: Pick<ViewContext, 'now' | 'policy'>) {
+  const gateway = lineages.get(envoy.lineage);
+  return {
+    nodeId: envoy.nodeId,
+    cluster: envoy.cluster,
+    group: envoy.group,
+    status: envoy.status,
+    live: isLive(envoy, context.now, context.policy.ttlMs),
+    lineage: envoy.lineage,
+    gateway: gateway === undefined ? null : { instanceId: gateway.instanceId, currentSeq: gateway.currentSeq, heartbeatAt: gateway.heartbeatAt },
+    programmedThrough: envoy.programmedThrough ?? null,
+    connectedAt: envoy.connectedAt,
+    lastSeenAt: envoy.lastSeenAt,
+    types: typeSyncReports(envoy, lineages).map((report) => ({ type: shortTypeName(report.typeUrl), ...report })),
+  };
+}
+
+export async function fleetPage(context: ViewContext, request: { limit: number; cursor?: string; group?: string }) {
+  const page = await context.store.listEnvoyStates({ limit: request.limit, ...(request.cursor === undefined ? {} : { cursor: request.cursor }), ...(request.group === undefined ? {} : { group: request.group }) });
+  const lineages = await new LineageCache(context.store).forEnvoys(page.items);
+  return {
+    envoys: page.items.map((envoy) => envoySummary(envoy, lineages, context)),
+    corrupt: page.corrupt.length,
+    nextCursor: page.nextCursor ?? null,
+  };
+}
+
+function eventView(event: EnvoyEvent) {
+  return { outcome: event.outcome, type: shortTypeName(event.typeUrl), typeUrl: event.typeUrl, lineage: event.lineage, seq: event.seq, at: event.at, ...(event.message === undefined ? {} : { message: event.message }) };
+}
+
+export async function envoyDetail(context: ViewContext, nodeId: string) {
+  const read = await context.store.getEnvoyState(nodeId);
+  if (read.status === 'missing') throw new HttpError(404, 'EnvoyNotFound', `no Envoy with node id ${JSON.stringify(nodeId)}`);
+  if (read.status === 'corrupt') throw new HttpError(500, 'CorruptItem', `the state of Envoy ${JSON.stringify(nodeId)} is unreadable: ${read.error}`);
+  const lineages = await new LineageCache(context.store).forEnvoys([read.value]);
+  const events = await context.store.listEnvoyEvents(nodeId, { descending: true, limit: 20 });
+  return { ...envoySummary(read.value, lineages, context), metadata: read.value.metadata, recentEvents: events.items.map(eventView) };
+}
+
+function blockerView(blocker: Blocker) {
+  switch (blocker.reason) {
+    case 'nacked':
+      return { nodeId: blocker.nodeId, reason: blocker.reason, nacks: blocker.nacks.map((nack) => ({ type: shortTypeName(nack.typeUrl), ...nack })) };
+    case 'stuck':
+      return { nodeId: blocker.nodeId, reason: blocker.reason, types: blocker.typeUrls.map(shortTypeName), since: blocker.since };
+    case 'noWatermark':
+      return { nodeId: blocker.nodeId, reason: blocker.reason, lineages: blocker.lineages };
+    case 'pending':
+      return { nodeId: blocker.nodeId, reason: blocker.reason, types: blocker.typeUrls.map(shortTypeName) };
+  }
+}
+
+export async function objectView(context: ViewContext, ref: ObjectRef, generation: number | undefined) {
+  let record;
+  if (generation === undefined) {
+    const latest = await context.store.listObjectGenerations(ref, { descending: true, limit: 1 });
+    record = latest.items[0];
+    const corrupt = latest.corrupt[0];
+    if (record === undefined && corrupt !== undefined) throw new HttpError(500, 'CorruptItem', `the latest generation of this object is unreadable: ${corrupt.error}`);
+  } else {
+    const read = await context.store.getObjectGeneration(ref, generation);
+    if (read.status === 'corrupt') throw new HttpError(500, 'CorruptItem', `generation ${generation} of this object is unreadable: ${read.error}`);
+    record = read.status === 'found' ? read.value : undefined;
+  }
+  if (record === undefined) {
+    throw new HttpError(404, 'ObjectNotFound', generation === undefined ? 'no generation of this object has been seen by a gateway' : `generation ${generation} of this object has not been seen by a gateway`);
+  }
+  // Live detail: the same computation convergence runs, over the current fleet.
+  const envoys: EnvoyState[] = [];
+  let cursor: string | undefined;
+  let truncated = false;
+  do {
+    const page = await context.store.listEnvoyStates({ limit: 1000, ...(cursor === undefined ? {} : { cursor }) });
+    envoys.push(...page.items);
+    cursor = page.nextCursor;
+    if (envoys.length >= context.maxFleetScan && cursor !== undefined) {
+      truncated = true;
+      break;
+    }
+  } while (cursor !== undefined);
+  const watermark = watermarkOf(record);
+  const live = computeConvergence({ object: ref, generation: record.generation, watermark, envoys, now: context.now, policy: context.policy });
+  // The store's typed read drops attributes its schema does not know, such as the decision.
+  const raw = context.rawObjectItem === undefined ? undefined : await context.rawObjectItem(ref, record.generation);
+  const decision = raw === undefined || raw[DECISION_ATTRIBUTE] === undefined ? undefined : DecisionSchema.safeParse(raw[DECISION_ATTRIBUTE]);
+  return {
+    object: ref,
+    generation: record.generation,
+    condition: record.lastCondition ?? null,
+    firstSeenAt: record.firstSeenAt,
+    programmedAt: record.programmedAt ?? null,
+    notObservable: record.notObservable ?? null,
+    watermarks: record.watermarks,
+    decision: decision?.success === true ? decision.data : null,
+    live: {
+      state: live.state,
+      programmed: live.programmed,
+      total: live.total,
+      blockers: live.blockers.slice(0, context.maxBlockersListed).map(blockerView),
+      blockersNotListed: Math.max(0, live.blockers.length - context.maxBlockersListed),
+      fleetTruncated: truncated,
+    },
+  };
+}

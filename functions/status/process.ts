@@ -1,0 +1,153 @@
+// The status function's work on one stream batch: pick the OBJECT generation items whose decision
+// may need writing, write each object's condition through the one status writer, and remember what
+// was written. Per object, only its latest record in the batch matters (the writer re-reads the
+// object anyway); a failure fails every record of that object, so Lambda resumes at the first.
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { AttributeValue as LambdaAttributeValue, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { Logger } from 'pino';
+
+import {
+  conditionChanged,
+  formatObjectRef,
+  ITEM_KIND,
+  objectGenerationFromItem,
+  parseItem,
+  type ObjectGeneration,
+  type ObjectStore,
+} from '../../common/core';
+import type { StatusWriter, WriteOutcome } from '../kube/status-writer';
+import { conditionDraftFor, readDecision } from './decision';
+import type { ObjectCleanup } from './object-cleanup';
+
+export interface StatusProcessorDeps {
+  writer: Pick<StatusWriter, 'write'>;
+  store: Pick<ObjectStore, 'recordCondition'>;
+  cleanup: ObjectCleanup;
+  logger: Logger;
+  conditionType: string;
+  writeOnMessageChange: boolean;
+  now: () => number;
+  /** Objects written in parallel per batch (records of one object are always sequential). */
+  concurrency?: number;
+}
+
+/** What happened to one object in a batch (returned for tests and logged). */
+export interface ObjectResult {
+  object: string;
+  generation: number;
+  result: WriteOutcome['outcome'] | 'alreadyWritten' | 'noDecision' | 'failed';
+  detail?: string;
+}
+
+function image(value: Record<string, LambdaAttributeValue> | undefined): Record<string, unknown> | undefined {
+  // aws-lambda's AttributeValue and the SDK's are the same wire shape, typed separately.
+  return value === undefined ? undefined : unmarshall(value as Record<string, AttributeValue>);
+}
+
+interface Candidate {
+  key: string;
+  record: ObjectGeneration;
+  raw: Record<string, unknown>;
+  sequenceNumbers: string[];
+}
+
+/** Stream records → at most one candidate per object (its latest image), in first-seen order. */
+export function selectCandidates(records: readonly DynamoDBRecord[], logger: Logger): Map<string, Candidate> {
+  const byObject = new Map<string, Candidate>();
+  for (const record of records) {
+    const sequenceNumber = record.dynamodb?.SequenceNumber ?? '';
+    const pk = record.dynamodb?.Keys?.['pk']?.S;
+    if (pk === undefined || !pk.startsWith('OBJECT#')) continue;
+    // A REMOVE is TTL cleanup of a deleted object: nothing to write.
+    if (record.eventName === 'REMOVE') continue;
+    const raw = image(record.dynamodb?.NewImage);
+    if (raw === undefined) {
+      logger.error({ pk, sequenceNumber }, 'stream record has no NewImage; the stream must be NEW_AND_OLD_IMAGES');
+      continue;
+    }
+    const old = image(record.dynamodb?.OldImage);
+    // Our own cleanup mark (ttl newly set on a deleted object's item): nothing else changed.
+    if (raw['ttl'] !== undefined && old !== undefined && old['ttl'] === undefined) continue;
+    const parsed = parseItem(raw);
+    if (!parsed.ok) {
+      logger.error({ pk, sk: parsed.key?.sk, sequenceNumber, error: parsed.error }, 'corrupt OBJECT item skipped');
+      continue;
+    }
+    if (parsed.item.kind !== ITEM_KIND.objectGeneration) continue;
+    const key = parsed.item.pk;
+    const seen = byObject.get(key);
+    const candidate: Candidate = { key, record: objectGenerationFromItem(parsed.item), raw, sequenceNumbers: [...(seen?.sequenceNumbers ?? []), sequenceNumber] };
+    // Keep the highest generation's latest image: an older generation's decision would be skipped
+    // by the writer anyway (the object is already past it).
+    if (seen === undefined || candidate.record.generation >= seen.record.generation) byObject.set(key, candidate);
+    else seen.sequenceNumbers.push(sequenceNumber);
+  }
+  return byObject;
+}
+
+async function processObject(candidate: Candidate, deps: StatusProcessorDeps): Promise<ObjectResult> {
+  const { record, raw } = candidate;
+  const object = formatObjectRef(record.object);
+  const base = { object, generation: record.generation };
+  const decision = readDecision(raw);
+  if (decision.status === 'none') return { ...base, result: 'noDecision' };
+  if (decision.status === 'superseded') return { ...base, result: 'skipped', detail: `superseded by generation ${decision.by}` };
+  if (decision.status === 'invalid') {
+    deps.logger.error({ ...base, error: decision.error }, 'decision on OBJECT item is invalid; skipped');
+    return { ...base, result: 'noDecision', detail: decision.error };
+  }
+  const draft = conditionDraftFor(record, decision.decision, { type: deps.conditionType });
+  // Already written for this generation (e.g. this record is our own recordCondition): no read, no
+  // write. Keeps Kubernetes traffic O(1) per generation however many records the item gets.
+  if (record.lastCondition !== undefined && !conditionChanged(record.lastCondition, draft, { includeMessage: deps.writeOnMessageChange })) {
+    return { ...base, result: 'alreadyWritten' };
+  }
+  const outcome = await deps.writer.write(record.object, draft);
+  switch (outcome.outcome) {
+    case 'written':
+      await deps.store.recordCondition(record.object, record.generation, outcome.condition, outcome.condition.status === 'True' ? deps.now() : undefined);
+      deps.logger.info({ ...base, status: outcome.condition.status, reason: outcome.condition.reason, conflicts: outcome.conflicts }, 'condition written');
+      return { ...base, result: 'written' };
+    case 'skipped':
+      deps.logger.info({ ...base, reason: outcome.reason, detail: outcome.detail }, 'condition not written');
+      // Kubernetes already holds it (e.g. our write landed but recording it failed last time):
+      // remember it, so the next record of this item needs no Kubernetes read.
+      if (outcome.reason === 'unchanged' && outcome.current !== undefined && conditionChanged(record.lastCondition, outcome.current)) {
+        await deps.store.recordCondition(record.object, record.generation, outcome.current, outcome.current.status === 'True' ? deps.now() : undefined);
+      }
+      return { ...base, result: 'skipped', detail: outcome.reason };
+    case 'notFound': {
+      const marked = await deps.cleanup.markDeleted(record.object, deps.now());
+      deps.logger.info({ ...base, marked }, 'object is gone; its items are marked for expiry');
+      return { ...base, result: 'notFound' };
+    }
+    case 'unsupported':
+      deps.logger.error({ ...base, detail: outcome.detail }, 'cannot write the condition on this object');
+      return { ...base, result: 'unsupported', detail: outcome.detail };
+  }
+}
+
+/** Handles one DynamoDB stream batch; failures are reported per record (ReportBatchItemFailures). */
+export async function processStatusBatch(event: DynamoDBStreamEvent, deps: StatusProcessorDeps): Promise<{ response: DynamoDBBatchResponse; results: ObjectResult[] }> {
+  const candidates = [...selectCandidates(event.Records ?? [], deps.logger).values()];
+  const results: ObjectResult[] = [];
+  const failed: string[] = [];
+  const concurrency = Math.max(1, deps.concurrency ?? 8);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < candidates.length; i = next++) {
+      const candidate = candidates[i] as Candidate;
+      try {
+        results.push(await processObject(candidate, deps));
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        deps.logger.error({ object: formatObjectRef(candidate.record.object), generation: candidate.record.generation, error: message }, 'status write failed; the records will be retried');
+        results.push({ object: formatObjectRef(candidate.record.object), generation: candidate.record.generation, result: 'failed', detail: message });
+        failed.push(...candidate.sequenceNumbers);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, candidates.length) }, worker));
+  return { response: { batchItemFailures: failed.filter((id) => id !== '').map((itemIdentifier) => ({ itemIdentifier })) }, results };
+}

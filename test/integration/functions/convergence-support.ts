@@ -1,0 +1,241 @@
+// Shared plumbing of the convergence / expire / resync tests: the local DynamoDB with its stream, a
+// table, a "gateway" writer (the real store adapter writing Envoy states, lineage states and
+// watermarks as the xDS gateway does, through the core's transitions), and readers for decisions
+// and aggregates.
+import pino from 'pino';
+
+import {
+  applyAck,
+  applyNack,
+  applySent,
+  applySubscribe,
+  CDS_TYPE_URL,
+  LDS_TYPE_URL,
+  newEnvoyState,
+  recount,
+  withProgrammedThrough,
+  type AggregateShard,
+  type Decision,
+  type EnvoyState,
+  type LineageState,
+  type ObjectRef,
+} from '../../../common/core';
+import { createEventStore, documentOperations, ensureTable, type DynamoEventStore, type StoreClients } from '../../../common/store';
+import { DynamoAggregateStore } from '../../../common/store/aggregates';
+import { createStreamDelivery, startLocalDynamo, type LocalDynamo, type StreamDelivery, type StreamHandler } from '../../../infra/local/dynamo';
+
+export const silentLogger = pino({ level: 'silent' });
+export const CDS = CDS_TYPE_URL;
+export const LDS = LDS_TYPE_URL;
+export const SHARDS = 4;
+
+export interface World {
+  dynamo: LocalDynamo;
+  tableName: string;
+  /** The gateway's store (a separate client from the functions'). */
+  store: DynamoEventStore;
+  clients: StoreClients;
+  /** Reader of the aggregates for assertions. */
+  aggregates: DynamoAggregateStore;
+  /** Environment for the functions. */
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+export async function startWorld(prefix: string, ttlMs = 60_000): Promise<World> {
+  const dynamo = await startLocalDynamo({ logger: silentLogger, shardCount: 2 });
+  const tableName = `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
+  const { store, clients } = createEventStore({
+    tableName,
+    client: { region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 10 },
+    logger: silentLogger,
+  });
+  await ensureTable(clients.client, tableName);
+  const aggregates = new DynamoAggregateStore({ tableName, operations: documentOperations(clients.documentClient), logger: silentLogger });
+  const env = {
+    TABLE_NAME: tableName,
+    AWS_REGION: 'us-east-1',
+    DYNAMODB_ENDPOINT: dynamo.endpoint,
+    DYNAMODB_MAX_ATTEMPTS: '10',
+    ENVOY_TTL_MS: String(ttlMs),
+    ACK_TIMEOUT_MS: '30000',
+    AGGREGATE_SHARDS: String(SHARDS),
+    LOG_LEVEL: 'silent',
+  };
+  return {
+    dynamo,
+    tableName,
+    store,
+    clients,
+    aggregates,
+    env,
+    async close() {
+      clients.client.destroy();
+      await dynamo.close();
+    },
+  };
+}
+
+export function deliver(world: World, handler: StreamHandler, retries = 5): StreamDelivery {
+  return createStreamDelivery({
+    source: world.dynamo.tableStreams.get(world.tableName),
+    handler,
+    batchSize: 50,
+    maximumBatchingWindowMs: 0,
+    maximumRetryAttempts: retries,
+    bisectBatchOnFunctionError: false,
+    retryBackoff: { initialMs: 5, maxMs: 20 },
+    logger: silentLogger,
+  });
+}
+
+/** A gateway lineage: its counter, per-type history, heartbeat. Writes LINEAGE#<l>/STATE. */
+export class FakeGateway {
+  state: LineageState;
+  private stored: number | undefined;
+
+  constructor(private readonly world: World, readonly lineage: string, now: number) {
+    this.state = {
+      lineage,
+      instanceId: lineage.split('.')[0] ?? 'gw',
+      bootId: 'boot',
+      group: 'edge',
+      currentSeq: 0,
+      typeHistory: {},
+      historyStart: 0,
+      startedAt: now,
+      heartbeatAt: now,
+      rev: 0,
+    };
+  }
+
+  /** A config change of `typeUrl`: takes the next seq. */
+  change(typeUrl: string): number {
+    const seq = this.state.currentSeq + 1;
+    this.state = { ...this.state, currentSeq: seq, typeHistory: { ...this.state.typeHistory, [typeUrl]: [...(this.state.typeHistory[typeUrl] ?? []), seq] } };
+    return seq;
+  }
+
+  version(typeUrl: string): number {
+    const history = this.state.typeHistory[typeUrl] ?? [];
+    return history[history.length - 1] ?? 0;
+  }
+
+  async save(heartbeatAt: number): Promise<void> {
+    const next = { ...this.state, heartbeatAt, rev: this.stored === undefined ? 0 : this.stored + 1 };
+    const result = await this.world.store.putLineageState(next, this.stored);
+    if (!result.ok) throw new Error(`lineage write conflict for ${this.lineage}`);
+    this.stored = next.rev;
+    this.state = next;
+  }
+
+  /** W(X, G) on this lineage at the current seq. */
+  async watermark(ref: ObjectRef, generation: number, at: number): Promise<void> {
+    const types = Object.fromEntries(Object.keys(this.state.typeHistory).map((typeUrl) => [typeUrl, this.version(typeUrl)]));
+    await this.world.store.putWatermark(ref, generation, this.lineage, { seq: this.state.currentSeq, types, at });
+  }
+}
+
+/** One Envoy as the gateway records it: transitions from the core, conditional writes on rev. */
+export class FakeEnvoy {
+  state: EnvoyState;
+  private stored: number | undefined;
+
+  constructor(private readonly world: World, readonly gateway: FakeGateway, nodeId: string, now: number, types: readonly string[] = [CDS, LDS]) {
+    let state = newEnvoyState({ identity: { nodeId, cluster: 'edge', metadata: {} }, group: 'edge', lineage: gateway.lineage, now });
+    for (const typeUrl of types) state = applySubscribe(state, { typeUrl, lineage: gateway.lineage, now });
+    this.state = state;
+  }
+
+  private async save(next: EnvoyState): Promise<void> {
+    const computed = withProgrammedThrough(next, this.gateway.state.typeHistory, { currentSeq: this.gateway.state.currentSeq });
+    const toWrite = { ...computed, rev: this.stored === undefined ? 0 : this.stored + 1 };
+    const result = await this.world.store.updateEnvoyState(toWrite, this.stored);
+    if (!result.ok) throw new Error(`envoy write conflict for ${next.nodeId}`);
+    this.stored = toWrite.rev;
+    this.state = toWrite;
+  }
+
+  /** Sent and ACKed the current version of every subscribed type. */
+  async ackAll(now: number): Promise<void> {
+    let state = this.state;
+    for (const typeUrl of Object.keys(state.types)) {
+      const version = { lineage: this.gateway.lineage, seq: this.gateway.version(typeUrl) };
+      state = applyAck(applySent(state, { typeUrl, version, now }), { typeUrl, version, now });
+    }
+    await this.save(state);
+  }
+
+  async nack(typeUrl: string, message: string, now: number): Promise<void> {
+    const version = { lineage: this.gateway.lineage, seq: this.gateway.version(typeUrl) };
+    await this.save(applyNack(applySent(this.state, { typeUrl, version, now }), { typeUrl, version, message, now }));
+  }
+
+  /** Sent the current version of a type, no answer yet. */
+  async send(typeUrl: string, now: number): Promise<void> {
+    const version = { lineage: this.gateway.lineage, seq: this.gateway.version(typeUrl) };
+    await this.save(applySent(this.state, { typeUrl, version, now }));
+  }
+
+  async write(change: (state: EnvoyState) => EnvoyState): Promise<void> {
+    await this.save(change(this.state));
+  }
+
+  get rev(): number | undefined {
+    return this.stored;
+  }
+
+  /** Re-read from the table (another writer, e.g. expire, may have changed it). */
+  async refresh(): Promise<void> {
+    const read = await this.world.store.getEnvoyState(this.state.nodeId);
+    if (read.status !== 'found') throw new Error(`state of ${this.state.nodeId} is ${read.status}`);
+    this.state = read.value;
+    this.stored = read.value.rev;
+  }
+}
+
+export async function decisionOf(world: World, ref: ObjectRef, generation: number): Promise<Decision | undefined> {
+  const read = await world.store.getObjectGeneration(ref, generation);
+  return read.status === 'found' ? read.value.decision : undefined;
+}
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** Waits until the decision satisfies `predicate`; returns it. */
+export async function waitForDecision(world: World, ref: ObjectRef, generation: number, predicate: (decision: Decision) => boolean, what: string): Promise<Decision> {
+  let last: Decision | undefined;
+  try {
+    return await waitFor(what, async () => {
+      last = await decisionOf(world, ref, generation);
+      return last !== undefined && predicate(last) ? last : undefined;
+    });
+  } catch (error) {
+    throw new Error(`${error instanceof Error ? error.message : String(error)}; last decision: ${JSON.stringify(last)}`);
+  }
+}
+
+export async function shardsOf(world: World, lineage: string): Promise<AggregateShard[]> {
+  return (await world.aggregates.getLineageShards(lineage)).shards;
+}
+
+/** Live members counted by the aggregates of a lineage, and a check that counts equal a recount. */
+export async function liveCount(world: World, lineage: string): Promise<number> {
+  let live = 0;
+  for (const shard of await shardsOf(world, lineage)) {
+    expect({ counts: shard.counts, live: shard.live }).toEqual(recount(shard.members));
+    live += shard.live;
+  }
+  return live;
+}
+
+export function objectRef(name: string): ObjectRef {
+  return { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'default', name };
+}

@@ -1,0 +1,132 @@
+// Aggregate shards, table-driven: members ordered by rev, incremental counts, tombstones, removal,
+// the stable shard hash and member summaries.
+import {
+  applyMember,
+  evaluateFromAggregates,
+  emptyShard,
+  goneMember,
+  memberFromEnvoyState,
+  recount,
+  removeMember,
+  shardOf,
+  type AggregateShard,
+  type Member,
+} from '../../../common/core';
+import { CDS, envoy, L1, L2, LDS, T0 } from './fixtures';
+
+const m = (t: number, r: number, live = true): Member => ({ t, r, live, s: T0 });
+
+function applyAll(updates: [string, Member][]): AggregateShard {
+  return updates.reduce((shard, [nodeId, member]) => applyMember(shard, nodeId, member).shard, emptyShard(L1, 0));
+}
+
+describe('applyMember', () => {
+  it.each<[string, [string, Member][], Record<string, number>, number, number]>([
+    ['one member', [['a', m(5, 1)]], { '5': 1 }, 1, 1],
+    ['newer rev replaces', [['a', m(5, 1)], ['a', m(7, 2)]], { '7': 1 }, 1, 2],
+    ['older rev ignored', [['a', m(7, 2)], ['a', m(5, 1)]], { '7': 1 }, 1, 1],
+    ['same rev ignored (redelivery)', [['a', m(5, 1)], ['a', m(5, 1)], ['a', m(9, 1)]], { '5': 1 }, 1, 1],
+    ['expired leaves the counts', [['a', m(5, 1)], ['b', m(5, 1)], ['a', m(5, 2, false)]], { '5': 1 }, 1, 3],
+    ['tombstone leaves the counts', [['a', m(5, 1)], ['a', goneMember(2, T0)]], {}, 0, 2],
+    ['older record cannot undo a tombstone', [['a', goneMember(2, T0)], ['a', m(5, 1)]], {}, 0, 1],
+    ['not programmed counts under -1', [['a', m(-1, 0)], ['b', m(3, 0)]], { '-1': 1, '3': 1 }, 2, 2],
+  ])('%s', (_name, updates, counts, live, v) => {
+    const shard = applyAll(updates);
+    expect(shard.counts).toEqual(counts);
+    expect(shard.live).toBe(live);
+    expect(shard.v).toBe(v);
+    expect(recount(shard.members)).toEqual({ counts, live });
+  });
+});
+
+describe('removeMember', () => {
+  it.each([
+    ['removes at or below the deleted rev', 3, true],
+    ['keeps a newer member', 1, false],
+  ])('%s', (_name, deletedRev, changed) => {
+    const shard = applyAll([['a', m(5, 2)]]);
+    const result = removeMember(shard, 'a', deletedRev);
+    expect(result.changed).toBe(changed);
+    expect(result.shard.members['a'] === undefined).toBe(changed);
+    expect({ counts: result.shard.counts, live: result.shard.live }).toEqual(recount(result.shard.members));
+  });
+  it('absent member: nothing', () => expect(removeMember(emptyShard(L1, 0), 'x', 5).changed).toBe(false));
+});
+
+describe('shardOf', () => {
+  it('is stable and in range', () => {
+    expect(shardOf('envoy-1', 16)).toBe(shardOf('envoy-1', 16));
+    for (let i = 0; i < 200; i++) {
+      const shard = shardOf(`node-${i}`, 16);
+      expect(shard).toBeGreaterThanOrEqual(0);
+      expect(shard).toBeLessThan(16);
+    }
+  });
+  it('spreads nodes over the shards', () => {
+    const used = new Set(Array.from({ length: 400 }, (_, i) => shardOf(`envoy-${i}.edge`, 16)));
+    expect(used.size).toBe(16);
+  });
+  it('known value (FNV-1a): changing the hash would reshuffle every stored aggregate', () => {
+    expect(shardOf('', 1_000_000)).toBe(0x811c9dc5 % 1_000_000);
+  });
+});
+
+describe('memberFromEnvoyState', () => {
+  it.each<[string, ReturnType<typeof envoy>, Partial<Member>]>([
+    ['programmed', envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 4, rev: 2 }), { t: 4, r: 2, live: true, a: { CDS: 3 } }],
+    ['nothing acked', envoy('a', { [CDS]: {} }), { t: -1, a: { CDS: -1 } }],
+    ['expired', envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 4, status: 'EXPIRED' }), { t: 4, live: false }],
+    ['NACK kept', envoy('a', { [CDS]: { acked: 1, nack: { seq: 3, message: 'bad', at: T0 } } }, { programmedThrough: 2 }), { t: 2, b: { n: [{ u: CDS, q: 3, m: 'bad', a: T0 }] } }],
+    ['waiting type', envoy('a', { [CDS]: { acked: 1, pending: { seq: 3, sentAt: T0 } } }, { programmedThrough: 2 }), { t: 2, b: { w: [{ u: CDS, s: T0, a: 1 }] } }],
+    ['split across lineages', envoy('a', { [CDS]: { acked: 1 }, [LDS]: { acked: 1, lineage: L2 } }, { programmedThrough: 2 }), { t: -1, b: { split: [L1, L2] } }],
+    ['no subscription', envoy('a', {}), { t: -1, b: { none: true } }],
+  ])('%s', (_name, state, expected) => {
+    expect(memberFromEnvoyState(state)).toMatchObject(expected);
+  });
+  it('a required type not subscribed keeps it unprogrammed', () => {
+    expect(memberFromEnvoyState(envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 4 }), [CDS, LDS])).toMatchObject({ t: -1, b: { req: [LDS] } });
+  });
+  it('bounds the NACK message', () => {
+    const member = memberFromEnvoyState(envoy('a', { [CDS]: { nack: { seq: 3, message: 'x'.repeat(5000), at: T0 } } }));
+    expect(member.b?.n?.[0]?.m.length).toBe(256);
+  });
+});
+
+describe('evaluateFromAggregates', () => {
+  const object = { group: 'x.dev', kind: 'Route', namespace: 'ns', name: 'r' };
+  const policy = { ttlMs: 60_000, ackTimeoutMs: 30_000 };
+  const mark = { seq: 5, types: { [CDS]: 5 }, at: T0 };
+  const watermark = { observable: true as const, lineages: { [L1]: mark } };
+  const at = (members: Record<string, Member>, lineage = L1) => ({ lineage, shards: [{ ...emptyShard(lineage, 0), members, ...recount(members) }] });
+  const member = (state: Parameters<typeof memberFromEnvoyState>[0]): Member => memberFromEnvoyState(state);
+  const evaluate = (aggregates: ReturnType<typeof at>[], w: Parameters<typeof evaluateFromAggregates>[0]['watermark'] = watermark, now = T0) =>
+    evaluateFromAggregates({ object, generation: 2, watermark: w, aggregates, now, policy });
+
+  it.each<[string, ReturnType<typeof at>[], string, number, number, string[]]>([
+    ['all at the watermark', [at({ a: member(envoy('a', { [CDS]: { acked: 5 } }, { programmedThrough: 5 })) })], 'Programmed', 1, 1, []],
+    ['one behind', [at({ a: member(envoy('a', { [CDS]: { acked: 5 } }, { programmedThrough: 5 })), b: member(envoy('b', { [CDS]: { acked: 3 } }, { programmedThrough: 4 })) })], 'Pending', 1, 2, ['b:pending']],
+    ['NACK wins', [at({ a: member(envoy('a', { [CDS]: { acked: 3, nack: { seq: 5, message: 'no', at: T0 } } }, { programmedThrough: 4 })), b: member(envoy('b', { [CDS]: { acked: 3 } }, { programmedThrough: 4 })) })], 'Rejected', 0, 2, ['a:nacked', 'b:pending']],
+    ['stuck after the ACK timeout', [at({ a: member(envoy('a', { [CDS]: { acked: 3, pending: { seq: 5, sentAt: T0 - 40_000 } } }, { programmedThrough: 4 })) })], 'Stuck', 0, 1, ['a:stuck']],
+    ['expired members leave the denominator', [at({ a: member(envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 4, status: 'EXPIRED' })) })], 'NoEnvoys', 0, 0, []],
+    ['not seen for the TTL', [at({ a: member(envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 4, lastSeenAt: T0 - 61_000 })) })], 'NoEnvoys', 0, 0, []],
+    ['tombstones do not count', [at({ a: goneMember(3, T0) })], 'NoEnvoys', 0, 0, []],
+    ['lineage without a watermark', [at({ a: member(envoy('a', { [CDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5, lineage: L2 })) }, L2)], 'Pending', 0, 1, ['a:noWatermark']],
+    ['split across lineages blocks (safe)', [at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) })], 'Pending', 0, 1, ['a:pending']],
+  ])('%s', (_name, aggregates, state, programmed, total, blockers) => {
+    const result = evaluate(aggregates);
+    expect(result.state).toBe(state);
+    expect(result.programmed).toBe(programmed);
+    expect(result.total).toBe(total);
+    expect(result.blockers.map((b) => `${b.nodeId}:${b.reason}`)).toEqual(blockers);
+  });
+
+  it('names the split limitation in the blocker', () => {
+    const result = evaluate([at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) })]);
+    expect(result.blockers[0]).toEqual({ nodeId: 'a', reason: 'pending', typeUrls: [`split across gateway instances (${L1}, ${L2})`] });
+  });
+
+  it('not observable: counts live Envoys, no blockers', () => {
+    const result = evaluate([at({ a: member(envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 4 })) })], { observable: false, reason: 'no status' });
+    expect(result).toMatchObject({ state: 'GenerationNotObservable', total: 1, blockers: [], notObservableReason: 'no status' });
+  });
+});
