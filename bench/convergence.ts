@@ -28,6 +28,7 @@ import { DynamoEventStore } from '../common/store/dynamo-store';
 import { documentOperations, type DocumentOperations } from '../common/store/operations';
 import { ensureTable } from '../common/store/table';
 import { processConvergenceBatch, type ConvergenceDeps } from '../functions/lib/convergence-batch';
+import { lineageStateFor } from '../xds-gateway/tracking/lineage-mirror';
 import { createStreamDelivery, startLocalDynamo } from '../infra/local/dynamo';
 
 const LINEAGE = 'bench.boot.edge';
@@ -56,6 +57,7 @@ function counting(operations: DocumentOperations): DocumentOperations & { items:
     requests: 0,
     batchWrite: operations.batchWrite,
     put: operations.put,
+    delete: operations.delete,
     update: operations.update,
     get: async (input: Parameters<DocumentOperations['get']>[0]) => {
       counter.requests++;
@@ -135,6 +137,8 @@ async function measureFleet(envoys: number, options: ConvergenceBenchOptions): P
     }
     for (const shard of shards.values()) await aggregates.putShard(shard, undefined);
     await aggregates.putLineageRegistry({ v: 1, lineages: { [LINEAGE]: now + 3_600_000 } }, undefined);
+    // The gateway's count (docs/CONVERGENCE.md, "The denominator"): the seeded Envoys and envoy-last.
+    await store.putLineageState({ ...lineageStateFor(LINEAGE, 'edge', now), envoysRecorded: envoys + 1 }, undefined);
     const refs: ObjectRef[] = Array.from({ length: options.pending }, (_, i) => ({ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'bench', name: `route-${i}` }));
     for (const ref of refs) {
       await store.putWatermark(ref, 1, LINEAGE, { seq: 2, types: { [CDS_TYPE_URL]: 2, [LDS_TYPE_URL]: 1 }, at: now });

@@ -1,6 +1,7 @@
 // Lambda (function URL, AWS_IAM auth): a read-only JSON view of object generations and the Envoy
 // fleet. See docs/FUNCTIONS.md for the routes. Configuration: TABLE_NAME, AWS_REGION,
-// DYNAMODB_ENDPOINT (local), ENVOY_TTL_MS, ACK_TIMEOUT_MS.
+// DYNAMODB_ENDPOINT (local), ENVOY_TTL_MS, ACK_TIMEOUT_MS, QUERY_NAMESPACES (allow-list of namespaces
+// whose objects may be shown; unset or "*" = all, see query/namespaces.ts).
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import pino, { type Logger } from 'pino';
@@ -9,6 +10,7 @@ import { z } from 'zod';
 import { objectGenerationKey, type ConvergencePolicy } from '../common/core';
 import { createEventStoreFromEnv, InvalidPageTokenError, InvalidStoreInputError } from '../common/store';
 import { HttpError, json, problem, type QueryResponse } from './query/http';
+import { namespaceAllowed, parseNamespaceScope, type NamespaceScope } from './query/namespaces';
 import { route } from './query/routes';
 import { envoyDetail, fleetPage, objectView, type QueryStore, type ViewContext } from './query/views';
 
@@ -17,6 +19,7 @@ const queryEnvSchema = z.object({
   ENVOY_TTL_MS: z.coerce.number().int().positive().default(300_000),
   ACK_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   QUERY_MAX_FLEET_SCAN: z.coerce.number().int().positive().default(20_000),
+  QUERY_NAMESPACES: z.string().optional(),
 });
 
 export interface QueryHandlerOptions {
@@ -31,6 +34,7 @@ export function createQueryHandler(options: QueryHandlerOptions = {}): QueryHand
   const env = options.env ?? process.env;
   const logger = options.logger ?? pino({ name: 'query', level: env['LOG_LEVEL'] ?? 'info' });
   const settings = queryEnvSchema.parse(env);
+  const namespaces = parseNamespaceScope(settings.QUERY_NAMESPACES);
   const { store, clients } = createEventStoreFromEnv(env, logger);
   const policy: ConvergencePolicy = { ttlMs: settings.ENVOY_TTL_MS, ackTimeoutMs: settings.ACK_TIMEOUT_MS };
   const now = options.now ?? Date.now;
@@ -38,25 +42,28 @@ export function createQueryHandler(options: QueryHandlerOptions = {}): QueryHand
     const output = await clients.documentClient.send(new GetCommand({ TableName: settings.TABLE_NAME, Key: objectGenerationKey(ref, generation) }));
     return output.Item;
   };
-  return (event) => handleQuery(event, { store, policy, now: now(), maxFleetScan: settings.QUERY_MAX_FLEET_SCAN, maxBlockersListed: 100, rawObjectItem }, logger);
+  return (event) => handleQuery(event, { store, policy, now: now(), maxFleetScan: settings.QUERY_MAX_FLEET_SCAN, maxBlockersListed: 100, rawObjectItem }, logger, namespaces);
 }
 
 /** One request → one JSON response. Bad input is a 4xx with a message; a failure is a 500 without details. */
-export async function handleQuery(event: APIGatewayProxyEventV2, context: ViewContext, logger: Logger): Promise<QueryResponse> {
+export async function handleQuery(event: APIGatewayProxyEventV2, context: ViewContext, logger: Logger, namespaces: NamespaceScope = undefined): Promise<QueryResponse> {
   const method = event.requestContext?.http?.method ?? 'GET';
-  const path = event.rawPath ?? '/';
+  const path = typeof event.rawPath === 'string' ? event.rawPath : '/';
   const requestId = event.requestContext?.requestId;
-  if (method !== 'GET') return problem(405, 'MethodNotAllowed', `${method} is not allowed; this API is read-only (GET)`, { allow: 'GET' });
+  // The method is echoed to help the caller; bounded, since it is caller input.
+  if (method !== 'GET') return problem(405, 'MethodNotAllowed', `${String(method).slice(0, 32)} is not allowed; this API is read-only (GET)`, { allow: 'GET' });
   try {
     const target = route(path, event.queryStringParameters ?? {});
     switch (target.name) {
       case 'healthz':
         return json(200, { ok: true });
       case 'envoys':
-        return json(200, await fleetPage(context, target));
       case 'envoy':
-        return json(200, await envoyDetail(context, target.nodeId));
+        if (namespaces !== undefined) throw new HttpError(404, 'FleetViewDisabled', 'the fleet views are off while QUERY_NAMESPACES limits this endpoint (Envoy data is not per namespace)');
+        return json(200, target.name === 'envoys' ? await fleetPage(context, target) : await envoyDetail(context, target.nodeId));
       case 'object':
+        // Outside the allow-list: the same answer as a missing object, so nothing about it leaks.
+        if (!namespaceAllowed(namespaces, target.ref.namespace)) throw new HttpError(404, 'ObjectNotFound', target.generation === undefined ? 'no generation of this object has been seen by a gateway' : `generation ${target.generation} of this object has not been seen by a gateway`);
         return json(200, await objectView(context, target.ref, target.generation));
     }
   } catch (error) {

@@ -6,87 +6,15 @@
 //
 // Updates are ordered by rev: a member is replaced only by a summary of a strictly newer state, so
 // redelivered or reordered stream records are no-ops (idempotent) and never double-counted.
-import { z } from 'zod';
 import { unresolvedNacks, type Blocker, type Convergence, type ConvergencePolicy } from './convergence';
 import type { ObjectRef } from './identity';
 import { shortTypeName } from './type-urls';
-import { padKeyNumber, type EnvoyState, type ItemKey, type LineageWatermark } from './schema';
+import { ITEM_KIND, MEMBER_MESSAGE_LENGTH, NOT_PROGRAMMED, type AggregateShard, type EnvoyState, type LineageWatermark, type Member } from './schema';
 import type { Watermark } from './watermark';
 import type { Lineage } from './version';
 
-export const AGGREGATE_SHARD_KIND = 'LineageAggregateShard';
+export const AGGREGATE_SHARD_KIND = ITEM_KIND.aggregateShard;
 export const DEFAULT_SHARD_COUNT = 16;
-/** Characters of a NACK message kept in a member summary (the shard item must stay small). */
-export const MEMBER_MESSAGE_LENGTH = 256;
-/** `t` of a member that has no programmedThrough (nothing ACKed, names change, or split lineages). */
-export const NOT_PROGRAMMED = -1;
-
-const seq = z.number().int().nonnegative();
-const epochMs = z.number().int().nonnegative();
-
-export const MemberSchema = z.object({
-  /** programmedThrough on the shard's lineage, or -1. */
-  t: z.number().int().min(NOT_PROGRAMMED),
-  /** Rev of the Envoy state this summarises. */
-  r: z.number().int().nonnegative(),
-  /** Not EXPIRED (the TTL on `s` is applied at evaluation time, like core isLive). */
-  live: z.boolean(),
-  /** lastSeenAt. */
-  s: epochMs,
-  /**
-   * Per subscribed type (short name, core shortTypeName): the ACKed seq, or -1. Names which types
-   * hold an Envoy back in a Pending blocker (short names keep the shard item small).
-   */
-  a: z.record(z.string(), z.number().int().min(-1)).optional(),
-  /** Tombstone: the Envoy moved to another lineage or its state was deleted (kept so an older record cannot bring it back). */
-  gone: z.boolean().optional(),
-  b: z
-    .object({
-      /** Unresolved NACKs. */
-      n: z.array(z.object({ u: z.string(), q: seq, m: z.string().max(MEMBER_MESSAGE_LENGTH), a: epochMs })).optional(),
-      /** Subscribed types waiting for an answer since `s`; `a` acked seq or -1; `c` names changed. */
-      w: z.array(z.object({ u: z.string(), s: epochMs, a: z.number().int().min(-1), c: z.boolean().optional() })).optional(),
-      /** Types on several lineages (per-type streams on different gateway instances). */
-      split: z.array(z.string()).optional(),
-      /** No subscribed type yet. */
-      none: z.boolean().optional(),
-      /** Required types not subscribed. */
-      req: z.array(z.string()).optional(),
-    })
-    .optional(),
-});
-export type Member = z.infer<typeof MemberSchema>;
-
-export const AggregateShardSchema = z.object({
-  lineage: z.string(),
-  shard: z.number().int().nonnegative(),
-  /** Incremented on every write; writes are conditional on it (optimistic locking). */
-  v: z.number().int().nonnegative(),
-  members: z.record(z.string(), MemberSchema),
-  /** Live (not EXPIRED, not gone) members by programmedThrough. */
-  counts: z.record(z.string(), z.number().int().nonnegative()),
-  live: z.number().int().nonnegative(),
-});
-export type AggregateShard = z.infer<typeof AggregateShardSchema>;
-
-// --- keys
-
-export const AGGREGATE_PK_PREFIX = 'AGG#';
-export const SHARD_SK_PREFIX = 'SHARD#';
-export const PENDING_PK_PREFIX = 'PENDING#';
-export const LINEAGE_REGISTRY_KEY: ItemKey = { pk: 'AGG#LINEAGES', sk: 'INDEX' };
-
-export function aggregateShardKey(lineage: Lineage, shard: number): ItemKey {
-  return { pk: `${AGGREGATE_PK_PREFIX}${lineage}`, sk: `${SHARD_SK_PREFIX}${String(shard).padStart(3, '0')}` };
-}
-
-/** `PENDING#<lineage> / <W.seq padded>#<generation padded>#<ref>`: sorted by watermark seq. */
-export function pendingKey(lineage: Lineage, watermarkSeq: number, ref: ObjectRef, generation: number): ItemKey {
-  return {
-    pk: `${PENDING_PK_PREFIX}${lineage}`,
-    sk: `${padKeyNumber(watermarkSeq)}#${padKeyNumber(generation)}#${ref.group}/${ref.kind}/${ref.namespace}/${ref.name}`,
-  };
-}
 
 /** FNV-1a (32 bit): stable across processes and runtimes, unlike any built-in hash. */
 export function shardOf(nodeId: string, shardCount: number): number {
@@ -135,6 +63,7 @@ export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readon
   return {
     t: programmed ? (state.programmedThrough as number) : NOT_PROGRAMMED,
     r: state.rev,
+    ...(state.incarnation !== undefined && state.incarnation > 1 ? { k: state.incarnation } : {}),
     live: state.status !== 'EXPIRED',
     s: state.lastSeenAt,
     ...(subscribed.length > 0 ? { a: acked } : {}),
@@ -157,7 +86,15 @@ function counted(member: Member | undefined): member is Member {
  */
 export function applyMember(shard: AggregateShard, nodeId: string, member: Member): { shard: AggregateShard; changed: boolean } {
   const previous = shard.members[nodeId];
-  if (previous !== undefined && previous.r >= member.r) return { shard, changed: false };
+  if (previous !== undefined && !newerMember(previous, member)) return { shard, changed: false };
+  // A tombstone keeps the incarnation of what it replaces: the denominator counts it as applied.
+  const stored = member.gone === true && previous !== undefined && incarnationOf(previous) > incarnationOf(member) ? withIncarnation(member, incarnationOf(previous)) : member;
+  return { shard: replaceMember(shard, nodeId, stored), changed: true };
+}
+
+/** The shard with `nodeId`'s member replaced, counts adjusted (old contribution out, new one in). */
+function replaceMember(shard: AggregateShard, nodeId: string, member: Member): AggregateShard {
+  const previous = shard.members[nodeId];
   const counts = { ...shard.counts };
   let live = shard.live;
   if (counted(previous)) {
@@ -172,15 +109,64 @@ export function applyMember(shard: AggregateShard, nodeId: string, member: Membe
     counts[key] = (counts[key] ?? 0) + 1;
     live++;
   }
-  return { shard: { ...shard, v: shard.v + 1, members: { ...shard.members, [nodeId]: member }, counts, live }, changed: true };
+  return { ...shard, v: shard.v + 1, members: { ...shard.members, [nodeId]: member }, counts, live };
 }
 
-/** Removes a member whose state was deleted (TTL of an EXPIRED state), unless a newer one is stored. */
-export function removeMember(shard: AggregateShard, nodeId: string, deletedRev: number): { shard: AggregateShard; changed: boolean } {
+/**
+ * A state was deleted (TTL of an EXPIRED state): its member becomes a deletion tombstone rather than
+ * disappearing, unless a newer one is stored. Members are never removed, so the number of distinct
+ * members of a lineage only grows, which the denominator check relies on (`envoysRecorded`).
+ */
+export function removeMember(shard: AggregateShard, nodeId: string, deletedRev: number, lastSeenAt: number): { shard: AggregateShard; changed: boolean } {
   const previous = shard.members[nodeId];
-  if (previous === undefined || previous.r > deletedRev) return { shard, changed: false };
-  const { [nodeId]: _removed, ...members } = shard.members;
-  return { shard: { ...shard, v: shard.v + 1, members, ...recount(members) }, changed: true };
+  if (previous !== undefined && (previous.r > deletedRev || previous.deleted === true)) return { shard, changed: false };
+  const tombstone = deletedMember(Math.max(deletedRev, previous?.r ?? 0), Math.max(lastSeenAt, previous?.s ?? 0), previous === undefined ? 1 : incarnationOf(previous));
+  return { shard: replaceMember(shard, nodeId, tombstone), changed: true };
+}
+
+/** The tombstone of a deleted state: at the deleted rev, with the last time the Envoy was seen. */
+export function deletedMember(rev: number, lastSeenAt: number, incarnation = 1): Member {
+  return withIncarnation({ ...goneMember(rev, lastSeenAt), deleted: true }, incarnation);
+}
+
+/**
+ * A deleted state may be created again (same node id, the Envoy came back), and its rev restarts at 0.
+ * It replaces the deletion tombstone when it is a later incarnation or was seen later than the deleted
+ * state; an older record of the deleted state (same incarnation, seen no later) cannot.
+ */
+function recreatedAfterDeletion(previous: Member, member: Member): boolean {
+  if (previous.deleted !== true || member.gone === true) return false;
+  return incarnationOf(member) > incarnationOf(previous) || member.s > previous.s;
+}
+
+/** A member's incarnation on its lineage (absent: 1). */
+export function incarnationOf(member: Member): number {
+  return member.k ?? 1;
+}
+
+function withIncarnation(member: Member, k: number): Member {
+  return k > 1 ? { ...member, k } : member;
+}
+
+/**
+ * Whether `member` supersedes `previous`: a higher rev (states of one item are written in rev order),
+ * or a state re-created after its deletion, whose rev restarted at 0 (ordered by incarnation or
+ * lastSeenAt instead).
+ */
+function newerMember(previous: Member, member: Member): boolean {
+  return member.r > previous.r || recreatedAfterDeletion(previous, member);
+}
+
+/**
+ * What the lineage's aggregate has applied, counted like the gateway's envoysRecorded: the sum of the
+ * members' incarnations (tombstones included: members are never removed). Each member's incarnation is
+ * at most the one the gateway counted for that node, so the sum equals the count only when every
+ * recorded node is present at its latest counted incarnation.
+ */
+export function appliedMembers(aggregate: LineageAggregate): number {
+  let applied = 0;
+  for (const shard of aggregate.shards) for (const member of Object.values(shard.members)) applied += incarnationOf(member);
+  return applied;
 }
 
 /** Counts recomputed from the members (resync; and the invariant incremental updates must keep). */
@@ -201,6 +187,13 @@ export function recount(members: Readonly<Record<string, Member>>): { counts: Re
 export interface LineageAggregate {
   lineage: Lineage;
   shards: readonly AggregateShard[];
+  /**
+   * `envoysRecorded` of the lineage's LINEAGE item, read (strongly consistent) *after* the shards:
+   * the Envoys the gateway has written a state for on this lineage, counted with their incarnations
+   * (compared with appliedMembers). `undefined`: the item is missing, corrupt or has no count:
+   * unknown, so nothing on the lineage can be Programmed.
+   */
+  envoysRecorded: number | undefined;
 }
 
 export interface AggregateEvaluationInput {
@@ -244,11 +237,35 @@ function behindByAck(member: Member, mark: LineageWatermark): string[] {
   return behind;
 }
 
+/**
+ * The denominator check (docs/CONVERGENCE.md, "The denominator"). Every member of a lineage's
+ * aggregate came from a state the gateway counted in `envoysRecorded` before writing it, members are
+ * never removed, and the count was read after the shards: applied ⊆ recorded. So applied equal to the
+ * count means the aggregate holds every Envoy the gateway had recorded; fewer means some states are
+ * still on their way through the stream, and deciding now could leave a live Envoy out (invariant 1).
+ */
+export function denominatorBlocker(aggregate: LineageAggregate): { blocker: Blocker; missing: number } | undefined {
+  const { lineage, envoysRecorded } = aggregate;
+  if (envoysRecorded === undefined) {
+    return { missing: 0, blocker: { nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [DENOMINATOR_UNKNOWN] } };
+  }
+  const missing = envoysRecorded - appliedMembers(aggregate);
+  if (missing <= 0) return undefined;
+  const envoys = missing === 1 ? '1 Envoy state' : `${missing} Envoy states`;
+  return { missing, blocker: { nodeId: `${envoys} of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [DENOMINATOR_IN_TRANSIT] } };
+}
+
+/** Blocker texts of the denominator check (shown as "waiting for <n> Envoy states of … (<text>)"). */
+export const DENOMINATOR_IN_TRANSIT = 'not yet in the aggregates';
+export const DENOMINATOR_UNKNOWN = 'gateway Envoy count unknown';
+
 /** Convergence of X@G from the aggregates; same answer as core computeConvergence over the fleet. */
 export function evaluateFromAggregates(input: AggregateEvaluationInput): Convergence {
   const { object, generation, watermark, now, policy } = input;
   const blockers: Blocker[] = [];
+  const denominator: Blocker[] = [];
   let total = 0;
+  let inTransit = 0;
   for (const aggregate of input.aggregates) {
     const mark = watermark.observable ? watermark.lineages[aggregate.lineage] : undefined;
     for (const shard of aggregate.shards) {
@@ -260,13 +277,20 @@ export function evaluateFromAggregates(input: AggregateEvaluationInput): Converg
         if (blocker !== undefined) blockers.push(blocker);
       }
     }
+    const check = denominatorBlocker(aggregate);
+    if (check !== undefined) {
+      denominator.push(check.blocker);
+      inTransit += check.missing;
+    }
   }
   if (!watermark.observable) return { object, generation, state: 'GenerationNotObservable', programmed: 0, total, blockers: [], notObservableReason: watermark.reason };
-  if (total === 0) return { object, generation, state: 'NoEnvoys', programmed: 0, total: 0, blockers: [] };
+  if (total === 0 && denominator.length === 0) return { object, generation, state: 'NoEnvoys', programmed: 0, total: 0, blockers: [] };
   blockers.sort((a, b) => SEVERITY[a.reason] - SEVERITY[b.reason] || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
   const has = (reason: Blocker['reason']): boolean => blockers.some((blocker) => blocker.reason === reason);
-  const state = blockers.length === 0 ? 'Programmed' : has('nacked') ? 'Rejected' : has('stuck') ? 'Stuck' : 'Pending';
-  return { object, generation, state, programmed: total - blockers.length, total, blockers };
+  const state = blockers.length === 0 && denominator.length === 0 ? 'Programmed' : has('nacked') ? 'Rejected' : has('stuck') ? 'Stuck' : 'Pending';
+  // Envoys in transit count in the denominator (they are live: the gateway just wrote their state),
+  // never as programmed.
+  return { object, generation, state, programmed: total - blockers.length, total: total + inTransit, blockers: [...blockers, ...denominator] };
 }
 
 /** Freshness of a set of shards (sum of versions): grows with every write to any of them. */

@@ -6,7 +6,7 @@
 // requires in epoch *seconds*. Sequence numbers and generations in sort keys are zero-padded so that
 // lexicographic order (how DynamoDB sorts S keys) equals numeric order.
 import { z } from 'zod';
-import { DecisionSchema } from './decision';
+import { DECISION_ATTRIBUTE, DecisionSchema } from './decision';
 import { formatObjectRef, validateObjectRef, type ObjectRef } from './identity';
 import { isValidTypeUrl } from './type-urls';
 import { isValidLineage, type GatewayVersion, type Lineage } from './version';
@@ -31,6 +31,12 @@ export const ITEM_KIND = {
   envoyEvent: 'EnvoyEvent',
   objectGeneration: 'ObjectGeneration',
   lineageState: 'LineageState',
+  /** `AGG#<lineage> / SHARD#<nnn>`: one shard of a lineage's convergence aggregate (common/core/aggregate.ts). */
+  aggregateShard: 'LineageAggregateShard',
+  /** `AGG#LINEAGES / INDEX`: the lineages evaluation reads, with their last heartbeat. */
+  lineageRegistry: 'LineageRegistry',
+  /** `PENDING#<lineage> / <seq>#<generation>#<ref>`: a generation waiting for a decision on a lineage. */
+  pendingGeneration: 'PendingGeneration',
 } as const;
 export type ItemKind = (typeof ITEM_KIND)[keyof typeof ITEM_KIND];
 
@@ -97,6 +103,23 @@ export function objectGenerationKey(ref: ObjectRef, generation: number): ItemKey
 
 export function lineageStateKey(lineage: Lineage): ItemKey {
   return { pk: `LINEAGE#${lineage}`, sk: STATE_SK };
+}
+
+export const AGGREGATE_PK_PREFIX = 'AGG#';
+export const SHARD_SK_PREFIX = 'SHARD#';
+export const PENDING_PK_PREFIX = 'PENDING#';
+export const LINEAGE_REGISTRY_KEY: ItemKey = { pk: 'AGG#LINEAGES', sk: 'INDEX' };
+
+export function aggregateShardKey(lineage: Lineage, shard: number): ItemKey {
+  return { pk: `${AGGREGATE_PK_PREFIX}${lineage}`, sk: `${SHARD_SK_PREFIX}${String(shard).padStart(3, '0')}` };
+}
+
+/** `PENDING#<lineage> / <W.seq padded>#<generation padded>#<ref>`: sorted by watermark seq. */
+export function pendingKey(lineage: Lineage, watermarkSeq: number, ref: ObjectRef, generation: number): ItemKey {
+  return {
+    pk: `${PENDING_PK_PREFIX}${lineage}`,
+    sk: `${padKeyNumber(watermarkSeq)}#${padKeyNumber(generation)}#${ref.group}/${ref.kind}/${ref.namespace}/${ref.name}`,
+  };
 }
 
 /** DynamoDB TTL value (epoch seconds) for something that happened at `atMs` and is kept `retentionMs`. */
@@ -179,6 +202,12 @@ const envoyStateShape = {
    * (docs/ARCHITECTURE.md). Absent when unknown (nothing ACKed, or types on other lineages).
    */
   programmedThrough: seqSchema.optional(),
+  /**
+   * Stamped by the gateway of `lineage` (docs/CONVERGENCE.md, "The denominator"): 1 for the node's
+   * first state on the lineage, +1 whenever a state it writes starts a new connection (connectedAt
+   * changed) or is less programmed than the last one it wrote. Absent (older writers): 1.
+   */
+  incarnation: z.number().int().positive().optional(),
   /** Increases by one per write; writes are conditional on it. */
   rev: z.number().int().nonnegative(),
 };
@@ -280,10 +309,95 @@ const lineageStateShape = {
   historyStart: seqSchema,
   startedAt: epochMsSchema,
   heartbeatAt: epochMsSchema,
+  /**
+   * The Envoys this gateway has written (or is about to write) a state for on this lineage, counted
+   * with their incarnations: the sum over node ids of the highest `incarnation` stamped (so the number
+   * of distinct Envoys when none reconnected). Never decreases. The gateway writes this item *before*
+   * any state carrying a new incarnation, so every state on the lineage in the table is counted here.
+   * Convergence compares it with the members of the lineage's aggregates (docs/CONVERGENCE.md, "The
+   * denominator"). Absent: written by a gateway that does not count (treated as unknown).
+   */
+  envoysRecorded: z.number().int().nonnegative().optional(),
   rev: z.number().int().nonnegative(),
 };
 export const LineageStateSchema = z.object(lineageStateShape);
 export type LineageState = z.infer<typeof LineageStateSchema>;
+
+// --- Convergence aggregates (docs/CONVERGENCE.md). Defined here, not in aggregate.ts, so that parseItem
+// can check them without an import cycle.
+
+/** Characters of a NACK message kept in a member summary (the shard item must stay small). */
+export const MEMBER_MESSAGE_LENGTH = 256;
+/** `t` of a member that has no programmedThrough (nothing ACKed, names change, or split lineages). */
+export const NOT_PROGRAMMED = -1;
+
+export const MemberSchema = z.object({
+  /** programmedThrough on the shard's lineage, or -1. */
+  t: z.number().int().min(NOT_PROGRAMMED),
+  /** Rev of the Envoy state this summarises. */
+  r: z.number().int().nonnegative(),
+  /** Not EXPIRED (the TTL on `s` is applied at evaluation time, like core isLive). */
+  live: z.boolean(),
+  /** lastSeenAt. */
+  s: epochMsSchema,
+  /**
+   * Per subscribed type (short name, core shortTypeName): the ACKed seq, or -1. Names which types
+   * hold an Envoy back in a Pending blocker (short names keep the shard item small).
+   */
+  a: z.record(z.string(), z.number().int().min(-1)).optional(),
+  /** Tombstone: the Envoy moved to another lineage or its state was deleted (kept so an older record cannot bring it back). */
+  gone: z.boolean().optional(),
+  /** With `gone`: the state item was deleted (TTL); a re-created state (seen later) replaces the tombstone whatever its rev. */
+  deleted: z.boolean().optional(),
+  /** The state's incarnation on this lineage (absent: 1); tombstones keep the one they replace. */
+  k: z.number().int().positive().optional(),
+  b: z
+    .object({
+      /** Unresolved NACKs. */
+      n: z.array(z.object({ u: z.string(), q: seqSchema, m: z.string().max(MEMBER_MESSAGE_LENGTH), a: epochMsSchema })).optional(),
+      /** Subscribed types waiting for an answer since `s`; `a` acked seq or -1; `c` names changed. */
+      w: z.array(z.object({ u: z.string(), s: epochMsSchema, a: z.number().int().min(-1), c: z.boolean().optional() })).optional(),
+      /** Types on several lineages (per-type streams on different gateway instances). */
+      split: z.array(z.string()).optional(),
+      /** No subscribed type yet. */
+      none: z.boolean().optional(),
+      /** Required types not subscribed. */
+      req: z.array(z.string()).optional(),
+    })
+    .optional(),
+});
+export type Member = z.infer<typeof MemberSchema>;
+
+const aggregateShardShape = {
+  lineage: z.string(),
+  shard: z.number().int().nonnegative(),
+  /** Incremented on every write; writes are conditional on it (optimistic locking). */
+  v: z.number().int().nonnegative(),
+  members: z.record(z.string(), MemberSchema),
+  /** Live (not EXPIRED, not gone) members by programmedThrough. */
+  counts: z.record(z.string(), z.number().int().nonnegative()),
+  live: z.number().int().nonnegative(),
+};
+export const AggregateShardSchema = z.object(aggregateShardShape);
+export type AggregateShard = z.infer<typeof AggregateShardSchema>;
+
+const lineageRegistryShape = {
+  v: z.number().int().nonnegative(),
+  /** Lineage → last heartbeat (epoch ms). */
+  lineages: z.record(z.string(), epochMsSchema),
+};
+export const LineageRegistrySchema = z.object(lineageRegistryShape);
+
+const pendingGenerationShape = {
+  lineage: lineageSchema,
+  seq: seqSchema,
+  object: ObjectRefSchema,
+  generation: generationSchema,
+  /** Legacy resolution marker (entries are deleted now); such entries are not listed. */
+  done: z.boolean().optional(),
+  ttl: z.number().int().positive().optional(),
+};
+export const PendingGenerationSchema = z.object(pendingGenerationShape);
 
 // ---------------------------------------------------------------------------------------------
 // Items: key + kind + schemaVersion + the record, flat. An item is structurally also its record, so
@@ -309,7 +423,23 @@ export type ObjectGenerationItem = z.infer<typeof ObjectGenerationItemSchema>;
 export const LineageStateItemSchema = z.object({ ...itemBase, kind: z.literal(ITEM_KIND.lineageState), ...lineageStateShape });
 export type LineageStateItem = z.infer<typeof LineageStateItemSchema>;
 
-export type TableItem = EnvoyStateItem | EnvoyEventItem | ObjectGenerationItem | LineageStateItem;
+export const AggregateShardItemSchema = z.object({ ...itemBase, kind: z.literal(ITEM_KIND.aggregateShard), ...aggregateShardShape });
+export type AggregateShardItem = z.infer<typeof AggregateShardItemSchema>;
+
+export const LineageRegistryItemSchema = z.object({ ...itemBase, kind: z.literal(ITEM_KIND.lineageRegistry), ...lineageRegistryShape });
+export type LineageRegistryItem = z.infer<typeof LineageRegistryItemSchema>;
+
+export const PendingGenerationItemSchema = z.object({ ...itemBase, kind: z.literal(ITEM_KIND.pendingGeneration), ...pendingGenerationShape });
+export type PendingGenerationItem = z.infer<typeof PendingGenerationItemSchema>;
+
+export type TableItem =
+  | EnvoyStateItem
+  | EnvoyEventItem
+  | ObjectGenerationItem
+  | LineageStateItem
+  | AggregateShardItem
+  | LineageRegistryItem
+  | PendingGenerationItem;
 
 export function toEnvoyStateItem(state: EnvoyState, ttl?: number): EnvoyStateItem {
   return { ...envoyStateKey(state.nodeId), kind: ITEM_KIND.envoyState, schemaVersion: SCHEMA_VERSION, ...state, ...(ttl === undefined ? {} : { ttl }) };
@@ -353,7 +483,8 @@ export function lineageStateFromItem(item: LineageStateItem): LineageState {
 // Reading items back
 
 export type ParsedItem =
-  | { ok: true; item: TableItem }
+  /** `warnings`: parts dropped leniently (e.g. an invalid stored decision); the reader logs them. */
+  | { ok: true; item: TableItem; warnings?: string[] }
   | { ok: false; error: string; key?: ItemKey };
 
 function describeIssues(error: z.ZodError): string {
@@ -373,6 +504,12 @@ function expectedKey(item: TableItem): ItemKey {
       return objectGenerationKey(item.object, item.generation);
     case ITEM_KIND.lineageState:
       return lineageStateKey(item.lineage);
+    case ITEM_KIND.aggregateShard:
+      return aggregateShardKey(item.lineage, item.shard);
+    case ITEM_KIND.lineageRegistry:
+      return LINEAGE_REGISTRY_KEY;
+    case ITEM_KIND.pendingGeneration:
+      return pendingKey(item.lineage, item.seq, item.object, item.generation);
   }
 }
 
@@ -394,6 +531,7 @@ export function parseItem(raw: Record<string, unknown>): ParsedItem {
     return { ok: false, key, error: `${where}: unsupported schemaVersion ${JSON.stringify(schemaVersion) ?? 'undefined'} (this reader knows ${SCHEMA_VERSION})` };
   }
   const kind = raw[ATTR.kind];
+  const warnings: string[] = [];
   let result: z.ZodSafeParseResult<TableItem>;
   switch (kind) {
     case ITEM_KIND.envoyState:
@@ -402,11 +540,33 @@ export function parseItem(raw: Record<string, unknown>): ParsedItem {
     case ITEM_KIND.envoyEvent:
       result = EnvoyEventItemSchema.safeParse(raw);
       break;
-    case ITEM_KIND.objectGeneration:
+    case ITEM_KIND.objectGeneration: {
+      // A stored decision is derived data (convergence re-decides it): one that fails validation is
+      // dropped with a warning instead of making the generation's watermarks unreadable forever.
+      const decision = raw[DECISION_ATTRIBUTE];
+      if (decision !== undefined) {
+        const checked = DecisionSchema.safeParse(decision);
+        if (!checked.success) {
+          warnings.push(`${where}: invalid stored decision dropped (it is re-decided): ${describeIssues(checked.error)}`);
+          const { [DECISION_ATTRIBUTE]: _dropped, ...rest } = raw;
+          result = ObjectGenerationItemSchema.safeParse(rest);
+          break;
+        }
+      }
       result = ObjectGenerationItemSchema.safeParse(raw);
       break;
+    }
     case ITEM_KIND.lineageState:
       result = LineageStateItemSchema.safeParse(raw);
+      break;
+    case ITEM_KIND.aggregateShard:
+      result = AggregateShardItemSchema.safeParse(raw);
+      break;
+    case ITEM_KIND.lineageRegistry:
+      result = LineageRegistryItemSchema.safeParse(raw);
+      break;
+    case ITEM_KIND.pendingGeneration:
+      result = PendingGenerationItemSchema.safeParse(raw);
       break;
     default:
       return { ok: false, key, error: `${where}: unknown kind ${JSON.stringify(kind) ?? 'undefined'}` };
@@ -416,5 +576,5 @@ export function parseItem(raw: Record<string, unknown>): ParsedItem {
   if (expected.pk !== pk || expected.sk !== sk) {
     return { ok: false, key, error: `${where}: key does not match content (expected ${expected.pk} / ${expected.sk})` };
   }
-  return { ok: true, item: result.data };
+  return warnings.length > 0 ? { ok: true, item: result.data, warnings } : { ok: true, item: result.data };
 }

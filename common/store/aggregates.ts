@@ -6,11 +6,13 @@ import { z } from 'zod';
 
 import {
   AGGREGATE_SHARD_KIND,
-  AggregateShardSchema,
+  AggregateShardItemSchema,
   DECISION_ATTRIBUTE,
   DecisionSchema,
+  ITEM_KIND,
   LINEAGE_REGISTRY_KEY,
-  ObjectRefSchema,
+  LineageRegistryItemSchema,
+  PendingGenerationItemSchema,
   SCHEMA_VERSION,
   SHARD_SK_PREFIX,
   aggregateShardKey,
@@ -33,16 +35,10 @@ import { describeZodIssues, isConditionalCheckFailed } from './errors';
 import type { StoreLogger } from './logger';
 import type { DocumentOperations } from './operations';
 
-const PENDING_KIND = 'PendingGeneration';
-const REGISTRY_KIND = 'LineageRegistry';
-
-const PendingItemSchema = z.object({
-  lineage: z.string().min(1),
-  seq: z.number().int().nonnegative(),
-  object: ObjectRefSchema,
-  generation: z.number().int().positive(),
-});
-const RegistrySchema = z.object({ v: z.number().int().nonnegative(), lineages: z.record(z.string(), z.number().int().nonnegative()) });
+const PENDING_KIND = ITEM_KIND.pendingGeneration;
+const REGISTRY_KIND = ITEM_KIND.lineageRegistry;
+/** Hours a pending entry marked done lives when deleting it failed (DynamoDB TTL removes it). */
+const DONE_ENTRY_TTL_SECONDS = 3600;
 const CursorKeySchema = z.object({ pk: z.string(), sk: z.string() });
 
 function encodeCursor(key: Record<string, unknown> | undefined): string | undefined {
@@ -70,8 +66,12 @@ export class DynamoAggregateStore implements AggregateStore {
   }
 
   private parseShard(raw: Record<string, unknown>): { ok: true; shard: AggregateShard } | { ok: false; error: string } {
-    const parsed = AggregateShardSchema.safeParse(raw);
-    if (parsed.success) return { ok: true, shard: parsed.data };
+    // The same validation as core parseItem (kind, schemaVersion, fields); the key is the query's.
+    const parsed = AggregateShardItemSchema.safeParse(raw);
+    if (parsed.success) {
+      const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, ...shard } = parsed.data;
+      return { ok: true, shard };
+    }
     const error = `shard ${String(raw['pk'])} / ${String(raw['sk'])}: ${describeZodIssues(parsed.error.issues)}`;
     this.logger.warn({ table: this.tableName, key: { pk: raw['pk'], sk: raw['sk'] }, reason: error }, 'skipping invalid aggregate shard');
     return { ok: false, error };
@@ -116,8 +116,8 @@ export class DynamoAggregateStore implements AggregateStore {
   async getLineageRegistry(): Promise<LineageRegistry> {
     const result = await this.operations.get({ TableName: this.tableName, Key: LINEAGE_REGISTRY_KEY, ConsistentRead: true });
     if (result.Item === undefined) return { v: 0, lineages: {} };
-    const parsed = RegistrySchema.safeParse(result.Item);
-    if (parsed.success) return parsed.data;
+    const parsed = LineageRegistryItemSchema.safeParse(result.Item);
+    if (parsed.success) return { v: parsed.data.v, lineages: parsed.data.lineages };
     // A corrupt registry is rebuilt from LINEAGE records and resync; start over from its version.
     this.logger.warn({ table: this.tableName, key: LINEAGE_REGISTRY_KEY, reason: describeZodIssues(parsed.error.issues) }, 'lineage registry is invalid; treating it as empty');
     const v = result.Item['v'];
@@ -144,7 +144,7 @@ export class DynamoAggregateStore implements AggregateStore {
     }
   }
 
-  /** Idempotent and first-write-wins: a resolved (done) entry is never re-opened by a replay. */
+  /** Idempotent (conditional on absence, so a legacy entry marked done is not re-opened). */
   async putPending(entry: PendingEntry): Promise<void> {
     try {
       await this.operations.put({
@@ -157,16 +157,28 @@ export class DynamoAggregateStore implements AggregateStore {
     }
   }
 
+  /**
+   * Deletes a resolved entry (DeleteItem). A replayed watermark record may re-create it; evaluation
+   * then finds the generation already decided (Programmed is final, superseded stays superseded) and
+   * deletes it again. If the delete fails, the entry is marked done with a TTL as a fallback, so it is
+   * no longer listed and DynamoDB's TTL removes it; if that fails too, the error propagates (the
+   * caller's record is retried).
+   */
   async deletePending(entry: PendingEntry): Promise<void> {
-    // Marked done rather than deleted: the tombstone keeps a replayed watermark record from
-    // re-opening it (putPending is conditional on absence), and DynamoDB's TTL removes it later.
+    const key = pendingKey(entry.lineage, entry.seq, entry.object, entry.generation);
+    try {
+      await this.operations.delete({ TableName: this.tableName, Key: key });
+      return;
+    } catch (error) {
+      this.logger.warn({ table: this.tableName, key, err: error }, 'deleting a pending entry failed; marking it done with a TTL instead');
+    }
     await this.operations.update({
       TableName: this.tableName,
-      Key: pendingKey(entry.lineage, entry.seq, entry.object, entry.generation),
+      Key: key,
       UpdateExpression: 'SET #done = :true, #ttl = :ttl',
       ConditionExpression: 'attribute_exists(pk)',
       ExpressionAttributeNames: { '#done': 'done', '#ttl': 'ttl' },
-      ExpressionAttributeValues: { ':true': true, ':ttl': Math.ceil(Date.now() / 1000) + 3600 },
+      ExpressionAttributeValues: { ':true': true, ':ttl': Math.ceil(Date.now() / 1000) + DONE_ENTRY_TTL_SECONDS },
     }).catch((error: unknown) => {
       if (!isConditionalCheckFailed(error)) throw error;
     });
@@ -185,8 +197,8 @@ export class DynamoAggregateStore implements AggregateStore {
     const items: PendingEntry[] = [];
     const corrupt: { key: { pk: string; sk: string }; error: string }[] = [];
     for (const raw of result.Items ?? []) {
-      const parsed = PendingItemSchema.safeParse(raw);
-      if (parsed.success) items.push(parsed.data);
+      const parsed = PendingGenerationItemSchema.safeParse(raw);
+      if (parsed.success) items.push({ lineage: parsed.data.lineage, seq: parsed.data.seq, object: parsed.data.object, generation: parsed.data.generation });
       else {
         const key = { pk: String(raw['pk']), sk: String(raw['sk']) };
         const error = `pending ${key.pk} / ${key.sk}: ${describeZodIssues(parsed.error.issues)}`;
@@ -205,9 +217,11 @@ export class DynamoAggregateStore implements AggregateStore {
         TableName: this.tableName,
         Key: objectGenerationKey(ref, generation),
         UpdateExpression: 'SET #d = :d',
-        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(#d) OR #d.#er <= :rev)',
+        // A stored decision without a numeric evaluatedRev is invalid (readers drop it): replace it,
+        // or the generation could never be decided again.
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(#d) OR NOT attribute_type(#d.#er, :number) OR #d.#er <= :rev)',
         ExpressionAttributeNames: { '#d': DECISION_ATTRIBUTE, '#er': 'evaluatedRev' },
-        ExpressionAttributeValues: { ':d': checked, ':rev': checked.evaluatedRev },
+        ExpressionAttributeValues: { ':d': checked, ':rev': checked.evaluatedRev, ':number': 'N' },
       });
       return 'written';
     } catch (error) {

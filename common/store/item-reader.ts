@@ -15,6 +15,9 @@ import {
   type ItemKind,
   type LineageState,
   type ObjectGeneration,
+  type AggregateShard,
+  type LineageRegistry,
+  type PendingEntry,
   type TableItem,
 } from '../core';
 import type { StoreLogger } from './logger';
@@ -25,6 +28,15 @@ export interface RecordOfKind {
   EnvoyEvent: EnvoyEvent;
   ObjectGeneration: ObjectGeneration;
   LineageState: LineageState;
+  LineageAggregateShard: AggregateShard;
+  LineageRegistry: LineageRegistry;
+  PendingGeneration: PendingEntry & { done?: boolean };
+}
+
+/** The record of an aggregate-side item: the item without its key and bookkeeping attributes. */
+function withoutItemKeys<T extends { pk: string; sk: string; kind: string; schemaVersion: number }>(item: T): Omit<T, 'pk' | 'sk' | 'kind' | 'schemaVersion' | 'ttl'> {
+  const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, ttl: _ttl, ...record } = item as T & { ttl?: number };
+  return record;
 }
 
 function recordOf<K extends ItemKind>(kind: K, item: TableItem): RecordOfKind[K] | undefined {
@@ -39,6 +51,10 @@ function recordOf<K extends ItemKind>(kind: K, item: TableItem): RecordOfKind[K]
       return kind === item.kind ? (objectGenerationFromItem(item) as RecordOfKind[K]) : undefined;
     case ITEM_KIND.lineageState:
       return kind === item.kind ? (lineageStateFromItem(item) as RecordOfKind[K]) : undefined;
+    case ITEM_KIND.aggregateShard:
+    case ITEM_KIND.lineageRegistry:
+    case ITEM_KIND.pendingGeneration:
+      return kind === item.kind ? (withoutItemKeys(item) as RecordOfKind[K]) : undefined;
   }
 }
 
@@ -53,6 +69,7 @@ export function readAs<K extends ItemKind>(
 ): ReadOutcome<RecordOfKind[K]> {
   const parsed = parseItem(raw);
   let corrupt: CorruptItem;
+  if (parsed.ok) logWarnings(parsed.warnings, logger, tableName, parsed.item);
   if (parsed.ok) {
     const record = recordOf(kind, parsed.item);
     if (record !== undefined) return { ok: true, value: record };
@@ -74,10 +91,15 @@ export function readAny(
   tableName: string,
 ): ReadOutcome<TableItem> {
   const parsed = parseItem(raw);
+  if (parsed.ok) logWarnings(parsed.warnings, logger, tableName, parsed.item);
   if (parsed.ok) return { ok: true, value: parsed.item };
   const corrupt: CorruptItem = parsed.key === undefined ? { error: parsed.error } : { key: parsed.key, error: parsed.error };
   logger.warn({ table: tableName, key: corrupt.key, reason: corrupt.error }, 'skipping invalid item');
   return { ok: false, corrupt };
+}
+
+function logWarnings(warnings: readonly string[] | undefined, logger: StoreLogger, tableName: string, item: TableItem): void {
+  for (const warning of warnings ?? []) logger.warn({ table: tableName, key: { pk: item.pk, sk: item.sk }, reason: warning }, 'item read with a part dropped');
 }
 
 /** The numeric `rev` of a raw item, if it has one (so a writer can replace a corrupt item). */

@@ -3,6 +3,7 @@
 // return UnprocessedItems, which dynalite never does) without mocking DynamoDB itself.
 import {
   BatchWriteCommand,
+  DeleteCommand,
   GetCommand,
   PutCommand,
   QueryCommand,
@@ -10,6 +11,8 @@ import {
   UpdateCommand,
   type BatchWriteCommandInput,
   type BatchWriteCommandOutput,
+  type DeleteCommandInput,
+  type DeleteCommandOutput,
   type DynamoDBDocumentClient,
   type GetCommandInput,
   type GetCommandOutput,
@@ -28,6 +31,7 @@ export interface DocumentOperations {
   put(input: PutCommandInput): Promise<PutCommandOutput>;
   update(input: UpdateCommandInput): Promise<UpdateCommandOutput>;
   get(input: GetCommandInput): Promise<GetCommandOutput>;
+  delete(input: DeleteCommandInput): Promise<DeleteCommandOutput>;
   query(input: QueryCommandInput): Promise<QueryCommandOutput>;
   scan(input: ScanCommandInput): Promise<ScanCommandOutput>;
 }
@@ -38,6 +42,7 @@ export function documentOperations(documentClient: DynamoDBDocumentClient): Docu
     put: (input) => documentClient.send(new PutCommand(input)),
     update: (input) => documentClient.send(new UpdateCommand(input)),
     get: (input) => documentClient.send(new GetCommand(input)),
+    delete: (input) => documentClient.send(new DeleteCommand(input)),
     query: (input) => documentClient.send(new QueryCommand(input)),
     scan: (input) => documentClient.send(new ScanCommand(input)),
   };

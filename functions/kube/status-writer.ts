@@ -129,6 +129,8 @@ export class StatusWriter {
     for (let conflicts = 0; ; conflicts++) {
       const object = await this.withRetries('get', formatRef(ref), ({ customObjects }) => getObject(customObjects, kind, ref));
       if (object === 'notFound') return { outcome: 'notFound' };
+      const shapeProblem = statusShapeProblem((object as { status?: unknown }).status);
+      if (shapeProblem !== undefined) return { outcome: 'unsupported', detail: shapeProblem };
       const plan = planConditionWrite(
         { generation: object.metadata?.generation, conditions: object.status?.conditions },
         draft,
@@ -137,7 +139,7 @@ export class StatusWriter {
       );
       if (plan.action === 'skip') return { outcome: 'skipped', reason: plan.reason, detail: plan.detail, ...(plan.current === undefined ? {} : { current: plan.current }) };
       const resourceVersion = object.metadata?.resourceVersion;
-      const body = { metadata: resourceVersion === undefined ? {} : { resourceVersion }, status: { conditions: plan.conditions } };
+      const body = { metadata: resourceVersion === undefined ? {} : { resourceVersion }, status: { conditions: withoutDuplicatesOf(draft.type, plan.conditions) } };
       try {
         const written = await this.withRetries('patch', formatRef(ref), ({ customObjects }) =>
           patchStatus(customObjects, kind, ref, body, this.options.fieldManager ?? 'xds-programmed'),
@@ -177,6 +179,21 @@ export class StatusWriter {
   }
 }
 
+/**
+ * Conditions are a list map keyed by `type` (API conventions): more than one entry of our type (left
+ * by another writer) would let a reader see a stale one. The planner writes ours in place of the
+ * first, so later entries of our type are dropped; other types are kept as they are.
+ */
+export function withoutDuplicatesOf<T extends Record<string, unknown>>(type: string, conditions: readonly T[]): T[] {
+  let seen = false;
+  return conditions.filter((entry) => {
+    if (entry['type'] !== type) return true;
+    if (seen) return false;
+    seen = true;
+    return true;
+  });
+}
+
 function formatRef(ref: ObjectRef): string {
   return `${ref.group}/${ref.kind}/${ref.namespace}/${ref.name}`;
 }
@@ -203,7 +220,29 @@ interface CrdView {
 interface SchemaView {
   properties?: Record<string, SchemaView>;
   'x-kubernetes-preserve-unknown-fields'?: boolean;
+  /** How client-node 1.4's typed read (V1JSONSchemaProps) names the field above. */
+  x_kubernetes_preserve_unknown_fields?: boolean;
   type?: string;
+}
+
+function preservesUnknownFields(schema: SchemaView | undefined): boolean {
+  return schema?.['x-kubernetes-preserve-unknown-fields'] === true || schema?.x_kubernetes_preserve_unknown_fields === true;
+}
+
+/**
+ * Why our condition cannot be added to this stored status without destroying someone else's data,
+ * or undefined when it can. A JSON merge patch replaces a non-object status and the whole conditions
+ * value (RFC 7386), so a status that is not an object, conditions that are not a list, or list
+ * entries that are not objects (which the planner would drop) are refused, not overwritten.
+ */
+export function statusShapeProblem(status: unknown): string | undefined {
+  if (status === undefined || status === null) return undefined;
+  if (typeof status !== 'object' || Array.isArray(status)) return `status is not an object (${Array.isArray(status) ? 'a list' : typeof status}); not overwriting it`;
+  const conditions = (status as { conditions?: unknown }).conditions;
+  if (conditions === undefined || conditions === null) return undefined;
+  if (!Array.isArray(conditions)) return `status.conditions is not a list (${typeof conditions}); not overwriting it`;
+  const bad = conditions.findIndex((entry) => typeof entry !== 'object' || entry === null || Array.isArray(entry));
+  return bad >= 0 ? `status.conditions[${bad}] is not an object; not overwriting the list` : undefined;
 }
 
 /** Whether the CRD's version `kind.version` has a status subresource and a schema that keeps `status.conditions`. */
@@ -214,10 +253,10 @@ export function crdSupport(crd: unknown, kind: TrackedKind): KindSupport {
   if (version.subresources?.status === undefined) return { supported: false, detail: `CRD ${TrackedKinds.crdName(kind)} ${kind.version} has no status subresource` };
   const root = version.schema?.openAPIV3Schema;
   const status = root?.properties?.['status'];
-  if (status === undefined && root?.['x-kubernetes-preserve-unknown-fields'] !== true) {
+  if (status === undefined && !preservesUnknownFields(root)) {
     return { supported: false, detail: `CRD ${TrackedKinds.crdName(kind)} ${kind.version} has no status in its schema` };
   }
-  if (status !== undefined && status.properties?.['conditions'] === undefined && status['x-kubernetes-preserve-unknown-fields'] !== true) {
+  if (status !== undefined && status.properties?.['conditions'] === undefined && !preservesUnknownFields(status)) {
     return { supported: false, detail: `CRD ${TrackedKinds.crdName(kind)} ${kind.version} has no status.conditions in its schema (the API server would prune our condition)` };
   }
   return { supported: true, verified: true };

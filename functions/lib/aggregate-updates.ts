@@ -8,7 +8,7 @@ import { applyMember, emptyShard, removeMember, type AggregateShard, type Aggreg
 
 export type MemberUpdate =
   | { kind: 'set'; lineage: string; shard: number; nodeId: string; member: Member }
-  | { kind: 'remove'; lineage: string; shard: number; nodeId: string; rev: number };
+  | { kind: 'remove'; lineage: string; shard: number; nodeId: string; rev: number; lastSeenAt: number };
 
 export const MAX_SHARD_WRITE_ATTEMPTS = 10;
 
@@ -20,7 +20,7 @@ function applyAll(start: AggregateShard, updates: readonly MemberUpdate[]): { sh
   let shard = start;
   let changed = false;
   for (const update of updates) {
-    const result = update.kind === 'set' ? applyMember(shard, update.nodeId, update.member) : removeMember(shard, update.nodeId, update.rev);
+    const result = update.kind === 'set' ? applyMember(shard, update.nodeId, update.member) : removeMember(shard, update.nodeId, update.rev, update.lastSeenAt);
     shard = result.shard;
     changed ||= result.changed;
   }

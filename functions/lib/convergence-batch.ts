@@ -42,12 +42,18 @@ export interface BatchReport {
 
 const MAX_REGISTRY_ATTEMPTS = 10;
 
+// Stream records are external input: a damaged one (wrong attribute types, null images) must be
+// skipped with a reason, never throw — a thrown batch is retried whole and would block the shard.
+function stringOr(value: unknown, fallback: string): string {
+  return typeof value === 'string' ? value : fallback;
+}
+
 function keyOf(record: DynamoDBRecord): { pk: string; sk: string } {
-  return { pk: record.dynamodb?.Keys?.['pk']?.S ?? '', sk: record.dynamodb?.Keys?.['sk']?.S ?? '' };
+  return { pk: stringOr(record?.dynamodb?.Keys?.['pk']?.S, ''), sk: stringOr(record?.dynamodb?.Keys?.['sk']?.S, '') };
 }
 
 function recordId(record: DynamoDBRecord, index: number): string {
-  return record.dynamodb?.SequenceNumber ?? record.eventID ?? String(index);
+  return stringOr(record?.dynamodb?.SequenceNumber, stringOr(record?.eventID, String(index)));
 }
 
 /** Member updates for one Envoy STATE record: its new lineage's shard, and a tombstone on the old one if it moved. */
@@ -57,10 +63,10 @@ export function memberUpdatesFor(oldState: EnvoyState | undefined, newState: Env
     const shard = shardOf(newState.nodeId, deps.shardCount);
     updates.push({ kind: 'set', lineage: newState.lineage, shard, nodeId: newState.nodeId, member: memberFromEnvoyState(newState, deps.requiredTypeUrls ?? []) });
     if (oldState !== undefined && oldState.lineage !== newState.lineage) {
-      updates.push({ kind: 'set', lineage: oldState.lineage, shard, nodeId: newState.nodeId, member: goneMember(newState.rev, newState.lastSeenAt) });
+      updates.push({ kind: 'set', lineage: oldState.lineage, shard, nodeId: newState.nodeId, member: { ...goneMember(newState.rev, newState.lastSeenAt), ...((oldState.incarnation ?? 1) > 1 ? { k: oldState.incarnation } : {}) } });
     }
   } else if (oldState !== undefined) {
-    updates.push({ kind: 'remove', lineage: oldState.lineage, shard: shardOf(oldState.nodeId, deps.shardCount), nodeId: oldState.nodeId, rev: oldState.rev });
+    updates.push({ kind: 'remove', lineage: oldState.lineage, shard: shardOf(oldState.nodeId, deps.shardCount), nodeId: oldState.nodeId, rev: oldState.rev, lastSeenAt: oldState.lastSeenAt });
   }
   return updates;
 }
@@ -91,6 +97,10 @@ function watermarksChanged(oldRecord: ObjectGeneration | undefined, newRecord: O
   return seqs(oldRecord) !== seqs(newRecord);
 }
 
+function isImageOrAbsent(image: unknown): boolean {
+  return image === undefined || (typeof image === 'object' && image !== null && !Array.isArray(image));
+}
+
 export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: ConvergenceDeps): Promise<{ response: DynamoDBBatchResponse; report: BatchReport }> {
   const records = event.Records ?? [];
   const { logger } = deps;
@@ -102,13 +112,20 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
   const objectCandidates = new Map<string, { candidate: Candidate; record: ObjectGeneration; recordIds: string[] }>();
   const touchedLineages = new Map<string, string[]>();
 
-  records.forEach((record, index) => {
+  const classify = (record: DynamoDBRecord, index: number): void => {
     const id = recordId(record, index);
     const key = keyOf(record);
-    const parsedNew = parseStreamImage(record.dynamodb?.NewImage);
-    const parsedOld = parseStreamImage(record.dynamodb?.OldImage);
+    if (!isImageOrAbsent(record?.dynamodb?.NewImage) || !isImageOrAbsent(record?.dynamodb?.OldImage)) {
+      logger.warn({ key, sequenceNumber: id }, 'skipping stream record whose image is not an attribute map');
+      report.skipped++;
+      return;
+    }
+    const parsedNew = parseStreamImage(record?.dynamodb?.NewImage);
+    const parsedOld = parseStreamImage(record?.dynamodb?.OldImage);
     if (key.pk.startsWith('AGG#') || key.pk.startsWith('PENDING#')) return; // our own writes
     for (const parsed of [parsedNew, parsedOld]) {
+      // Parts dropped leniently (an invalid stored decision): the item is still used, and re-decided.
+      if (parsed?.ok === true && parsed.warnings !== undefined) logger.warn({ key, sequenceNumber: id, warnings: parsed.warnings }, 'stream record read with a part dropped');
       if (parsed !== undefined && !parsed.ok) {
         logger.warn({ key, eventName: record.eventName, sequenceNumber: id, reason: parsed.error }, 'skipping corrupt or unknown stream record');
         report.skipped++;
@@ -144,6 +161,16 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
       entry.record = newRecord;
       entry.recordIds.push(id);
       objectCandidates.set(candidateKey(candidate), entry);
+    }
+  };
+  records.forEach((record, index) => {
+    try {
+      classify(record, index);
+    } catch (error) {
+      // Last line of defence against a damaged record (e.g. a number too large for JSON in a field
+      // the parser quotes): skip it with the reason; the rest of the batch goes on.
+      logger.error({ key: keyOf(record), sequenceNumber: recordId(record, index), reason: error instanceof Error ? error.message : String(error) }, 'skipping stream record that could not be read');
+      report.skipped++;
     }
   });
 

@@ -24,7 +24,7 @@ import {
 
 export interface EvaluationDeps {
   aggregates: AggregateStore;
-  store: Pick<EventStore, 'getObjectGeneration' | 'listObjectGenerations'>;
+  store: Pick<EventStore, 'getObjectGeneration' | 'listObjectGenerations' | 'getLineageState'>;
   logger: Logger;
   policy: ConvergencePolicy;
   now: () => number;
@@ -72,9 +72,19 @@ export class AggregateSnapshot {
       live.map(async (lineage) => {
         const { shards, corrupt } = await this.deps.aggregates.getLineageShards(lineage);
         if (corrupt.length > 0) this.deps.logger.error({ lineage, corrupt }, 'corrupt aggregate shards skipped; resync rebuilds them');
-        return { lineage, shards };
+        // Read after the shards: the count only grows, so every member read is already counted in it
+        // (docs/CONVERGENCE.md, "The denominator"). Strongly consistent (the store's getLineageState).
+        return { lineage, shards, envoysRecorded: await this.envoysRecorded(lineage) };
       }),
     );
+  }
+
+  private async envoysRecorded(lineage: string): Promise<number | undefined> {
+    const read = await this.deps.store.getLineageState(lineage);
+    if (read.status === 'found' && read.value.envoysRecorded !== undefined) return read.value.envoysRecorded;
+    // Unknown: nothing on this lineage can be Programmed until the gateway writes its count.
+    this.deps.logger.warn({ lineage, item: read.status }, 'lineage has no Envoy count; its generations stay Pending');
+    return undefined;
   }
 }
 
@@ -97,6 +107,12 @@ export async function evaluateCandidate(deps: EvaluationDeps, snapshot: Aggregat
     return 'corrupt';
   }
   const record = read.value;
+  if (record.decision?.state === 'Programmed' && record.decision.supersededBy === undefined) {
+    // Programmed is final for a generation (docs/CONVERGENCE.md, "Resolution"): an entry re-created by
+    // a replayed watermark record is removed again, never re-decided.
+    for (const entry of pendingEntriesOf(record)) await deps.aggregates.deletePending(entry);
+    return 'unchanged';
+  }
   const now = deps.now();
   const aggregates = await snapshot.get();
   const convergence = evaluateFromAggregates({ object: record.object, generation: record.generation, watermark: watermarkOf(record), aggregates, now, policy: deps.policy });

@@ -5,7 +5,7 @@
 // with a newer rev (written by the stream since the scan) is kept; a member whose state no longer
 // exists is dropped. Writes are conditional on the shard version, so resync never loses a concurrent
 // stream update. Then every pending generation is re-evaluated.
-import { emptyShard, memberFromEnvoyState, recount, shardOf, type AggregateShard, type Member } from '../../common/core';
+import { deletedMember, emptyShard, memberFromEnvoyState, recount, shardOf, type AggregateShard, type Member } from '../../common/core';
 import { iteratePages } from '../../common/store';
 import type { ConvergenceDeps } from './convergence-batch';
 import { evaluateAll, pendingOn } from './evaluate';
@@ -46,7 +46,8 @@ export function reconcileShard(
     if (keep.has(nodeId)) {
       members[nodeId] = member;
     } else if (fresh !== undefined) {
-      if (fresh.r >= member.r) {
+      // A state re-created after its deletion restarts its rev; it was seen later than the tombstone.
+      if (fresh.r >= member.r || (member.deleted === true && fresh.s > member.s)) {
         if (!sameMember(fresh, member)) fixed++;
         members[nodeId] = fresh;
       } else {
@@ -58,8 +59,13 @@ export function reconcileShard(
       // The state exists on another lineage now but this shard never got the tombstone.
       members[nodeId] = { ...member, gone: true, live: false };
       fixed++;
+    } else if (member.deleted === true) {
+      members[nodeId] = member;
     } else {
-      fixed++; // state deleted
+      // State deleted: a tombstone, never a removal (members of a lineage only grow: the denominator
+      // check compares their number with the gateway's envoysRecorded).
+      members[nodeId] = deletedMember(member.r, member.s, member.k ?? 1);
+      fixed++;
     }
   }
   for (const [nodeId, member] of rebuilt) {

@@ -65,7 +65,8 @@ export function route(path: string, query: Record<string, string | undefined>): 
     const [group, kind, namespace, name] = rest.map(segment).map((part) => (part === '_' ? '' : part)) as [string, string, string, string];
     const ref = { group, kind, namespace, name };
     const invalid = validateObjectRef(ref);
-    if (invalid !== undefined) throw new HttpError(400, 'BadObjectRef', invalid);
+    // The core's message quotes the offending part whole; caller input is echoed bounded.
+    if (invalid !== undefined) throw new HttpError(400, 'BadObjectRef', invalid.length > 300 ? `${invalid.slice(0, 300)}…` : invalid);
     const parsed = parseQuery(objectQuerySchema, query);
     return { name: 'object', ref, ...(parsed.generation === undefined ? {} : { generation: parsed.generation }) };
   }

@@ -45,6 +45,17 @@ function image(value: Record<string, LambdaAttributeValue> | undefined): Record<
   return value === undefined ? undefined : unmarshall(value as Record<string, AttributeValue>);
 }
 
+/** The record's images, or why they cannot be read (a damaged record: skipped, never thrown). */
+function images(record: DynamoDBRecord): { newImage: Record<string, unknown> | undefined; oldImage: Record<string, unknown> | undefined } | { error: string } {
+  try {
+    const isMap = (value: unknown): boolean => value === undefined || (typeof value === 'object' && value !== null && !Array.isArray(value));
+    if (!isMap(record.dynamodb?.NewImage) || !isMap(record.dynamodb?.OldImage)) return { error: 'an image is not an attribute map' };
+    return { newImage: image(record.dynamodb?.NewImage), oldImage: image(record.dynamodb?.OldImage) };
+  } catch (error) {
+    return { error: `image could not be unmarshalled: ${error instanceof Error ? error.message : String(error)}` };
+  }
+}
+
 interface Candidate {
   key: string;
   record: ObjectGeneration;
@@ -56,20 +67,36 @@ interface Candidate {
 export function selectCandidates(records: readonly DynamoDBRecord[], logger: Logger): Map<string, Candidate> {
   const byObject = new Map<string, Candidate>();
   for (const record of records) {
-    const sequenceNumber = record.dynamodb?.SequenceNumber ?? '';
+    if (typeof record !== 'object' || record === null) {
+      logger.error({ record: typeof record }, 'stream record is not an object; skipped');
+      continue;
+    }
+    const sequenceNumber = typeof record.dynamodb?.SequenceNumber === 'string' ? record.dynamodb.SequenceNumber : '';
     const pk = record.dynamodb?.Keys?.['pk']?.S;
-    if (pk === undefined || !pk.startsWith('OBJECT#')) continue;
+    if (typeof pk !== 'string' || !pk.startsWith('OBJECT#')) continue;
     // A REMOVE is TTL cleanup of a deleted object: nothing to write.
     if (record.eventName === 'REMOVE') continue;
-    const raw = image(record.dynamodb?.NewImage);
+    const read = images(record);
+    if ('error' in read) {
+      logger.error({ pk, sequenceNumber, error: read.error }, 'corrupt stream record skipped');
+      continue;
+    }
+    const raw = read.newImage;
     if (raw === undefined) {
       logger.error({ pk, sequenceNumber }, 'stream record has no NewImage; the stream must be NEW_AND_OLD_IMAGES');
       continue;
     }
-    const old = image(record.dynamodb?.OldImage);
+    const old = read.oldImage;
     // Our own cleanup mark (ttl newly set on a deleted object's item): nothing else changed.
     if (raw['ttl'] !== undefined && old !== undefined && old['ttl'] === undefined) continue;
-    const parsed = parseItem(raw);
+    let parsed: ReturnType<typeof parseItem>;
+    try {
+      parsed = parseItem(raw);
+    } catch (error) {
+      // parseItem must not throw, but a damaged image (e.g. a BigInt where it quotes a field) did.
+      logger.error({ pk, sequenceNumber, error: error instanceof Error ? error.message : String(error) }, 'corrupt OBJECT item skipped');
+      continue;
+    }
     if (!parsed.ok) {
       logger.error({ pk, sk: parsed.key?.sk, sequenceNumber, error: parsed.error }, 'corrupt OBJECT item skipped');
       continue;

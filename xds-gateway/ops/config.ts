@@ -69,6 +69,13 @@ const configSchema = z
     upstreamTlsCa: z.string().min(1).optional(),
     upstreamTlsCert: z.string().min(1).optional(),
     upstreamTlsKey: z.string().min(1).optional(),
+    listenTlsCert: z.string().min(1).optional(),
+    listenTlsKey: z.string().min(1).optional(),
+    listenTlsClientCa: z.string().min(1).optional(),
+    listenTlsRequireClientCert: flag,
+    maxStreamsPerConnection: z.coerce.number().int().positive(),
+    maxRequestsPerSecond: z.coerce.number().nonnegative(),
+    requestBurst: z.coerce.number().int().positive(),
     instanceId: lineagePart,
     bootId: lineagePart.optional(),
     groupBy: z.string().regex(/^(cluster|metadata:.+)$/, 'must be "cluster" or "metadata:<field>"'),
@@ -81,6 +88,8 @@ const configSchema = z
     eventRetentionHours: z.coerce.number().positive(),
     flushIntervalMs: positiveMs,
     queueHighWater: positiveMs,
+    queueLowWater: z.coerce.number().int().nonnegative().optional(),
+    pauseOnBackpressure: flag,
     stateWriteConcurrency: z.coerce.number().int().min(1).max(1024),
     lineageHeartbeatMs: positiveMs,
     envoyHeartbeatMs: positiveMs,
@@ -108,6 +117,18 @@ const configSchema = z
     }
     if (tls.some((v) => v !== undefined) && config.upstreamTlsCa === undefined) {
       ctx.addIssue({ code: 'custom', path: ['upstreamTlsCa'], message: '--upstream-tls-ca is required for TLS to the control plane' });
+    }
+    if ((config.listenTlsCert === undefined) !== (config.listenTlsKey === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['listenTlsCert'], message: '--listen-tls-cert and --listen-tls-key go together' });
+    }
+    if (config.listenTlsClientCa !== undefined && config.listenTlsCert === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['listenTlsClientCa'], message: '--listen-tls-client-ca needs --listen-tls-cert and --listen-tls-key' });
+    }
+    if (config.listenTlsRequireClientCert && config.listenTlsClientCa === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['listenTlsRequireClientCert'], message: '--listen-tls-require-client-cert needs --listen-tls-client-ca (mTLS)' });
+    }
+    if (config.queueLowWater !== undefined && config.queueLowWater >= config.queueHighWater) {
+      ctx.addIssue({ code: 'custom', path: ['queueLowWater'], message: 'must be below --queue-high-water' });
     }
     const kube = config.kubeconfig !== undefined || config.inCluster;
     if (config.watermarks.includes('barrier') && config.trackedKinds.length > 0 && !kube) {
@@ -142,6 +163,13 @@ export const FLAGS: readonly FlagSpec[] = [
   { key: 'upstreamTlsCa', flags: '--upstream-tls-ca <path>', env: 'UPSTREAM_TLS_CA', description: 'CA bundle to verify the control plane (enables TLS)' },
   { key: 'upstreamTlsCert', flags: '--upstream-tls-cert <path>', env: 'UPSTREAM_TLS_CERT', description: 'client certificate for mTLS to the control plane' },
   { key: 'upstreamTlsKey', flags: '--upstream-tls-key <path>', env: 'UPSTREAM_TLS_KEY', description: 'client key for mTLS to the control plane' },
+  { key: 'listenTlsCert', flags: '--listen-tls-cert <path>', env: 'XDS_LISTEN_TLS_CERT', description: 'PEM certificate chain Envoys see (enables TLS downstream)' },
+  { key: 'listenTlsKey', flags: '--listen-tls-key <path>', env: 'XDS_LISTEN_TLS_KEY', description: 'PEM private key of --listen-tls-cert' },
+  { key: 'listenTlsClientCa', flags: '--listen-tls-client-ca <path>', env: 'XDS_LISTEN_TLS_CLIENT_CA', description: 'CA bundle Envoy client certificates must chain to' },
+  { key: 'listenTlsRequireClientCert', flags: '--listen-tls-require-client-cert <bool>', env: 'XDS_LISTEN_TLS_REQUIRE_CLIENT_CERT', description: 'refuse Envoys without a valid client certificate (mTLS)', default: 'false' },
+  { key: 'maxStreamsPerConnection', flags: '--max-streams-per-connection <n>', env: 'MAX_STREAMS_PER_CONNECTION', description: 'HTTP/2 concurrent streams per Envoy connection', default: '100' },
+  { key: 'maxRequestsPerSecond', flags: '--max-requests-per-second <n>', env: 'MAX_REQUESTS_PER_SECOND', description: 'per-stream request rate (0: unlimited); over it the stream ends RESOURCE_EXHAUSTED', default: '100' },
+  { key: 'requestBurst', flags: '--request-burst <n>', env: 'REQUEST_BURST', description: 'requests a stream may send at once above the rate', default: '200' },
   { key: 'instanceId', flags: '--instance-id <id>', env: 'INSTANCE_ID', description: 'this gateway instance ([a-z0-9-]); default: sanitised HOSTNAME' },
   { key: 'bootId', flags: '--boot-id <id>', env: 'BOOT_ID', description: 'this process lifetime ([a-z0-9-]); default: random (tests only should set it)' },
   { key: 'groupBy', flags: '--group-by <key>', env: 'GROUP_BY', description: 'node group: "cluster" or "metadata:<field>"', default: 'cluster' },
@@ -154,6 +182,8 @@ export const FLAGS: readonly FlagSpec[] = [
   { key: 'eventRetentionHours', flags: '--event-retention-hours <h>', env: 'EVENT_RETENTION_HOURS', description: 'ttl of ACK/NACK/STUCK events', default: '168' },
   { key: 'flushIntervalMs', flags: '--flush-interval-ms <ms>', env: 'FLUSH_INTERVAL_MS', description: 'recorder flush window (state writes coalesce within it)', default: '100' },
   { key: 'queueHighWater', flags: '--queue-high-water <n>', env: 'QUEUE_HIGH_WATER', description: 'queued events above which the gateway reports not ready', default: '50000' },
+  { key: 'queueLowWater', flags: '--queue-low-water <n>', env: 'QUEUE_LOW_WATER', description: 'queued events at or below which paused streams resume; default: half the high-water mark' },
+  { key: 'pauseOnBackpressure', flags: '--pause-on-backpressure <bool>', env: 'PAUSE_ON_BACKPRESSURE', description: 'pause downstream reads and responses above the high-water mark', default: 'true' },
   { key: 'stateWriteConcurrency', flags: '--state-write-concurrency <n>', env: 'STATE_WRITE_CONCURRENCY', description: 'parallel conditional Envoy state writes per flush', default: '64' },
   { key: 'lineageHeartbeatMs', flags: '--lineage-heartbeat-ms <ms>', env: 'LINEAGE_HEARTBEAT_MS', description: 'LINEAGE item heartbeat period', default: '5000' },
   { key: 'envoyHeartbeatMs', flags: '--envoy-heartbeat-ms <ms>', env: 'ENVOY_HEARTBEAT_MS', description: 'refresh lastSeenAt of idle connected Envoys (< expiry TTL)', default: '60000' },

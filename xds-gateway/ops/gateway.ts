@@ -9,7 +9,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { groupByCluster, groupByMetadata, type Clock, type NodeGroupKeyFn } from '../../common/core';
 import { createEventStore, ensureTable, type DynamoEventStore, type StoreClientSeams } from '../../common/store';
-import { startRelay, type Relay, type RelayUpstreamTls } from '../relay';
+import { startRelay, type Relay, type RelayListenTls, type RelayUpstreamTls } from '../relay';
 import { ObservedGenerationBarrier } from '../tracking/barrier';
 import { EnvoyTracker } from '../tracking/envoy-tracker';
 import { mergeEnvoyState } from '../tracking/envoy-state-merge';
@@ -17,7 +17,9 @@ import { LeaderFollower } from '../tracking/leader-follower';
 import { ObjectWatcher } from '../tracking/object-watcher';
 import { ProvenanceWatermarks } from '../tracking/provenance-watermarks';
 import { Recorder, describeError } from '../tracking/recorder';
+import { BackpressureController } from './backpressure';
 import type { GatewayConfig } from './config';
+import { GATEWAY_REDACT } from './logging';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics';
 import { startOpsServer, type OpsServer } from './ops-server';
 
@@ -41,6 +43,8 @@ export interface Gateway {
   provenance?: ProvenanceWatermarks;
   leader?: LeaderFollower;
   metrics: GatewayMetrics;
+  /** Pauses the relay above the recorder's high-water mark (absent with --pause-on-backpressure false). */
+  backpressure?: BackpressureController;
   ready(): boolean;
   /** Graceful shutdown; resolves when the recorder is flushed (or its timeout passed). */
   close(): Promise<void>;
@@ -59,6 +63,16 @@ function upstreamTls(config: GatewayConfig): RelayUpstreamTls | undefined {
     rootCerts: readFileSync(config.upstreamTlsCa),
     ...(config.upstreamTlsKey === undefined ? {} : { privateKey: readFileSync(config.upstreamTlsKey) }),
     ...(config.upstreamTlsCert === undefined ? {} : { certChain: readFileSync(config.upstreamTlsCert) }),
+  };
+}
+
+function listenTls(config: GatewayConfig): RelayListenTls | undefined {
+  if (config.listenTlsCert === undefined || config.listenTlsKey === undefined) return undefined;
+  return {
+    certChain: readFileSync(config.listenTlsCert),
+    privateKey: readFileSync(config.listenTlsKey),
+    ...(config.listenTlsClientCa === undefined ? {} : { rootCerts: readFileSync(config.listenTlsClientCa) }),
+    requireClientCert: config.listenTlsRequireClientCert,
   };
 }
 
@@ -101,7 +115,8 @@ function loadKubeConfig(config: GatewayConfig): KubeConfig | undefined {
 export async function startGateway(config: GatewayConfig, logger: Logger, seams: GatewaySeams = {}): Promise<Gateway> {
   const clock = seams.clock ?? systemClock;
   const bootId = config.bootId ?? randomBytes(6).toString('hex');
-  const log = logger.child({ instanceId: config.instanceId, bootId });
+  // Redaction is set here, not only in main.ts, so every way of starting a gateway gets it.
+  const log = logger.child({ instanceId: config.instanceId, bootId }, { redact: GATEWAY_REDACT });
   const metrics = createGatewayMetrics({ defaultMetrics: seams.defaultMetrics ?? true });
 
   // --- store
@@ -156,8 +171,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
 
   // --- relay
   const tls = upstreamTls(config);
+  const downstreamTls = listenTls(config);
   const relay = await startRelay({
-    listen: { host: config.listenHost, port: config.listenPort },
+    listen: { host: config.listenHost, port: config.listenPort, ...(downstreamTls === undefined ? {} : { tls: downstreamTls }) },
     upstream: { target: config.upstream, ads: config.upstreamAds, ...(tls === undefined ? {} : { tls }) },
     instanceId: config.instanceId,
     bootId,
@@ -165,8 +181,22 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     observer: tracker,
     clock,
     logger: log.child({ component: 'relay' }),
-    limits: { maxMessageBytes: config.maxMessageBytes },
+    limits: {
+      maxMessageBytes: config.maxMessageBytes,
+      maxStreamsPerConnection: config.maxStreamsPerConnection,
+      ...(config.maxRequestsPerSecond > 0 ? { requestRate: { ratePerSecond: config.maxRequestsPerSecond, burst: config.requestBurst } } : {}),
+    },
   });
+  const backpressure = config.pauseOnBackpressure
+    ? new BackpressureController({
+        recorder,
+        relay: relay.control,
+        lowWaterEvents: config.queueLowWater ?? Math.floor(config.queueHighWater / 2),
+        checkIntervalMs: config.flushIntervalMs,
+        logger: log.child({ component: 'backpressure' }),
+        onChange: (paused) => metrics.relayPaused(paused),
+      })
+    : undefined;
 
   // --- Kubernetes: leader following and barriers (read-only)
   const kubeConfig = loadKubeConfig(config);
@@ -236,6 +266,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
       await watcher?.stop().catch((error: unknown) => log.warn({ err: describeError(error) }, 'watch stop failed'));
       await leader?.stop().catch((error: unknown) => log.warn({ err: describeError(error) }, 'lease watch stop failed'));
       barrier?.stop();
+      backpressure?.stop();
       await relay.control.close({ graceMs: config.shutdownGraceMs });
       tracker.stop();
       const left = await recorder.close(config.flushTimeoutMs);
@@ -259,6 +290,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     ...(barrier === undefined ? {} : { barrier }),
     ...(provenance === undefined ? {} : { provenance }),
     ...(leader === undefined ? {} : { leader }),
+    ...(backpressure === undefined ? {} : { backpressure }),
     metrics,
     ready: () => readiness.every((check) => check.ok()),
     close,

@@ -18,6 +18,8 @@ export interface GatewayMetrics {
   recorder: RecorderMetrics;
   tracker: TrackerMetrics;
   barrier: BarrierMetrics;
+  /** Backpressure: the relay was paused (true) or resumed (false). */
+  relayPaused(paused: boolean): void;
   /** Gauges read from these at scrape time. */
   attach(sources: { tracker: EnvoyTracker; recorder: Recorder; openStreams?: () => number }): void;
 }
@@ -40,6 +42,8 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
   const writeFailures = new Counter({ name: 'xds_gateway_store_write_failures_total', help: 'store calls that failed and were re-queued', labelNames: ['operation'], registers: [registry] });
   const reopens = new Histogram({ name: 'xds_gateway_barrier_reopen_seconds', help: 'upstream re-open for an observed-generation barrier', labelNames: ['group'], buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30], registers: [registry] });
   const watermarks = new Counter({ name: 'xds_gateway_barrier_watermarks_total', help: 'watermarks recorded by barriers', registers: [registry] });
+  const pauses = new Counter({ name: 'xds_gateway_relay_pauses_total', help: 'times downstream streams were paused because the recorder queue reached its high-water mark', registers: [registry] });
+  const paused = new Gauge({ name: 'xds_gateway_relay_paused', help: '1 while downstream streams are paused by backpressure', registers: [registry] });
   const redone = new Counter({ name: 'xds_gateway_barrier_redone_total', help: 'barriers re-done because the leader changed', registers: [registry] });
 
   new Gauge({
@@ -166,6 +170,10 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
       redone() {
         redone.inc();
       },
+    },
+    relayPaused(now) {
+      paused.set(now ? 1 : 0);
+      if (now) pauses.inc();
     },
     attach(next) {
       sources = next;

@@ -24,10 +24,12 @@ import {
   notify,
   requestTypeUrl,
   RequestError,
+  rateLimitError,
   type RelayContext,
   type StreamIdentity,
 } from './downstream-common';
 import type { TypeSubscriber } from './relay-group';
+import { TokenBucket } from './token-bucket';
 
 interface DeltaTypeState {
   wildcard: boolean;
@@ -49,18 +51,26 @@ export class DeltaDownstream implements TypeSubscriber {
   private nonceCounter = 0;
   private ended = false;
   private untrack: (() => void) | undefined;
+  private readonly bucket: TokenBucket | undefined;
 
   constructor(
     private readonly call: DeltaCall,
     private readonly service: 'ads' | ResourceTypeUrl,
     private readonly context: RelayContext,
-  ) {}
+  ) {
+    const rate = context.limits.requestRate;
+    this.bucket = rate === undefined ? undefined : new TokenBucket(rate, context.clock.now());
+  }
 
   run(): void {
     this.untrack = this.context.track(this);
+    // Paused before the 'data' listener is attached, the stream stays paused (Readable semantics).
+    if (this.context.paused()) this.call.pause();
     this.call.on('data', (request: DeltaDiscoveryRequest) => {
       if (this.ended) return;
       try {
+        const rate = this.context.limits.requestRate;
+        if (rate !== undefined && this.bucket?.take(this.context.clock.now()) === false) throw rateLimitError(rate);
         this.onRequest(request);
       } catch (error) {
         if (error instanceof RequestError) this.end(error.code, error.message);
@@ -76,6 +86,21 @@ export class DeltaDownstream implements TypeSubscriber {
     });
     this.call.on('error', (error: Error) => this.closed(`stream error: ${error.message}`));
     this.call.on('cancelled', () => this.closed('cancelled'));
+  }
+
+  /**
+   * Backpressure (RelayControl.setPaused). Pausing the Readable stops 'data' events; once grpc-js's
+   * small object buffer is full it stops reading the HTTP/2 stream, so HTTP/2 flow control holds the
+   * Envoy's requests on its side. Responses wait in maybeSend. Resuming sends what became due.
+   */
+  setPaused(paused: boolean): void {
+    if (this.ended) return;
+    if (paused) {
+      this.call.pause();
+      return;
+    }
+    this.call.resume();
+    for (const [typeUrl, state] of this.types) this.maybeSend(typeUrl, state);
   }
 
   end(code: grpc.status, details: string): void {
@@ -205,7 +230,7 @@ export class DeltaDownstream implements TypeSubscriber {
 
   private maybeSend(typeUrl: string, state: DeltaTypeState): void {
     const stream = this.stream;
-    if (stream === undefined || state.pending) return;
+    if (stream === undefined || state.pending || this.context.paused()) return;
     const snapshot = stream.group.cache.snapshot(typeUrl);
     if (snapshot === undefined || !snapshot.hasData) return;
     const resources: DeltaResource[] = [];

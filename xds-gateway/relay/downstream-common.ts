@@ -7,6 +7,7 @@ import { isValidTypeUrl, type Clock, type EnvoyIdentity } from '../../common/cor
 import type { ResourceTypeUrl, XdsNode } from '../../common/xds';
 import type { RelayObserver } from './observer';
 import type { RelayGroup } from './relay-group';
+import type { RequestRateLimit } from './token-bucket';
 
 export interface DownstreamLimits {
   /** Most resource names one request may carry (SotW names; Delta subscribe+unsubscribe+initial versions). */
@@ -15,6 +16,14 @@ export interface DownstreamLimits {
   maxResourceNameLength: number;
   /** Most distinct type URLs one ADS stream may subscribe to. */
   maxTypesPerStream: number;
+  /** Per-stream request rate limit; undefined: unlimited. Over it the stream ends RESOURCE_EXHAUSTED. */
+  requestRate: RequestRateLimit | undefined;
+}
+
+/** What the relay needs of a live downstream stream: end it, or pause/resume it (backpressure). */
+export interface LiveStream {
+  end(code: grpc.status, details: string): void;
+  setPaused(paused: boolean): void;
 }
 
 export interface RelayContext {
@@ -25,8 +34,13 @@ export interface RelayContext {
   nextStreamId(): string;
   /** The group for this Envoy (created, with its lineage, on first sight). */
   groupFor(identity: EnvoyIdentity, node: XdsNode): RelayGroup;
-  /** Registers a live stream so close() can end it; returns the unregister function. */
-  track(stream: { end(code: grpc.status, details: string): void }): () => void;
+  /** Registers a live stream so close() can end it and setPaused() reach it; returns the unregister function. */
+  track(stream: LiveStream): () => void;
+  /**
+   * True while the gateway asked the relay to pause (RelayControl.setPaused): streams neither read
+   * requests nor send responses, so no new pending/ACK work is created.
+   */
+  paused(): boolean;
 }
 
 export class RequestError extends Error {
@@ -99,6 +113,10 @@ export function checkTypeCount(current: number, limits: DownstreamLimits): void 
   if (current >= limits.maxTypesPerStream) {
     throw new RequestError(grpc.status.INVALID_ARGUMENT, `stream subscribes to more than ${limits.maxTypesPerStream} type URLs`);
   }
+}
+
+export function rateLimitError(limit: RequestRateLimit): RequestError {
+  return new RequestError(grpc.status.RESOURCE_EXHAUSTED, `request rate above ${limit.ratePerSecond}/s (burst ${limit.burst}) on this stream`);
 }
 
 export interface StreamIdentity {

@@ -115,6 +115,12 @@ export interface RelayControl {
   setUpstreamTarget(target: string): void; // follow the control plane's status writer (leader)
   groups(): readonly RelayGroupInfo[];
   close(options?: { graceMs?: number }): Promise<void>; // stop accepting, close streams (Envoys reconnect elsewhere)
+  // Backpressure (docs/GATEWAY.md "Backpressure"): while paused, every downstream stream (and each new
+  // one) stops reading requests (HTTP/2 flow control then holds them in the Envoy) and holds new
+  // responses, so no new pending/ACK work is created; nothing is dropped. false resumes and sends
+  // what became due. Idempotent. Upstream streams keep running (the cache stays current).
+  setPaused(paused: boolean): void;
+  paused(): boolean;
 }
 
 /** A no-op observer, handy as a base for partial implementations. */

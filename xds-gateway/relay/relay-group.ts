@@ -4,7 +4,9 @@
 import type { Logger } from 'pino';
 import type { Clock, Lineage } from '../../common/core';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, SDS_TYPE_URL } from '../../common/core';
+import * as grpc from '@grpc/grpc-js';
 import type { AnyResource, DiscoveryResponse, SotwStream, XdsNode } from '../../common/xds';
+import { RequestError } from './downstream-common';
 import type { RelayGroupInfo, RelayObserver, ReopenResult, UpstreamStateName } from './observer';
 import { DISCOVERY_RESOURCE_WRAPPER_TYPE_URL, resourceNameOf } from './resource-name';
 import { GroupCache } from './type-cache';
@@ -39,6 +41,12 @@ export interface RelayGroupDeps {
   logger: Logger;
   backoff: BackoffOptions;
   maxResourcesPerResponse: number;
+  /**
+   * Most type URLs the group subscribes to upstream. Upstream subscriptions live as long as the
+   * group, and any printable type URL is relayed, so without a cap one client could make the gateway
+   * hold unbounded upstream streams.
+   */
+  maxTypes: number;
   /** Window (ms) to gather upstream changes before pushing them in ADS order; 0 = end of this turn. */
   pushCoalesceMs: number;
 }
@@ -81,6 +89,9 @@ export class RelayGroup {
   }
 
   subscribe(typeUrl: string, subscriber: TypeSubscriber): void {
+    if (!this.upstreams.has(typeUrl) && this.upstreams.size >= this.deps.maxTypes) {
+      throw new RequestError(grpc.status.RESOURCE_EXHAUSTED, `node group subscribes to at most ${this.deps.maxTypes} type URLs upstream`);
+    }
     let set = this.subscribers.get(typeUrl);
     if (set === undefined) {
       set = new Set();

@@ -25,10 +25,11 @@ import {
   type XdsNode,
 } from '../../common/xds';
 import { DeltaDownstream } from './delta-downstream';
-import { RequestError, type DownstreamLimits, type RelayContext } from './downstream-common';
+import { RequestError, type DownstreamLimits, type LiveStream, type RelayContext } from './downstream-common';
 import type { RelayControl, RelayObserver } from './observer';
 import { RelayGroup } from './relay-group';
 import { SotwDownstream } from './sotw-downstream';
+import type { RequestRateLimit } from './token-bucket';
 import type { BackoffOptions } from './upstream-stream';
 
 export interface RelayUpstreamTls {
@@ -37,8 +38,20 @@ export interface RelayUpstreamTls {
   certChain?: Buffer;
 }
 
+/**
+ * TLS for Envoys (downstream). PEM bytes. With `requireClientCert` the handshake fails for a client
+ * without a certificate signed by `rootCerts` (mTLS); without it a client certificate is not asked for.
+ */
+export interface RelayListenTls {
+  certChain: Buffer;
+  privateKey: Buffer;
+  /** CA bundle client certificates must chain to; required with requireClientCert. */
+  rootCerts?: Buffer;
+  requireClientCert: boolean;
+}
+
 export interface RelayOptions {
-  listen: { host: string; port: number };
+  listen: { host: string; port: number; tls?: RelayListenTls };
   upstream: {
     /** Control plane `host:port`. */
     target: string;
@@ -77,8 +90,12 @@ export interface RelayOptions {
     maxTypesPerStream?: number;
     /** Most node groups (each costs upstream streams); Envoys of further groups are refused. */
     maxGroups?: number;
+    /** Most distinct type URLs a node group subscribes to upstream (each is one upstream stream). */
+    maxTypesPerGroup?: number;
     /** Largest upstream response, in resources, the relay caches. */
     maxResourcesPerResponse?: number;
+    /** Per-stream request rate (token bucket); over it the stream ends with RESOURCE_EXHAUSTED. */
+    requestRate?: RequestRateLimit;
   };
 }
 
@@ -93,7 +110,14 @@ export interface Relay {
 
 const lineagePart = z.string().regex(/^[a-z0-9-]{1,63}$/, 'must match [a-z0-9-]{1,63}');
 const optionsSchema = z.object({
-  listen: z.object({ host: z.string().min(1), port: z.number().int().min(0).max(65535) }),
+  listen: z.object({
+    host: z.string().min(1),
+    port: z.number().int().min(0).max(65535),
+    tls: z
+      .object({ certChain: z.instanceof(Buffer), privateKey: z.instanceof(Buffer), rootCerts: z.instanceof(Buffer).optional(), requireClientCert: z.boolean() })
+      .refine((tls) => !tls.requireClientCert || tls.rootCerts !== undefined, 'requireClientCert needs rootCerts (the CA client certificates must chain to)')
+      .optional(),
+  }),
   upstream: z.object({
     target: z.string().min(1),
     ads: z.boolean(),
@@ -110,7 +134,9 @@ const optionsSchema = z.object({
     maxResourceNameLength: z.number().int().positive().optional(),
     maxTypesPerStream: z.number().int().positive().optional(),
     maxGroups: z.number().int().positive().optional(),
+    maxTypesPerGroup: z.number().int().positive().optional(),
     maxResourcesPerResponse: z.number().int().positive().optional(),
+    requestRate: z.object({ ratePerSecond: z.number().positive(), burst: z.number().int().positive() }).optional(),
   }),
 });
 
@@ -119,6 +145,7 @@ export const DEFAULT_RELAY_LIMITS = {
   maxResourceNameLength: 4096,
   maxTypesPerStream: 64,
   maxGroups: 1000,
+  maxTypesPerGroup: 64,
   maxResourcesPerResponse: 100_000,
 } as const;
 
@@ -126,6 +153,12 @@ interface UpstreamClients {
   target: string;
   ads: grpc.Client;
   perType: Map<ResourceTypeUrl, grpc.Client>;
+}
+
+function serverCredentials(tls: RelayListenTls | undefined): grpc.ServerCredentials {
+  if (tls === undefined) return grpc.ServerCredentials.createInsecure();
+  // checkClientCertificate=true makes the TLS handshake fail without a valid client certificate.
+  return grpc.ServerCredentials.createSsl(tls.rootCerts ?? null, [{ cert_chain: tls.certChain, private_key: tls.privateKey }], tls.requireClientCert);
 }
 
 export async function startRelay(options: RelayOptions): Promise<Relay> {
@@ -137,6 +170,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     maxResourceNamesPerRequest: options.limits.maxResourceNamesPerRequest ?? DEFAULT_RELAY_LIMITS.maxResourceNamesPerRequest,
     maxResourceNameLength: options.limits.maxResourceNameLength ?? DEFAULT_RELAY_LIMITS.maxResourceNameLength,
     maxTypesPerStream: options.limits.maxTypesPerStream ?? DEFAULT_RELAY_LIMITS.maxTypesPerStream,
+    requestRate: options.limits.requestRate,
   };
   const maxGroups = options.limits.maxGroups ?? DEFAULT_RELAY_LIMITS.maxGroups;
   const maxResourcesPerResponse = options.limits.maxResourcesPerResponse ?? DEFAULT_RELAY_LIMITS.maxResourcesPerResponse;
@@ -174,9 +208,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   };
 
   const groups = new Map<string, RelayGroup>();
-  const liveStreams = new Set<{ end(code: grpc.status, details: string): void }>();
+  const liveStreams = new Set<LiveStream>();
   let streamCounter = 0;
   let closing = false;
+  let paused = false;
 
   const groupFor = (identity: EnvoyIdentity, node: XdsNode): RelayGroup => {
     if (closing) throw new RequestError(grpc.status.UNAVAILABLE, 'relay shutting down');
@@ -198,6 +233,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       logger,
       backoff,
       maxResourcesPerResponse,
+      maxTypes: options.limits.maxTypesPerGroup ?? DEFAULT_RELAY_LIMITS.maxTypesPerGroup,
       pushCoalesceMs: options.pushCoalesceMs ?? 0,
     });
     groups.set(key, group);
@@ -216,6 +252,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       liveStreams.add(stream);
       return () => liveStreams.delete(stream);
     },
+    paused: () => paused,
   };
 
   const serverOptions: grpc.ServerOptions = { 'grpc.max_receive_message_length': options.limits.maxMessageBytes };
@@ -247,12 +284,15 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     });
   }
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${options.listen.host}:${options.listen.port}`, grpc.ServerCredentials.createInsecure(), (error, boundPort) => {
+    server.bindAsync(`${options.listen.host}:${options.listen.port}`, serverCredentials(options.listen.tls), (error, boundPort) => {
       if (error) reject(error);
       else resolve(boundPort);
     });
   });
-  logger.info({ port, upstream: clients.target, ads: options.upstream.ads, instanceId, bootId }, 'relay: listening');
+  logger.info(
+    { port, tls: options.listen.tls === undefined ? 'off' : options.listen.tls.requireClientCert ? 'mtls' : 'tls', upstream: clients.target, ads: options.upstream.ads, instanceId, bootId },
+    'relay: listening',
+  );
 
   const control: RelayControl = {
     reopenUpstream: (group) => {
@@ -276,6 +316,13 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       });
     },
     groups: () => [...groups.values()].map((group) => group.info()),
+    setPaused: (next) => {
+      if (next === paused || closing) return;
+      paused = next;
+      logger.warn({ paused, streams: liveStreams.size }, paused ? 'relay: paused downstream streams (backpressure)' : 'relay: resumed downstream streams');
+      for (const stream of [...liveStreams]) stream.setPaused(paused);
+    },
+    paused: () => paused,
     close: async (closeOptions) => {
       if (closing) return;
       closing = true;

@@ -5,6 +5,12 @@
 //      conditional on `rev`; a node whose events are still queued keeps its state queued, so a stored
 //      state never claims an ACK the event log does not have yet;
 //   3. lineage states (coalesced per lineage) and watermarks (first write wins in the store).
+// The denominator (docs/CONVERGENCE.md, "The denominator"): every Envoy state is stamped with its
+// `incarnation` on its lineage (1, +1 on a new connection, on a state less programmed than the last,
+// or on reviving an EXPIRED state), and each LINEAGE item carries `envoysRecorded`, the sum of the
+// nodes' incarnations. A state with a new incarnation is written only after a LINEAGE write that
+// counts it has been confirmed (write-ahead), so every state in the table is counted by the stored
+// item at any moment — which convergence relies on to tell whether its aggregates hold every Envoy.
 // Failures: the SDK retries throttling itself; items the store still reports as failed, and whole
 // calls that reject, are re-queued and retried after a full-jitter backoff. Nothing is dropped:
 // writes are idempotent (deterministic event keys, conditional state writes, first-wins watermarks),
@@ -23,6 +29,7 @@ import {
   formatObjectRef,
 } from '../../common/core';
 import { fullJitterDelay } from '../../common/store';
+import { lineageStateFor } from './lineage-mirror';
 
 export interface RecorderMetrics {
   /** Events durably written (the only point where an event counts as acknowledged). */
@@ -95,6 +102,16 @@ interface KnownRev<T> {
 
 const defaultMerge = (ours: EnvoyState): EnvoyState => ours;
 
+/** The denominator of one lineage as this recorder counts it (docs/CONVERGENCE.md, "The denominator"). */
+interface LineageCount {
+  /** Per node: its incarnation, what it was stamped from, and the count that includes it. */
+  nodes: Map<string, { incarnation: number; connectedAt: number; programmedThrough: number; countedAt: number; renew?: boolean }>;
+  /** Sum of the nodes' incarnations: what the next LINEAGE write carries. */
+  wanted: number;
+  /** The largest count a stored LINEAGE item is confirmed to carry. */
+  confirmed: number;
+}
+
 const MAX_EVENT_CHUNKS_PER_FLUSH = 10;
 
 export class Recorder {
@@ -120,6 +137,10 @@ export class Recorder {
   private objectWrites: ObjectWrite[] = [];
   private readonly envoyRevs = new Map<string, KnownRev<EnvoyState>>();
   private readonly lineageRevs = new Map<string, KnownRev<LineageState>>();
+  /** Latest lineage state handed to us, per lineage (what a write-ahead count is written with). */
+  private readonly latestLineage = new Map<string, LineageState>();
+  /** Per lineage: the denominator count wanted and confirmed by a stored item, and each node's incarnation. */
+  private readonly recorded = new Map<string, LineageCount>();
 
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
@@ -162,6 +183,7 @@ export class Recorder {
 
   enqueueLineageState(state: LineageState): void {
     this.lineageStates.set(state.lineage, state);
+    this.latestLineage.set(state.lineage, state);
     this.schedule();
   }
 
@@ -182,6 +204,11 @@ export class Recorder {
 
   onPressureChange(listener: (pressure: boolean) => void): void {
     this.pressureListeners.push(listener);
+  }
+
+  /** envoysRecorded confirmed by the stored LINEAGE item of `lineage` (tests and diagnostics). */
+  envoysRecorded(lineage: string): number {
+    return this.recorded.get(lineage)?.confirmed ?? 0;
   }
 
   /** The Envoy's state as we last stored or read it (for tests and diagnostics). */
@@ -359,8 +386,14 @@ export class Recorder {
       ready.push(state);
       this.envoyStates.delete(nodeId);
     }
-    let ok = true;
-    await runPool(ready, this.stateWriteConcurrency, async (state) => {
+    let ok = await this.countNewEnvoys(ready);
+    const counted = ready.filter((state) => {
+      if (this.isCounted(state)) return true;
+      // Its lineage's count could not be written: the state waits (never ahead of the count).
+      if (!this.envoyStates.has(state.nodeId)) this.envoyStates.set(state.nodeId, state);
+      return false;
+    });
+    await runPool(counted, this.stateWriteConcurrency, async (state) => {
       const written = await this.writeEnvoyState(state);
       if (!written) {
         ok = false;
@@ -369,6 +402,65 @@ export class Recorder {
       }
     });
     return ok;
+  }
+
+  /**
+   * Write-ahead of the denominator: stamps each state's incarnation; a new incarnation (first state on
+   * the lineage, new connection, less programmed, or marked to renew) adds one to the lineage's count,
+   * and the LINEAGE item carrying the new count is written before any of those states. Returns false if
+   * a lineage write failed (the states it would count stay queued; the others are written).
+   */
+  private async countNewEnvoys(states: EnvoyState[]): Promise<boolean> {
+    const grown = new Set<string>();
+    states.forEach((state, index) => {
+      const entry = this.recordedOf(state.lineage);
+      const last = entry.nodes.get(state.nodeId);
+      const programmedThrough = state.programmedThrough ?? -1;
+      // A new connection, or a state less programmed than the last one (an Envoy restarted under the
+      // same node id): a new incarnation, so an older member of this node cannot pass for it.
+      const renewed = last !== undefined && (last.renew === true || last.connectedAt !== state.connectedAt || programmedThrough < last.programmedThrough);
+      const incarnation = last === undefined ? 1 : renewed ? last.incarnation + 1 : last.incarnation;
+      if (last === undefined || renewed) entry.wanted++;
+      entry.nodes.set(state.nodeId, { incarnation, connectedAt: state.connectedAt, programmedThrough, countedAt: last === undefined || renewed ? entry.wanted : last.countedAt });
+      states[index] = { ...state, incarnation };
+      // Not yet covered by a stored count (new now, or an earlier count write failed): write one.
+      if (!this.isCounted(states[index] as EnvoyState)) grown.add(state.lineage);
+    });
+    let ok = true;
+    for (const lineage of grown) {
+      const entry = this.recordedOf(lineage);
+      if (entry.confirmed >= entry.wanted) continue;
+      // Take the queued lineage state if there is one (this write is its write); else the latest
+      // known; else a fresh one (a lineage whose tracker never reported it: tests, or a bug).
+      const queued = this.lineageStates.get(lineage);
+      const sample = states.find((state) => state.lineage === lineage);
+      const base = queued ?? this.latestLineage.get(lineage) ?? lineageStateFor(lineage, sample?.group ?? '', this.clock.now());
+      this.lineageStates.delete(lineage);
+      if (!(await this.writeLineageState(base))) {
+        ok = false;
+        if (!this.lineageStates.has(lineage)) this.lineageStates.set(lineage, base);
+      }
+    }
+    return ok;
+  }
+
+  private recordedOf(lineage: string): LineageCount {
+    let entry = this.recorded.get(lineage);
+    if (entry === undefined) {
+      entry = { nodes: new Map(), wanted: 0, confirmed: 0 };
+      this.recorded.set(lineage, entry);
+    }
+    return entry;
+  }
+
+  private isCounted(state: EnvoyState): boolean {
+    const entry = this.recorded.get(state.lineage);
+    const countedAt = entry?.nodes.get(state.nodeId)?.countedAt;
+    return entry !== undefined && countedAt !== undefined && countedAt <= entry.confirmed;
+  }
+
+  private revivesExpired(ours: EnvoyState, stored: EnvoyState | undefined): boolean {
+    return stored?.status === 'EXPIRED' && ours.status !== 'EXPIRED' && stored.lineage === ours.lineage && (stored.incarnation ?? 1) >= (ours.incarnation ?? 1);
   }
 
   private async writeEnvoyState(ours: EnvoyState): Promise<boolean> {
@@ -390,6 +482,14 @@ export class Recorder {
         const current = readToRev(result.current);
         expectedRev = current.rev;
         stored = current.stored;
+        if (this.revivesExpired(ours, stored)) {
+          // The expire function marked this Envoy EXPIRED meanwhile (its member is not live) and we
+          // are about to make it live again: that is a new incarnation, so it needs a count first.
+          const node = this.recorded.get(ours.lineage)?.nodes.get(ours.nodeId);
+          if (node !== undefined) node.renew = true;
+          this.envoyRevs.set(ours.nodeId, { rev: expectedRev, ...(stored === undefined ? {} : { stored }) });
+          return false;
+        }
       } catch (error) {
         this.metrics?.writeFailed('envoyState');
         this.logger.warn({ nodeId: ours.nodeId, err: describeError(error) }, 'envoy state write failed; will retry');
@@ -420,14 +520,19 @@ export class Recorder {
     let expectedRev = this.lineageRevs.get(ours.lineage)?.rev;
     // The lineage item is ours alone (one process lifetime); a conflict can only be our own earlier
     // write whose answer was lost, so we overwrite with the stored rev + 1.
+    // Every lineage write carries the count of nodes known so far (never less than a stored one:
+    // the set only grows and our writes are sequential).
+    const envoysRecorded = this.recordedOf(ours.lineage).wanted;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const state = { ...ours, rev: (expectedRev ?? -1) + 1 };
+      const state = { ...ours, envoysRecorded, rev: (expectedRev ?? -1) + 1 };
       const started = performanceSeconds();
       try {
         const result = await this.store.putLineageState(state, expectedRev);
         this.metrics?.writeLatency('lineageState', performanceSeconds() - started);
         if (result.ok) {
           this.lineageRevs.set(ours.lineage, { rev: state.rev });
+          const entry = this.recordedOf(ours.lineage);
+          entry.confirmed = Math.max(entry.confirmed, envoysRecorded);
           return true;
         }
         expectedRev = readToRev(result.current).rev;

@@ -103,7 +103,7 @@ describe('infra/kubernetes manifests', () => {
     for (const rule of [...rules('ClusterRole', 'xds-programmed-gateway'), ...rules('Role', 'xds-programmed-gateway-leases')]) {
       expect(rule.verbs.every((verb) => ['get', 'list', 'watch'].includes(verb))).toBe(true);
     }
-    expect(rules('Role', 'xds-programmed-gateway-leases')).toEqual([{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch'] }]);
+    expect(rules('Role', 'xds-programmed-gateway-leases')).toEqual([{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['list', 'watch'] }]);
     for (const rule of rules('ClusterRole', 'xds-programmed-status-writer')) {
       for (const verb of rule.verbs) {
         if (verb === 'patch') expect(rule.resources.every((r) => r.endsWith('/status'))).toBe(true);

@@ -121,8 +121,18 @@ export class FakeGateway {
     return history[history.length - 1] ?? 0;
   }
 
+  /** Node ids this gateway has counted (envoysRecorded), like the real recorder. */
+  private readonly recorded = new Set<string>();
+
+  /** Write-ahead of the denominator, as the real recorder does: count a new node, store the count. */
+  async recordEnvoy(nodeId: string): Promise<void> {
+    if (this.recorded.has(nodeId)) return;
+    this.recorded.add(nodeId);
+    await this.save(this.state.heartbeatAt);
+  }
+
   async save(heartbeatAt: number): Promise<void> {
-    const next = { ...this.state, heartbeatAt, rev: this.stored === undefined ? 0 : this.stored + 1 };
+    const next = { ...this.state, heartbeatAt, envoysRecorded: this.recorded.size, rev: this.stored === undefined ? 0 : this.stored + 1 };
     const result = await this.world.store.putLineageState(next, this.stored);
     if (!result.ok) throw new Error(`lineage write conflict for ${this.lineage}`);
     this.stored = next.rev;
@@ -150,6 +160,7 @@ export class FakeEnvoy {
   private async save(next: EnvoyState): Promise<void> {
     const computed = withProgrammedThrough(next, this.gateway.state.typeHistory, { currentSeq: this.gateway.state.currentSeq });
     const toWrite = { ...computed, rev: this.stored === undefined ? 0 : this.stored + 1 };
+    if (toWrite.lineage === this.gateway.lineage) await this.gateway.recordEnvoy(toWrite.nodeId);
     const result = await this.world.store.updateEnvoyState(toWrite, this.stored);
     if (!result.ok) throw new Error(`envoy write conflict for ${next.nodeId}`);
     this.stored = toWrite.rev;

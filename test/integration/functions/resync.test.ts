@@ -83,7 +83,10 @@ describe('resync function', () => {
 
     // The shards now hold exactly the states' members, counted right; a second run changes nothing.
     const members = Object.assign({}, ...(await shardsOf(world, LINEAGE)).map((shard) => shard.members)) as Record<string, unknown>;
-    expect(Object.keys(members).sort()).toEqual(envoys.map((e) => e.state.nodeId).sort());
+    // The ghost (a member with no state) stays as a deletion tombstone: members are never removed,
+    // so their number only grows (the denominator check, docs/CONVERGENCE.md).
+    expect(Object.keys(members).sort()).toEqual([...envoys.map((e) => e.state.nodeId), 'ghost'].sort());
+    expect(members['ghost']).toMatchObject({ gone: true, deleted: true, live: false });
     for (const envoy of envoys) expect(members[envoy.state.nodeId]).toEqual(memberFromEnvoyState(envoy.state));
     expect(await liveCount(world, LINEAGE)).toBe(8);
     expect(await runResync(context.deps)).toMatchObject({ shardsFixed: 0, membersFixed: 0 });

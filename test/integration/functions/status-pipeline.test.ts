@@ -6,7 +6,7 @@ import { handleConvergence } from '../../../functions/convergence';
 import { createStatusHandler } from '../../../functions/status';
 import type { StreamDelivery } from '../../../infra/local/dynamo';
 import { kubectl, openWatch, request, startTestServer, WIDGET_CRD, type TestServer } from '../kube/helpers';
-import { CDS, deliver, FakeEnvoy, FakeGateway, LDS, silentLogger, startWorld, waitFor, type World } from './convergence-support';
+import { CDS, deliver, FakeEnvoy, FakeGateway, LDS, silentLogger, startWorld, waitFor, waitForDecision, type World } from './convergence-support';
 import { WIDGET_KIND, widgetRef, type WidgetObject } from './status-support';
 
 const LINEAGE = 'gw-a.boot1.edge';
@@ -81,6 +81,9 @@ describe('gateway items → convergence → status → kubectl wait', () => {
       await gateway.save(Date.now());
       await gateway.watermark(widgetRef('pipe'), 2, Date.now());
       await envoys[0]!.ackAll(Date.now());
+      // Records of different Envoys reach convergence in no guaranteed order (stream shards): let
+      // envoy-a's ACK be decided first, so the Rejected condition's message is deterministic.
+      await waitForDecision(world, widgetRef('pipe'), 2, (d) => d.programmed === 1, 'envoy-a programmed at generation 2');
       await envoys[1]!.nack(CDS, 'cluster "pipe": invalid lb_policy', Date.now());
       const rejected = await conditionWhere('Rejected at generation 2', (c) => c['reason'] === 'Rejected' && c['observedGeneration'] === 2);
       expect(rejected['message']).toBe('1/2 Envoys programmed at generation 2; envoy-b rejected CDS: cluster "pipe": invalid lb_policy');

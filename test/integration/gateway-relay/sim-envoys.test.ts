@@ -167,8 +167,12 @@ describe('relay with simulated Envoys', () => {
     expect(new Map(envoy!.heldResources(LISTENER_TYPE_URL))).toEqual(listenerVersions);
     expect(observer.responses('sim-0', LISTENER_TYPE_URL).length).toBe(ldsResponsesBefore);
     expect(observer.responses('sim-0').length).toBeGreaterThan(responsesBefore);
-    const deltaAck = observer.requests('sim-0', CLUSTER_TYPE_URL).filter((e) => e.classification.kind === 'ack').at(-1);
-    expect(deltaAck?.classification).toMatchObject({ kind: 'ack', version: typeVersion(CLUSTER_TYPE_URL) });
+    // The simulated Envoy applies a response before its ACK reaches the relay: wait for the ACK.
+    const deltaAck = await eventually(
+      () => observer.requests('sim-0', CLUSTER_TYPE_URL).filter((e) => e.classification.kind === 'ack' && e.classification.version === typeVersion(CLUSTER_TYPE_URL)).at(-1),
+      'the Delta ACK of the current CDS version',
+    );
+    expect(deltaAck.classification).toMatchObject({ kind: 'ack', version: typeVersion(CLUSTER_TYPE_URL) });
   });
 
   test('NACK: classified nack with the message, never ack, and the rejected version is not resent', async () => {

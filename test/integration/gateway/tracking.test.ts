@@ -1,6 +1,9 @@
 // ACK/NACK/stuck tracking end to end: simulated Envoys → gateway (relay + tracker + recorder) →
 // local DynamoDB, upstream the reference control plane. Asserts what lands in the table.
-import { RDS_TYPE_URL, type EnvoyEvent } from '../../../common/core';
+import { newEnvoyState, RDS_TYPE_URL, type EnvoyEvent, type EnvoyState, type EventStore, type LineageState } from '../../../common/core';
+import { createEventStore, ensureTable, type DynamoEventStore, type StoreClients } from '../../../common/store';
+import { lineageStateFor } from '../../../xds-gateway/tracking/lineage-mirror';
+import { Recorder } from '../../../xds-gateway/tracking/recorder';
 import { startControlPlane, type ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
 import { startLocalDynamo, type LocalDynamo } from '../../../infra/local/dynamo';
@@ -283,4 +286,117 @@ test('/healthz, /readyz and /metrics answer', async () => {
   expect(metrics.body).toContain('xds_gateway_store_write_seconds_bucket');
   expect(metrics.body).toMatch(/xds_gateway_upstream_ready\{group="edge",state="ready"\} 1/);
   expect((await httpGet(gateway.opsPort, '/nope')).status).toBe(404);
+});
+
+// --- The denominator (docs/CONVERGENCE.md): the LINEAGE item counts every Envoy state on the lineage,
+// written *before* the states it counts.
+
+test('envoysRecorded on the stored LINEAGE item equals the incarnations of the stored states of the lineage', async () => {
+  const lineage = gateway.tracker.snapshot().lineages.find((l) => l.group === 'edge')!.lineage;
+  await gateway.recorder.whenIdle();
+  const { states, recorded } = await eventually(async () => {
+    const listed: EnvoyState[] = [];
+    for (let cursor: string | undefined, first = true; first || cursor !== undefined; first = false) {
+      const page = await gateway.store.listEnvoyStates(cursor === undefined ? {} : { cursor });
+      listed.push(...page.items.filter((state) => state.lineage === lineage));
+      cursor = page.nextCursor;
+    }
+    const item = await lineageState(gateway.store, lineage);
+    const sum = listed.reduce((n, state) => n + (state.incarnation ?? 1), 0);
+    return item?.envoysRecorded === sum ? { states: listed, recorded: item.envoysRecorded } : undefined;
+  }, 'the count equal to the states stored');
+  expect(states.length).toBeGreaterThan(5);
+  expect(recorded).toBeGreaterThanOrEqual(states.length);
+});
+
+describe('recorder: write-ahead of envoysRecorded', () => {
+  const LINEAGE = 'gw-count.boot1.edge';
+  let store: DynamoEventStore;
+  let clients: StoreClients;
+  const calls: string[] = [];
+  let failLineageWrites = false;
+
+  beforeAll(async () => {
+    ({ store, clients } = createEventStore({
+      tableName: 'gw-denominator',
+      client: { region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 2 },
+      logger: testLogger,
+    }));
+    await ensureTable(clients.client, 'gw-denominator');
+  });
+
+  afterAll(() => clients.client.destroy());
+
+  /** The real store; its LINEAGE and state writes are logged in order, and LINEAGE writes can be failed. */
+  function loggingStore(): EventStore {
+    return Object.assign(Object.create(store) as EventStore, {
+      putLineageState: async (state: LineageState, expectedRev: number | undefined) => {
+        if (failLineageWrites) throw new Error('lineage write refused by the test');
+        const result = await store.putLineageState(state, expectedRev);
+        if (result.ok) calls.push(`lineage:${state.envoysRecorded ?? 'none'}`);
+        return result;
+      },
+      updateEnvoyState: async (state: EnvoyState, expectedRev: number | undefined) => {
+        const result = await store.updateEnvoyState(state, expectedRev);
+        if (result.ok) calls.push(`state:${state.nodeId}:${state.incarnation ?? 'none'}`);
+        return result;
+      },
+    });
+  }
+
+  test('a new Envoy state waits for the count; reconnects and regressions are new incarnations', async () => {
+    const now = Date.now();
+    const recorder = new Recorder({ store: loggingStore(), logger: testLogger, clock: { now: () => Date.now() }, flushIntervalMs: 10_000, retryBaseMs: 1, retryMaxMs: 5 });
+    const fresh = (nodeId: string, connectedAt: number, programmedThrough?: number): EnvoyState => ({
+      ...newEnvoyState({ identity: { nodeId, cluster: 'edge', metadata: {} }, group: 'edge', lineage: LINEAGE, now: connectedAt }),
+      ...(programmedThrough === undefined ? {} : { programmedThrough }),
+    });
+    recorder.enqueueLineageState(lineageStateFor(LINEAGE, 'edge', now));
+    try {
+      // The count cannot be stored: the state is held (never in the table ahead of its count).
+      failLineageWrites = true;
+      recorder.enqueueEnvoyState(fresh('count-a', now, 2));
+      await recorder.flushNow();
+      expect((await store.getEnvoyState('count-a')).status).toBe('missing');
+      expect(recorder.envoysRecorded(LINEAGE)).toBe(0);
+      expect(recorder.stats().queuedEnvoyStates).toBe(1);
+
+      failLineageWrites = false;
+      await recorder.flushNow();
+      expect(calls).toEqual(['lineage:1', 'state:count-a:1']);
+
+      // A second Envoy, and progress of the first (same connection): one more.
+      recorder.enqueueEnvoyState(fresh('count-b', now));
+      recorder.enqueueEnvoyState(fresh('count-a', now, 3));
+      await recorder.flushNow();
+      expect(calls[2]).toBe('lineage:2');
+      expect(new Set(calls.slice(3))).toEqual(new Set(['state:count-b:1', 'state:count-a:1']));
+
+      // The first Envoy reconnects (new connectedAt), then restarts under the same id (less programmed).
+      recorder.enqueueEnvoyState(fresh('count-a', now + 1000, 3));
+      await recorder.flushNow();
+      recorder.enqueueEnvoyState(fresh('count-a', now + 1000));
+      await recorder.flushNow();
+      expect(calls.slice(5)).toEqual(['lineage:3', 'state:count-a:2', 'lineage:4', 'state:count-a:3']);
+
+      const item = await store.getLineageState(LINEAGE);
+      expect(item.status === 'found' ? item.value.envoysRecorded : undefined).toBe(4);
+      expect(recorder.envoysRecorded(LINEAGE)).toBe(4);
+
+      // The expire function marks count-b EXPIRED behind our back; our next (live) state revives it:
+      // a new incarnation, counted before it is written.
+      const stored = await store.getEnvoyState('count-b');
+      if (stored.status !== 'found') throw new Error('count-b not stored');
+      expect((await store.updateEnvoyState({ ...stored.value, status: 'EXPIRED', rev: stored.value.rev + 1 }, stored.value.rev)).ok).toBe(true);
+      recorder.enqueueEnvoyState({ ...fresh('count-b', now), lastSeenAt: now + 2000 });
+      await recorder.flushNow(); // conflict: reads the EXPIRED state, holds ours for a new incarnation
+      await recorder.flushNow();
+      expect(calls.slice(9)).toEqual(['lineage:5', 'state:count-b:2']);
+      const revived = await store.getEnvoyState('count-b');
+      expect(revived.status === 'found' ? [revived.value.status, revived.value.incarnation] : undefined).toEqual(['CONNECTED', 2]);
+    } finally {
+      failLineageWrites = false;
+      await recorder.close();
+    }
+  });
 });

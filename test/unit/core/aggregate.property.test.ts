@@ -78,7 +78,9 @@ function buildAggregates(records: readonly StreamRecord[]): LineageAggregate[] {
     const shard = shards.get(key) ?? emptyShard(record.lineage, index);
     shards.set(key, applyMember(shard, record.nodeId, record.member).shard);
   }
-  return LINEAGES.map((lineage) => ({ lineage, shards: [...shards.values()].filter((s) => s.lineage === lineage) }));
+  // Every record was delivered, so the gateway's count equals the distinct members applied.
+  const recorded = (lineage: string): number => new Set(records.filter((r) => r.lineage === lineage).map((r) => r.nodeId)).size;
+  return LINEAGES.map((lineage) => ({ lineage, envoysRecorded: recorded(lineage), shards: [...shards.values()].filter((s) => s.lineage === lineage) }));
 }
 
 function isSplit(state: EnvoyState): boolean {

@@ -2,6 +2,9 @@
 // the stable shard hash and member summaries.
 import {
   applyMember,
+  buildCondition,
+  DENOMINATOR_IN_TRANSIT,
+  DENOMINATOR_UNKNOWN,
   evaluateFromAggregates,
   emptyShard,
   goneMember,
@@ -10,6 +13,7 @@ import {
   removeMember,
   shardOf,
   type AggregateShard,
+  type LineageAggregate,
   type Member,
 } from '../../../common/core';
 import { CDS, envoy, L1, L2, LDS, T0 } from './fixtures';
@@ -41,16 +45,30 @@ describe('applyMember', () => {
 
 describe('removeMember', () => {
   it.each([
-    ['removes at or below the deleted rev', 3, true],
+    ['tombstones at or below the deleted rev', 3, true],
     ['keeps a newer member', 1, false],
   ])('%s', (_name, deletedRev, changed) => {
     const shard = applyAll([['a', m(5, 2)]]);
-    const result = removeMember(shard, 'a', deletedRev);
+    const result = removeMember(shard, 'a', deletedRev, T0);
     expect(result.changed).toBe(changed);
-    expect(result.shard.members['a'] === undefined).toBe(changed);
+    // Never removed: the number of distinct members only grows (the denominator check needs it).
+    expect(result.shard.members['a']).toBeDefined();
+    expect(result.shard.members['a']?.deleted === true).toBe(changed);
+    expect(result.shard.live).toBe(changed ? 0 : 1);
     expect({ counts: result.shard.counts, live: result.shard.live }).toEqual(recount(result.shard.members));
   });
-  it('absent member: nothing', () => expect(removeMember(emptyShard(L1, 0), 'x', 5).changed).toBe(false));
+  it('absent member: a tombstone, so a later old record cannot add it back', () => {
+    const result = removeMember(emptyShard(L1, 0), 'x', 5, T0);
+    expect(result.shard.members['x']).toMatchObject({ gone: true, deleted: true, r: 5 });
+    expect(applyMember(result.shard, 'x', m(3, 4)).changed).toBe(false);
+  });
+  it('a state re-created after deletion (rev restarts, seen later) replaces the tombstone', () => {
+    const deleted = removeMember(applyAll([['a', m(5, 7)]]), 'a', 7, T0).shard;
+    const recreated = applyMember(deleted, 'a', { ...m(2, 0), s: T0 + 1 });
+    expect(recreated.changed).toBe(true);
+    expect(recreated.shard.live).toBe(1);
+    expect(applyMember(deleted, 'a', { ...m(2, 0), s: T0 }).changed).toBe(false);
+  });
 });
 
 describe('shardOf', () => {
@@ -97,9 +115,9 @@ describe('evaluateFromAggregates', () => {
   const policy = { ttlMs: 60_000, ackTimeoutMs: 30_000 };
   const mark = { seq: 5, types: { [CDS]: 5 }, at: T0 };
   const watermark = { observable: true as const, lineages: { [L1]: mark } };
-  const at = (members: Record<string, Member>, lineage = L1) => ({ lineage, shards: [{ ...emptyShard(lineage, 0), members, ...recount(members) }] });
+  const at = (members: Record<string, Member>, lineage = L1, envoysRecorded: number | undefined = Object.values(members).reduce((sum, member) => sum + (member.k ?? 1), 0)) => ({ lineage, envoysRecorded, shards: [{ ...emptyShard(lineage, 0), members, ...recount(members) }] });
   const member = (state: Parameters<typeof memberFromEnvoyState>[0]): Member => memberFromEnvoyState(state);
-  const evaluate = (aggregates: ReturnType<typeof at>[], w: Parameters<typeof evaluateFromAggregates>[0]['watermark'] = watermark, now = T0) =>
+  const evaluate = (aggregates: LineageAggregate[], w: Parameters<typeof evaluateFromAggregates>[0]['watermark'] = watermark, now = T0) =>
     evaluateFromAggregates({ object, generation: 2, watermark: w, aggregates, now, policy });
 
   it.each<[string, ReturnType<typeof at>[], string, number, number, string[]]>([
@@ -123,6 +141,36 @@ describe('evaluateFromAggregates', () => {
   it('names the split limitation in the blocker', () => {
     const result = evaluate([at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) })]);
     expect(result.blockers[0]).toEqual({ nodeId: 'a', reason: 'pending', typeUrls: [`split across gateway instances (${L1}, ${L2})`] });
+  });
+
+  describe('the denominator: envoysRecorded against the members applied', () => {
+    const programmedA = (): Member => member(envoy('a', { [CDS]: { acked: 5 } }, { programmedThrough: 5 }));
+    it('a recorded Envoy not yet applied keeps it Pending and counts in the total', () => {
+      const result = evaluate([at({ a: programmedA() }, L1, 3)]);
+      expect(result).toMatchObject({ state: 'Pending', programmed: 1, total: 3 });
+      expect(result.blockers).toEqual([{ nodeId: `2 Envoy states of gateway lineage ${L1}`, reason: 'pending', typeUrls: [DENOMINATOR_IN_TRANSIT] }]);
+    });
+    it('nothing applied yet: Pending, not NoEnvoys', () => {
+      expect(evaluate([at({}, L1, 1)])).toMatchObject({ state: 'Pending', programmed: 0, total: 1 });
+    });
+    it('an unknown count (LINEAGE item missing, corrupt or from an older gateway) is never Programmed', () => {
+      const result = evaluate([{ ...at({ a: programmedA() }), envoysRecorded: undefined as number | undefined }]);
+      expect(result.state).toBe('Pending');
+      expect(result.blockers[0]).toMatchObject({ reason: 'pending', typeUrls: [DENOMINATOR_UNKNOWN] });
+    });
+    it('tombstones and expired members count as applied (they came from recorded states)', () => {
+      const expired = member(envoy('b', { [CDS]: { acked: 3 } }, { programmedThrough: 4, status: 'EXPIRED' }));
+      expect(evaluate([at({ a: programmedA(), b: expired, c: goneMember(3, T0) }, L1, 3)]).state).toBe('Programmed');
+    });
+    it('a NACK still wins over Envoys in transit', () => {
+      const nacked = member(envoy('a', { [CDS]: { acked: 3, nack: { seq: 5, message: 'no', at: T0 } } }, { programmedThrough: 4 }));
+      expect(evaluate([at({ a: nacked }, L1, 2)]).state).toBe('Rejected');
+    });
+    it('the condition says what it waits for', () => {
+      const draft = buildCondition(evaluate([at({ a: programmedA() }, L1, 2)]));
+      expect(draft).toMatchObject({ status: 'False', reason: 'Pending' });
+      expect(draft.message).toContain(`waiting for 1 Envoy state of gateway lineage ${L1} (${DENOMINATOR_IN_TRANSIT})`);
+    });
   });
 
   it('not observable: counts live Envoys, no blockers', () => {

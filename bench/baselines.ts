@@ -1,0 +1,356 @@
+// Baselines, each implemented from its published parameters and run on the same local pieces as the
+// end-to-end bench (local Kubernetes API server, the reference control plane reading HTTPProxies
+// from it, simulated Envoys connected straight to the control plane: no gateway, no DynamoDB):
+//
+// (b) Knative-style prober (knative.dev/networking pkg/status): after a change, every (object, Envoy)
+//     pair is probed over real HTTP on a per-Envoy probe endpoint (127.0.0.1), first after 200 ms,
+//     each probe with a 1 s timeout, retries paced by max(per-item backoff 50 ms→30 s, global 50 qps
+//     bucket, burst 100), 15 workers. An object is Ready when every Envoy answered with the hash of
+//     the new config. Measures probe requests and change → Ready.
+// (c) Istio-style distribution reporting (istio pilot/pkg/status/distribution): a reporter snapshots
+//     every Envoy's ACKed config every 500 ms into a report; a leader ticks every 200 ms and writes
+//     the status of every object still in progress (one write per object per tick) to the API
+//     server, until every Envoy has it (Reconciled). Measures Kubernetes writes and change → Reconciled.
+//
+// (a) Envoys straight to the control plane is bench/gateway.ts runMode('direct'), used by the report.
+//
+//   npx tsx bench/baselines.ts [--envoys 100] [--objects 100] [--changed 10]
+import { mkdtempSync } from 'node:fs';
+import { createServer, request, Agent, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import pino from 'pino';
+import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../common/core';
+import { Fleet, type SimEnvoy } from '../infra/local/envoys';
+import { startControlPlaneComponent, type ControlPlaneComponent } from '../infra/local/system/control-plane';
+import { startKubeComponent, type KubeComponent } from '../infra/local/system/kube';
+import { applySamples, SAMPLE_NAMESPACE, sampleCanaryService, sampleFqdn, sampleService } from '../infra/local/system/samples';
+import { canaryCluster, HTTPPROXIES_PATH, inBatches, patchToCanary, programmedAt } from './support/changes';
+import { KNATIVE_PROBER, KnativeRetryLimiter } from './support/knative-queue';
+import { round, summarize, waitFor, type Summary } from './support/stats';
+
+const logger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
+const ALL_TYPES = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL].map((typeUrl) => ({ typeUrl }));
+
+export interface BaselineOptions {
+  envoys: number;
+  objects: number;
+  /** Objects whose spec is changed at once (the probes/writes scale with it). */
+  changed: number;
+  timeoutMs: number;
+}
+
+export const ISTIO_REPORTER = { reportIntervalMs: 500, leaderTickMs: 200 } as const;
+
+interface Rig {
+  kube: KubeComponent;
+  controlPlane: ControlPlaneComponent;
+  fleet: Fleet;
+  envoys: SimEnvoy[];
+  close(): Promise<void>;
+}
+
+/** Kubernetes + control plane + fleet connected directly, with every sample object delivered. */
+async function startRig(options: BaselineOptions): Promise<Rig> {
+  const kube = await startKubeComponent({ port: 0, stateDir: mkdtempSync(join(tmpdir(), 'xds-bench-baseline-')), logger });
+  let controlPlane: ControlPlaneComponent | undefined;
+  let fleet: Fleet | undefined;
+  try {
+    // No traffic flows: Endpoints only need to exist so clusters get their load assignments.
+    const endpoints = Array.from({ length: options.objects }, (_, index) =>
+      [sampleService(index), sampleCanaryService(index)].map((service) => ({ service, namespace: SAMPLE_NAMESPACE, ip: '127.0.0.1', port: 9 })),
+    ).flat();
+    controlPlane = await startControlPlaneComponent({ replicas: 1, port: () => 0, kubeConfig: kube.kubeConfig, endpoints, logger });
+    const target = controlPlane.addresses[0];
+    if (target === undefined) throw new Error('control plane has no address');
+    await applySamples(kube.url, options.objects);
+    fleet = new Fleet({ target, channels: Math.min(8, Math.max(1, Math.ceil(options.envoys / 250))), logger });
+    const envoys = fleet.addMany(options.envoys, { transport: 'ads', protocol: 'sotw', subscriptions: ALL_TYPES });
+    fleet.connectAll();
+    const truth = fleet.truth;
+    const lastCluster = `default/app-${options.objects - 1}/8080`;
+    await waitFor(() => envoys.every((e) => programmedAt(truth, e.id, lastCluster) !== undefined), options.timeoutMs, 'initial config on every Envoy', 20);
+    const started = { kube, controlPlane, fleet };
+    return {
+      ...started,
+      envoys,
+      async close() {
+        started.fleet.close();
+        await started.controlPlane.close();
+        await started.kube.close();
+      },
+    };
+  } catch (error) {
+    fleet?.close();
+    await controlPlane?.close();
+    await kube.close();
+    throw error;
+  }
+}
+
+async function changeObjects(rig: Rig, count: number): Promise<Map<number, number>> {
+  const changedAt = new Map<number, number>();
+  await inBatches(count, 16, async (index) => {
+    changedAt.set(index, Date.now());
+    await patchToCanary(rig.kube.url, index);
+  });
+  return changedAt;
+}
+
+// ---------------------------------------------------------------- (b) Knative-style prober
+
+export interface KnativeResult {
+  baseline: 'knative-prober';
+  parameters: typeof KNATIVE_PROBER;
+  envoys: number;
+  changedObjects: number;
+  probeRequests: number;
+  probesPerObject: number;
+  probeFailures: number;
+  changeToReadyMs: Summary;
+  /** What the 50 qps bucket alone allows for every object of the run changed at once (N × M / 50). */
+  floorAllObjectsSeconds: number;
+}
+
+const HASH_HEADER = 'k-network-hash';
+
+/** One probe endpoint per Envoy: answers the hash of the config it has for the Host asked. */
+async function startProbeEndpoints(rig: Rig): Promise<{ ports: Map<string, number>; servers: Server[] }> {
+  const ports = new Map<string, number>();
+  const servers: Server[] = [];
+  for (const envoy of rig.envoys) {
+    const programmed = new Set<number>();
+    const server = createServer((req, res) => {
+      const match = /^sample-(\d+)\.local$/.exec((req.headers.host ?? '').split(':')[0] ?? '');
+      if (match === null) {
+        res.writeHead(404).end();
+        return;
+      }
+      const index = Number(match[1]);
+      // Knative's probe handler answers with the hash of the config it serves; here "new" once the
+      // Envoy ACKed the object's new cluster and endpoints, "old" until then.
+      if (!programmed.has(index) && programmedAt(rig.fleet.truth, envoy.id, canaryCluster(index)) !== undefined) programmed.add(index);
+      res.writeHead(200, { [HASH_HEADER]: programmed.has(index) ? `new-${index}` : `old-${index}` }).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    if (address === null || typeof address === 'string') throw new Error('probe endpoint has no port');
+    ports.set(envoy.id, address.port);
+    servers.push(server);
+  }
+  return { ports, servers };
+}
+
+function probe(agent: Agent, port: number, host: string, timeoutMs: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/healthz', headers: { host, 'k-network-probe': 'probe' }, agent, timeout: timeoutMs }, (res) => {
+      const hash = res.headers[HASH_HEADER];
+      res.resume();
+      res.on('end', () => resolve(res.statusCode === 200 && typeof hash === 'string' ? hash : undefined));
+    });
+    req.on('timeout', () => req.destroy(new Error('probe timeout')));
+    req.on('error', () => resolve(undefined));
+    req.end();
+  });
+}
+
+export async function runKnativeBaseline(options: BaselineOptions): Promise<KnativeResult> {
+  const rig = await startRig(options);
+  const { ports, servers } = await startProbeEndpoints(rig);
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    const limiter = new KnativeRetryLimiter<string>(Date.now());
+    const ready: string[] = [];
+    const waiting: Array<() => void> = [];
+    const pendingPerObject = new Map<number, number>();
+    const readyAt = new Map<number, number>();
+    let probeRequests = 0;
+    let probeFailures = 0;
+    let timers = 0;
+    const enqueueAfter = (item: string, delayMs: number): void => {
+      timers++;
+      setTimeout(() => {
+        timers--;
+        ready.push(item);
+        waiting.shift()?.();
+      }, delayMs);
+    };
+    const nextItem = async (): Promise<string | undefined> => {
+      while (ready.length === 0) {
+        if (timers === 0 && readyAt.size === options.changed) return undefined;
+        await new Promise<void>((resolve) => waiting.push(resolve));
+      }
+      return ready.shift();
+    };
+    const worker = async (): Promise<void> => {
+      for (;;) {
+        const item = await nextItem();
+        if (item === undefined) return;
+        const [indexText, envoyId] = item.split('|') as [string, string];
+        const index = Number(indexText);
+        probeRequests++;
+        const hash = await probe(agent, ports.get(envoyId) ?? 0, sampleFqdn(index), KNATIVE_PROBER.probeTimeoutMs);
+        if (hash === `new-${index}`) {
+          limiter.forget(item);
+          const left = (pendingPerObject.get(index) ?? 1) - 1;
+          pendingPerObject.set(index, left);
+          if (left === 0) readyAt.set(index, Date.now());
+        } else {
+          probeFailures++;
+          enqueueAfter(item, limiter.when(item, Date.now()));
+        }
+        if (readyAt.size === options.changed) waiting.splice(0).forEach((wake) => wake());
+      }
+    };
+    const changedAt = await changeObjects(rig, options.changed);
+    for (const index of changedAt.keys()) {
+      pendingPerObject.set(index, rig.envoys.length);
+      for (const envoy of rig.envoys) enqueueAfter(`${index}|${envoy.id}`, KNATIVE_PROBER.initialDelayMs);
+    }
+    const workers = Array.from({ length: KNATIVE_PROBER.workers }, worker);
+    await Promise.race([
+      Promise.all(workers),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('knative baseline timed out')), options.timeoutMs).unref()),
+    ]);
+    const samples = [...readyAt].map(([index, at]) => at - (changedAt.get(index) ?? at));
+    return {
+      baseline: 'knative-prober',
+      parameters: KNATIVE_PROBER,
+      envoys: options.envoys,
+      changedObjects: options.changed,
+      probeRequests,
+      probesPerObject: round(probeRequests / options.changed, 1),
+      probeFailures,
+      changeToReadyMs: summarize(samples),
+      floorAllObjectsSeconds: round((options.envoys * options.objects) / KNATIVE_PROBER.globalQps, 2),
+    };
+  } finally {
+    agent.destroy();
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+    await rig.close();
+  }
+}
+
+// ---------------------------------------------------------------- (c) Istio-style reporter
+
+export interface IstioResult {
+  baseline: 'istio-distribution';
+  parameters: typeof ISTIO_REPORTER;
+  envoys: number;
+  changedObjects: number;
+  statusWrites: number;
+  statusWritesPerObjectGeneration: number;
+  /** Reports the reporter produced (Istio writes each to a ConfigMap; the local API server has none, so counted only). */
+  reportWrites: number;
+  changeToReconciledMs: Summary;
+}
+
+export async function runIstioBaseline(options: BaselineOptions): Promise<IstioResult> {
+  const rig = await startRig(options);
+  const timers: NodeJS.Timeout[] = [];
+  try {
+    const inProgress = new Set<number>();
+    const reconciledAt = new Map<number, number>();
+    let report = new Map<number, number>();
+    let reportWrites = 0;
+    let statusWrites = 0;
+    // Reporter: per object in progress, how many Envoys have ACKed the config carrying it.
+    const buildReport = (): void => {
+      const next = new Map<number, number>();
+      for (const index of inProgress) {
+        next.set(index, rig.envoys.filter((envoy) => programmedAt(rig.fleet.truth, envoy.id, canaryCluster(index)) !== undefined).length);
+      }
+      report = next;
+      reportWrites++;
+    };
+    let ticking = false;
+    const writeStatus = async (index: number, reconciled: number): Promise<void> => {
+      const done = reconciled === rig.envoys.length;
+      const response = await fetch(`${rig.kube.url}${HTTPPROXIES_PATH}/sample-${index}/status`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/merge-patch+json' },
+        body: JSON.stringify({
+          status: { distribution: { reconciled, total: rig.envoys.length, state: done ? 'Reconciled' : 'InProgress' } },
+        }),
+      });
+      statusWrites++;
+      if (!response.ok) throw new Error(`status write for sample-${index} failed: HTTP ${response.status}`);
+      if (done) {
+        inProgress.delete(index);
+        reconciledAt.set(index, Date.now());
+      }
+    };
+    // Leader: one status write per object in progress per tick (a tick still writing skips the next).
+    const tick = async (): Promise<void> => {
+      if (ticking) return;
+      ticking = true;
+      try {
+        await Promise.all([...inProgress].map((index) => writeStatus(index, report.get(index) ?? 0)));
+      } finally {
+        ticking = false;
+      }
+    };
+    let tickError: unknown;
+    const changedAt = await changeObjects(rig, options.changed);
+    for (const index of changedAt.keys()) inProgress.add(index);
+    timers.push(setInterval(buildReport, ISTIO_REPORTER.reportIntervalMs));
+    timers.push(setInterval(() => void tick().catch((error: unknown) => (tickError = error)), ISTIO_REPORTER.leaderTickMs));
+    await waitFor(
+      () => {
+        if (tickError !== undefined) throw tickError instanceof Error ? tickError : new Error(String(tickError));
+        return reconciledAt.size === options.changed;
+      },
+      options.timeoutMs,
+      'every changed object Reconciled',
+      20,
+    );
+    const samples = [...reconciledAt].map(([index, at]) => at - (changedAt.get(index) ?? at));
+    return {
+      baseline: 'istio-distribution',
+      parameters: ISTIO_REPORTER,
+      envoys: options.envoys,
+      changedObjects: options.changed,
+      statusWrites,
+      statusWritesPerObjectGeneration: round(statusWrites / options.changed, 2),
+      reportWrites,
+      changeToReconciledMs: summarize(samples),
+    };
+  } finally {
+    timers.forEach((timer) => clearInterval(timer));
+    await rig.close();
+  }
+}
+
+function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
+  return parsed;
+}
+
+export function parseBaselineArgs(argv: string[]): BaselineOptions {
+  const program = new Command()
+    .name('bench baselines')
+    .option('--envoys <n>', 'simulated Envoys', positiveInteger, 100)
+    .option('--objects <n>', 'HTTPProxy objects', positiveInteger, 100)
+    .option('--changed <n>', 'objects changed at once', positiveInteger, 10)
+    .option('--timeout-ms <n>', 'upper bound per phase', positiveInteger, 600_000)
+    .exitOverride();
+  program.parse(argv, { from: 'user' });
+  const opts = program.opts<BaselineOptions>();
+  if (opts.changed > opts.objects) throw new InvalidArgumentError('--changed cannot exceed --objects');
+  return opts;
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const options = parseBaselineArgs(argv);
+  console.log(JSON.stringify(await runKnativeBaseline(options), null, 2));
+  console.log(JSON.stringify(await runIstioBaseline(options), null, 2));
+}
+
+if (require.main === module) {
+  run(process.argv.slice(2)).catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}

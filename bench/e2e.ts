@@ -1,0 +1,250 @@
+// End-to-end bench, one process: reference control plane → gateway → simulated Envoys; local DynamoDB
+// (dynalite behind the stream front) → stream delivery → convergence and status functions → local
+// Kubernetes API server. Built on startLocalSystem (infra/local/system), so it measures exactly what
+// `npm start` runs. Per object, from a Kubernetes watch and the fleet's ground truth:
+//   - last ACK → condition True: the latest moment any Envoy ACKed a response carrying the object's
+//     new cluster (CDS and EDS), to the watch event where EnvoyProgrammed=True names the new generation;
+//   - spec change → True, next to spec change → last ACK (the control plane's own delivery time,
+//     through the gateway);
+// and counters: condition-changing Kubernetes writes per object per generation, DynamoDB requests
+// (local front stats), stream-function invocations, ACKs/s, CPU seconds and RSS of the process.
+//
+//   npx tsx bench/e2e.ts [--envoys 100] [--objects 100]   (or npm run bench -- e2e)
+import { Command, InvalidArgumentError } from 'commander';
+import pino from 'pino';
+import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../common/core';
+import { startLocalSystem, type LocalSystem } from '../infra/local/system';
+import { canaryCluster, HTTPPROXIES_PATH, inBatches, patchToCanary } from './support/changes';
+import { startConditionWatch } from './support/condition-watch';
+import { round, summarize, waitFor, type Summary } from './support/stats';
+
+/** startLocalSystem's own limits (infra/local/system/options.ts). */
+export const E2E_MAX_ENVOYS = 5000;
+export const E2E_MAX_OBJECTS = 500;
+const HTTPPROXIES = HTTPPROXIES_PATH;
+
+export interface E2eOptions {
+  envoys: number;
+  objects: number;
+  /** Upper bound for each phase (initial convergence, change convergence). */
+  phaseTimeoutMs: number;
+  /** Spec patches sent concurrently (a burst of changes, as a deploy of many routes would be). */
+  patchConcurrency: number;
+  /** Objects patched (the first `changed` samples); default all of them. */
+  changed?: number;
+}
+
+export interface E2eResult {
+  conditions: string;
+  envoys: number;
+  objects: number;
+  changed: number;
+  /** Start → every object True at generation 1 (connect, first delivery, first convergence). */
+  initialConvergenceMs: number;
+  lastAckToTrueMs: Summary;
+  changeToTrueMs: Summary;
+  /** Change → the last Envoy's ACK of the new cluster: the control plane's delivery through the gateway. */
+  changeToLastAckMs: Summary;
+  kubeConditionWritesPerObjectGeneration: { generation1: number; generation2: number; max: number };
+  dynamo: { requests: number; writeRequests: number; itemWrites: number; readRequests: number; writesPerChange: number; readsPerChange: number; itemWritesPerAck: number };
+  acks: number;
+  ackEventsPerSecond: number;
+  functionInvocations: { convergence: number; status: number; perChange: number };
+  /** Whole process (control plane, gateway, functions, fleet, dynalite, API server share it). */
+  process: { cpuSecondsDuringChange: number; rssMiB: number; rssKiBPerEnvoy: number };
+  changePhaseMs: number;
+  /**
+   * Sampled every 500 ms during the change: stream records appended by the front vs delivered to each
+   * function, and objects True. A growing gap says which stage the time is spent queueing for.
+   */
+  /** The condition changes the first changed object went through at generation 2 (status/reason@observedGeneration). */
+  conditionSequenceExample: string[];
+  timeline: Array<{ atMs: number; streamRecords: number; convergenceDelivered: number; statusDelivered: number; objectsTrue: number }>;
+}
+
+const logger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
+
+/** Per canary cluster name: the latest first-acceptance across Envoys of CDS and EDS carrying it. */
+function lastAcks(system: LocalSystem, names: ReadonlySet<string>, since: number): { lastAck: Map<string, number>; acks: number } {
+  const lastAck = new Map<string, number>();
+  let acks = 0;
+  const truth = system.fleet.sim.truth;
+  for (const envoy of system.fleet.simEnvoys) {
+    const firstSeen = new Map<string, number>();
+    for (const typeUrl of [CDS_TYPE_URL, EDS_TYPE_URL]) {
+      const seenThisType = new Map<string, number>();
+      for (const accepted of truth.acceptedVersions(envoy.id, typeUrl)) {
+        if (accepted.acceptedAt < since) continue;
+        for (const resource of accepted.resources) {
+          if (names.has(resource.name) && !seenThisType.has(resource.name)) seenThisType.set(resource.name, accepted.acceptedAt);
+        }
+      }
+      // The Envoy is programmed for the object once both the cluster and its endpoints are in.
+      for (const [name, at] of seenThisType) firstSeen.set(name, Math.max(firstSeen.get(name) ?? 0, at));
+    }
+    for (const [name, at] of firstSeen) lastAck.set(name, Math.max(lastAck.get(name) ?? 0, at));
+  }
+  for (const envoy of system.fleet.simEnvoys) {
+    for (const typeUrl of [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL]) {
+      acks += truth.acceptedVersions(envoy.id, typeUrl).filter((a) => a.acceptedAt >= since).length;
+    }
+  }
+  return { lastAck, acks };
+}
+
+function maxOf(values: Iterable<number>): number {
+  let max = 0;
+  for (const value of values) max = Math.max(max, value);
+  return max;
+}
+
+function meanOf(values: readonly number[]): number {
+  return values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+export async function runE2e(options: E2eOptions): Promise<E2eResult> {
+  if (options.objects > E2E_MAX_OBJECTS || options.envoys > E2E_MAX_ENVOYS) {
+    throw new Error(`the local system runs at most ${E2E_MAX_ENVOYS} Envoys and ${E2E_MAX_OBJECTS} objects (asked ${options.envoys} × ${options.objects})`);
+  }
+  const startedAt = Date.now();
+  const system = await startLocalSystem(
+    // One control-plane replica and no real gRPC clients: the bench measures the simulated fleet.
+    { envoys: options.envoys, objects: options.objects, grpcClients: 0, controlPlaneReplicas: 1 },
+    { logger, processMetrics: false },
+  );
+  const watch = startConditionWatch({ collectionUrl: `${system.kube.url}${HTTPPROXIES}`, conditionType: system.options.conditionType });
+  try {
+    if (system.unavailable.length > 0) throw new Error(`local system incomplete: ${JSON.stringify(system.unavailable)}`);
+    const allNames = system.objects;
+    const changedCount = Math.min(options.changed ?? allNames.length, allNames.length);
+    const names = allNames.slice(0, changedCount);
+    await waitFor(() => watch.allTrueAt(allNames, () => 1), options.phaseTimeoutMs, 'every object True at generation 1', 50);
+    const initialConvergenceMs = Date.now() - startedAt;
+    const functions = system.functions;
+    if (!functions) throw new Error('functions unavailable');
+    await Promise.all([functions.deliveries.convergence.idle(60_000), functions.deliveries.status.idle(60_000)]);
+
+    const dynamoBefore = { ...system.dynamo.local.stats };
+    const invocationsBefore = {
+      convergence: functions.deliveries.convergence.stats.invocations,
+      status: functions.deliveries.status.stats.invocations,
+      convergenceDelivered: functions.deliveries.convergence.stats.deliveredRecords,
+      statusDelivered: functions.deliveries.status.stats.deliveredRecords,
+    };
+    const cpuBefore = process.cpuUsage();
+    const changeStart = Date.now();
+    const timeline: E2eResult['timeline'] = [];
+    const sample = (): void => {
+      timeline.push({
+        atMs: Date.now() - changeStart,
+        streamRecords: system.dynamo.local.stats.records - dynamoBefore.records,
+        convergenceDelivered: functions.deliveries.convergence.stats.deliveredRecords - invocationsBefore.convergenceDelivered,
+        statusDelivered: functions.deliveries.status.stats.deliveredRecords - invocationsBefore.statusDelivered,
+        objectsTrue: names.filter((name) => watch.objects.get(name)?.trueAt.has(2) === true).length,
+      });
+    };
+    const sampler = setInterval(sample, 500);
+    const changedAt = new Map<string, number>();
+    await inBatches(names.length, options.patchConcurrency, async (index) => {
+      changedAt.set(`sample-${index}`, Date.now());
+      await patchToCanary(system.kube.url, index);
+    });
+    try {
+      await waitFor(() => watch.allTrueAt(names, () => 2), options.phaseTimeoutMs, 'every object True at generation 2', 20);
+    } finally {
+      clearInterval(sampler);
+    }
+    sample();
+    const allTrueAt = Date.now();
+    await Promise.all([functions.deliveries.convergence.idle(60_000), functions.deliveries.status.idle(60_000)]);
+    const cpu = process.cpuUsage(cpuBefore);
+    const dynamoAfter = system.dynamo.local.stats;
+
+    const canaryNames = new Map(names.map((name, index) => [canaryCluster(index), name]));
+    const { lastAck, acks } = lastAcks(system, new Set(canaryNames.keys()), changeStart);
+    const ackToTrue: number[] = [];
+    const changeToTrue: number[] = [];
+    const changeToLastAck: number[] = [];
+    for (const [cluster, name] of canaryNames) {
+      const trueAt = watch.objects.get(name)?.trueAt.get(2);
+      const changed = changedAt.get(name);
+      const acked = lastAck.get(cluster);
+      if (trueAt === undefined || changed === undefined) continue;
+      changeToTrue.push(trueAt - changed);
+      if (acked !== undefined) {
+        ackToTrue.push(trueAt - acked);
+        changeToLastAck.push(acked - changed);
+      }
+    }
+    const writesGen = (generation: number): number[] => (generation === 1 ? allNames : names).map((name) => watch.objects.get(name)?.conditionWrites.get(generation) ?? 0);
+    const requests = dynamoAfter.requests - dynamoBefore.requests;
+    const writeRequests = dynamoAfter.capturedWrites - dynamoBefore.capturedWrites;
+    const itemWrites = dynamoAfter.records - dynamoBefore.records;
+    const convergenceInvocations = functions.deliveries.convergence.stats.invocations - invocationsBefore.convergence;
+    const statusInvocations = functions.deliveries.status.stats.invocations - invocationsBefore.status;
+    const rss = process.memoryUsage().rss;
+    const changePhaseMs = allTrueAt - changeStart;
+    return {
+      conditions: `one process on this machine (2 shared cores); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch window ${system.options.batchWindowMs} ms`,
+      envoys: options.envoys,
+      objects: allNames.length,
+      changed: names.length,
+      initialConvergenceMs,
+      lastAckToTrueMs: summarize(ackToTrue),
+      changeToTrueMs: summarize(changeToTrue),
+      changeToLastAckMs: summarize(changeToLastAck),
+      kubeConditionWritesPerObjectGeneration: { generation1: round(meanOf(writesGen(1)), 2), generation2: round(meanOf(writesGen(2)), 2), max: maxOf([...writesGen(1), ...writesGen(2)]) },
+      dynamo: {
+        requests,
+        writeRequests,
+        itemWrites,
+        readRequests: requests - writeRequests,
+        writesPerChange: round(writeRequests / names.length, 2),
+        readsPerChange: round((requests - writeRequests) / names.length, 2),
+        itemWritesPerAck: round(itemWrites / Math.max(1, acks), 3),
+      },
+      acks,
+      ackEventsPerSecond: round(acks / Math.max(0.001, changePhaseMs / 1000), 0),
+      functionInvocations: { convergence: convergenceInvocations, status: statusInvocations, perChange: round((convergenceInvocations + statusInvocations) / names.length, 2) },
+      process: { cpuSecondsDuringChange: round((cpu.user + cpu.system) / 1e6, 2), rssMiB: round(rss / 1048576, 0), rssKiBPerEnvoy: round(rss / 1024 / Math.max(1, options.envoys), 1) },
+      changePhaseMs,
+      timeline,
+      conditionSequenceExample: watch.objects.get(names[0] ?? '')?.history.filter((h) => h.generation === 2).map((h) => `${h.status}/${h.reason ?? ''}@${h.observedGeneration ?? '?'}`) ?? [],
+    };
+  } finally {
+    watch.close();
+    await system.close();
+  }
+}
+
+function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
+  return parsed;
+}
+
+export function parseE2eArgs(argv: string[]): E2eOptions {
+  const program = new Command()
+    .name('bench e2e')
+    .option('--envoys <n>', `simulated Envoys (≤ ${E2E_MAX_ENVOYS})`, positiveInteger, 100)
+    .option('--objects <n>', `HTTPProxy objects (≤ ${E2E_MAX_OBJECTS})`, positiveInteger, 100)
+    .option('--phase-timeout-ms <n>', 'upper bound per phase', positiveInteger, 600_000)
+    .option('--patch-concurrency <n>', 'spec patches in flight', positiveInteger, 16)
+    .option('--changed <n>', 'objects patched (default: all)', positiveInteger)
+    .exitOverride();
+  program.parse(argv, { from: 'user' });
+  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number }>();
+  return { envoys: opts.envoys, objects: opts.objects, phaseTimeoutMs: opts.phaseTimeoutMs, patchConcurrency: opts.patchConcurrency, ...(opts.changed ? { changed: opts.changed } : {}) };
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const result = await runE2e(parseE2eArgs(argv));
+  console.log(JSON.stringify(result, null, 2));
+}
+
+if (require.main === module) {
+  run(process.argv.slice(2)).catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,228 @@
+// The bench report (issue 9): runs, per size, the end-to-end bench (ours), the gateway-vs-direct
+// bench (baseline a), the Knative-style prober (b) and the Istio-style reporter (c), plus the
+// convergence per-batch bench; merges the rows into docs/bench/results.json (a size run again
+// replaces its row) and regenerates docs/bench/README.md and the SVG plots from the whole file.
+//
+//   npm run bench -- report --quick                 100 Envoys × 100 objects (a few minutes)
+//   npm run bench -- report --sizes 1000x500        one or more sizes, comma-separated
+//   npm run bench -- report --render-only           README and plots from results.json as it is
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import { z } from 'zod';
+import { runIstioBaseline, runKnativeBaseline, type BaselineOptions } from './baselines';
+import { runConvergenceBench } from './convergence';
+import { runE2e } from './e2e';
+import { runMode } from './gateway';
+import { renderReadme } from './support/readme';
+import { mergeRuns, sizeKey, type BenchResults, type GatewayModeSummary, type SizeRun } from './support/results';
+import { renderLineChart } from './support/svg';
+
+export const DOCS_BENCH_DIR = join(__dirname, '..', 'docs', 'bench');
+
+export interface Size {
+  envoys: number;
+  objects: number;
+}
+
+export function parseSizes(text: string): Size[] {
+  return text.split(',').map((part) => {
+    const match = /^\s*(\d+)\s*x\s*(\d+)\s*$/i.exec(part);
+    if (!match) throw new InvalidArgumentError(`not a size like 1000x500: "${part}"`);
+    const size = { envoys: Number(match[1]), objects: Number(match[2]) };
+    if (size.envoys < 1 || size.objects < 1) throw new InvalidArgumentError(`sizes must be positive: "${part}"`);
+    return size;
+  });
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function modeSummary(mode: Awaited<ReturnType<typeof runMode>>): GatewayModeSummary {
+  return {
+    mode: mode.mode,
+    envoys: mode.envoys,
+    deliveryP50Ms: mode.deliveryP50Ms,
+    deliveryP99Ms: mode.deliveryP99Ms,
+    relayRssPerStreamKiB: mode.relayRssPerStreamKiB,
+    relayHeapPerStreamKiB: mode.relayHeapPerStreamKiB,
+  };
+}
+
+/** Runs every stage for one size; a stage that fails is recorded and the next one still runs. */
+export async function runSize(size: Size, changed: number, log: (line: string) => void, burst = false): Promise<SizeRun> {
+  const started = Date.now();
+  const run: SizeRun = { envoys: size.envoys, objects: size.objects, changed: Math.min(changed, size.objects), finishedAt: '', durationSeconds: 0, errors: [] };
+  const stage = async (name: string, body: () => Promise<void>): Promise<void> => {
+    const at = Date.now();
+    log(`[${sizeKey(size)}] ${name}…`);
+    try {
+      await body();
+      log(`[${sizeKey(size)}] ${name} done in ${Math.round((Date.now() - at) / 1000)} s`);
+    } catch (error) {
+      run.errors.push(`${name}: ${describe(error)}`);
+      log(`[${sizeKey(size)}] ${name} FAILED: ${describe(error)}`);
+    }
+  };
+  const timeoutMs = 600_000;
+  await stage('e2e', async () => {
+    run.e2e = await runE2e({ envoys: size.envoys, objects: size.objects, changed: run.changed, phaseTimeoutMs: timeoutMs, patchConcurrency: 16 });
+  });
+  if (burst) {
+    await stage('e2e burst (every object changed)', async () => {
+      run.e2eBurst = await runE2e({ envoys: size.envoys, objects: size.objects, phaseTimeoutMs: timeoutMs, patchConcurrency: 16 });
+    });
+  }
+  const changes = 3;
+  await stage('gateway vs direct', async () => {
+    const options = { envoys: size.envoys, changes, channels: Math.min(8, Math.max(1, Math.ceil(size.envoys / 250))) };
+    const direct = await runMode('direct', options);
+    const relay = await runMode('relay', options);
+    run.gateway = { direct: modeSummary(direct), relay: modeSummary(relay), changes };
+  });
+  const baseline: BaselineOptions = { envoys: size.envoys, objects: size.objects, changed: run.changed, timeoutMs };
+  await stage('knative prober', async () => {
+    run.knative = await runKnativeBaseline(baseline);
+  });
+  await stage('istio reporter', async () => {
+    run.istio = await runIstioBaseline(baseline);
+  });
+  run.finishedAt = new Date().toISOString();
+  run.durationSeconds = Math.round((Date.now() - started) / 1000);
+  return run;
+}
+
+const resultsFileSchema = z.object({ machine: z.string(), runs: z.array(z.unknown()), convergence: z.unknown().optional() });
+
+export function loadResults(dir: string): BenchResults | undefined {
+  const file = join(dir, 'results.json');
+  if (!existsSync(file)) return undefined;
+  // Our own file, written by writeReport; checked only for its outline so a hand-broken file is a
+  // clear error rather than a half-rendered README.
+  const parsed = resultsFileSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
+  return parsed as BenchResults;
+}
+
+export function machineDescription(): string {
+  const list = cpus();
+  return `${list.length} × ${list[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+}
+
+/** Writes results.json, README.md and the three SVG plots into `dir`. */
+export function writeReport(dir: string, results: BenchResults): string[] {
+  mkdirSync(dir, { recursive: true });
+  const runs = results.runs;
+  const labels = runs.map(sizeKey);
+  const e2e = (pick: (run: SizeRun) => number | undefined): Array<number | undefined> => runs.map(pick);
+  const files: Record<string, string> = {
+    'results.json': `${JSON.stringify(results, null, 2)}\n`,
+    'README.md': renderReadme(results),
+    'latency.svg': renderLineChart({
+      title: 'Latency vs fleet size (p99)',
+      xLabel: 'Envoys × objects',
+      yLabel: 'milliseconds',
+      xLabels: labels,
+      target: { value: 250, label: 'target: last ACK → True 250 ms' },
+      series: [
+        { name: 'ours: last ACK → True', values: e2e((r) => r.e2e?.lastAckToTrueMs.p99) },
+        { name: 'ours: change → True', values: e2e((r) => r.e2e?.changeToTrueMs.p99) },
+        { name: 'ours, burst: last ACK → True', values: e2e((r) => r.e2eBurst?.lastAckToTrueMs.p99) },
+        { name: 'control plane delivery (via gateway)', values: e2e((r) => r.e2e?.changeToLastAckMs.p99) },
+        { name: 'direct delivery (baseline a)', values: e2e((r) => r.gateway?.direct.deliveryP99Ms), dashed: true },
+        { name: 'Knative: change → Ready', values: e2e((r) => r.knative?.changeToReadyMs.p99), dashed: true },
+        { name: 'Istio: change → Reconciled', values: e2e((r) => r.istio?.changeToReconciledMs.p99), dashed: true },
+      ],
+    }),
+    'writes.svg': renderLineChart({
+      title: 'Kubernetes writes per object per generation',
+      xLabel: 'Envoys × objects',
+      yLabel: 'writes',
+      xLabels: labels,
+      target: { value: 2, label: 'target ≤ 2' },
+      series: [
+        { name: 'ours (condition changes)', values: e2e((r) => r.e2e?.kubeConditionWritesPerObjectGeneration.generation2) },
+        { name: 'Istio-style status writes', values: e2e((r) => r.istio?.statusWritesPerObjectGeneration), dashed: true },
+      ],
+    }),
+    'requests.svg': renderLineChart({
+      title: 'Requests per changed object',
+      xLabel: 'Envoys × objects',
+      yLabel: 'requests',
+      xLabels: labels,
+      series: [
+        { name: 'ours: DynamoDB writes', values: e2e((r) => r.e2e?.dynamo.writesPerChange) },
+        { name: 'ours: DynamoDB reads', values: e2e((r) => r.e2e?.dynamo.readsPerChange) },
+        { name: 'ours: function invocations', values: e2e((r) => r.e2e?.functionInvocations.perChange) },
+        { name: 'Knative: probe requests', values: e2e((r) => r.knative?.probesPerObject), dashed: true },
+      ],
+    }),
+  };
+  for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), content);
+  return Object.keys(files).map((name) => join(dir, name));
+}
+
+interface ReportArgs {
+  quick: boolean;
+  sizes: Size[] | undefined;
+  changed: number;
+  convergence: boolean;
+  renderOnly: boolean;
+  burst: boolean;
+  convergenceOnly: boolean;
+  out: string;
+}
+
+function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
+  return parsed;
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const program = new Command()
+    .name('bench report')
+    .option('--quick', '100 Envoys × 100 objects only', false)
+    .option('--sizes <list>', 'Envoys x objects, comma-separated (default: 100x100,1000x500,5000x500)', parseSizes)
+    .option('--changed <n>', 'objects changed at once in the Knative/Istio baselines', positiveInteger, 10)
+    .option('--no-convergence', 'skip bench/convergence.ts (items read per batch at 1k vs 10k Envoys)')
+    .option('--burst', 'also run the e2e bench with every object changed at once', false)
+    .option('--convergence-only', 'run only bench/convergence.ts, keep the size runs as they are', false)
+    .option('--render-only', 'only regenerate README and plots from results.json', false)
+    .option('--out <dir>', 'output directory', DOCS_BENCH_DIR)
+    .exitOverride();
+  program.parse(argv, { from: 'user' });
+  const args = program.opts<ReportArgs>();
+  const previous = loadResults(args.out);
+  const results: BenchResults = { machine: machineDescription(), runs: previous?.runs ?? [], ...(previous?.convergence ? { convergence: previous.convergence } : {}) };
+  if (!args.renderOnly) {
+    const sizes = args.convergenceOnly ? [] : (args.sizes ?? (args.quick ? [{ envoys: 100, objects: 100 }] : parseSizes('100x100,1000x500,5000x500')));
+    const log = (line: string): void => console.log(`${new Date().toISOString()} ${line}`);
+    for (const size of sizes) {
+      const fresh = await runSize(size, args.changed, log, args.burst);
+      results.runs = mergeRuns(results.runs, [fresh]);
+      // Written after every size: a long run interrupted later keeps what it measured.
+      writeReport(args.out, results);
+    }
+    if (args.convergence) {
+      log('convergence per batch (1,000 vs 10,000 Envoys)…');
+      try {
+        const rows = await runConvergenceBench({ fleets: [1000, 10000], batch: 100, pending: 20, shards: 16 });
+        results.convergence = { rows, finishedAt: new Date().toISOString(), conditions: '100 Envoy STATE records per batch, 20 pending generations, 16 shards, dynalite' };
+      } catch (error) {
+        log(`convergence bench FAILED: ${describe(error)}`);
+      }
+    }
+  }
+  const written = writeReport(args.out, results);
+  console.log(renderReadme(results).split('## End to end')[0]);
+  console.log(`written: ${written.join(', ')}`);
+}
+
+if (require.main === module) {
+  run(process.argv.slice(2)).catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}

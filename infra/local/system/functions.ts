@@ -1,0 +1,149 @@
+// The local function runtime: the two stream consumers (convergence, status) on the table's local
+// stream with the event-source-mapping settings of serverless.yml (filters, batch window, bisect,
+// 10 retries, partial batch failures), the two schedules (expire, resync) on timers, and the query
+// function behind a localhost function URL. Handlers are the deployed ones, called with an explicit
+// environment instead of process.env.
+import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { Logger } from 'pino';
+import { handleConvergence } from '../../../functions/convergence';
+import { handleExpire } from '../../../functions/expire';
+import { buildFunctionContext } from '../../../functions/lib/context';
+import { createQueryHandler } from '../../../functions/query';
+import { handleResync } from '../../../functions/resync';
+import { buildConditionResync } from '../../../functions/lib/resync-conditions-context';
+import { createStatusHandler } from '../../../functions/status';
+import { createStreamDelivery, type StreamDelivery, type StreamHandler, type TableStreams } from '../dynamo';
+import type { Component } from './component';
+import { startFunctionUrl, type FunctionUrlServer } from './function-url';
+
+export interface FunctionsComponent extends Component {
+  queryUrl: string;
+  deliveries: { convergence: StreamDelivery; status: StreamDelivery };
+  /** Runs expire and resync once now (tests, and the first tick after start). */
+  runSchedulesNow(): Promise<void>;
+}
+
+export interface FunctionsComponentOptions {
+  tableStreams: TableStreams;
+  storeEnv: Record<string, string>;
+  kubeconfigPath: string;
+  trackedKinds: Array<{ group: string; version: string; kind: string; plural: string; namespaced: boolean }>;
+  conditionType: string;
+  ackTimeoutMs: number;
+  envoyTtlMs: number;
+  expireEveryMs: number;
+  resyncEveryMs: number;
+  batchWindowMs: number;
+  queryPort: number;
+  queryToken: string;
+  logger: Logger;
+}
+
+function partitionKey(record: DynamoDBRecord): string {
+  return record.dynamodb?.Keys?.['pk']?.S ?? '';
+}
+
+/**
+ * Lambda event filtering (serverless.yml `filterPatterns`): records that match no pattern are
+ * dropped before the function runs, and a batch left empty is not invoked at all.
+ */
+function filtered(handler: StreamHandler, keep: (record: DynamoDBRecord) => boolean): StreamHandler {
+  return async (event: DynamoDBStreamEvent) => {
+    const records = (event.Records ?? []).filter(keep);
+    if (records.length === 0) return undefined;
+    return handler({ ...event, Records: records });
+  };
+}
+
+const CONVERGENCE_PREFIXES = ['ENVOY#', 'OBJECT#', 'LINEAGE#'];
+
+/** A schedule like EventBridge `rate(...)`, but never overlapping itself (the next run waits for this one). */
+function every(ms: number, run: () => Promise<unknown>, name: string, logger: Logger): { stop(): Promise<void> } {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  let stopped = false;
+  const tick = (): void => {
+    running = run().then(
+      () => undefined,
+      (error: unknown) => logger.error({ err: error, schedule: name }, 'scheduled function failed'),
+    ).finally(() => {
+      if (!stopped) timer = setTimeout(tick, ms);
+    });
+  };
+  timer = setTimeout(tick, ms);
+  return {
+    async stop() {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+export async function startFunctionsComponent(opts: FunctionsComponentOptions): Promise<FunctionsComponent> {
+  const env: Record<string, string> = {
+    ...opts.storeEnv,
+    ENVOY_TTL_MS: String(opts.envoyTtlMs),
+    ACK_TIMEOUT_MS: String(opts.ackTimeoutMs),
+    TRACKED_KINDS: JSON.stringify(opts.trackedKinds),
+    CONDITION_TYPE: opts.conditionType,
+    KUBECONFIG_PATH: opts.kubeconfigPath,
+  };
+  const log = (name: string): Logger => opts.logger.child({ component: 'functions', function: name });
+  // One context per function, as each Lambda function has its own containers.
+  const convergenceContext = buildFunctionContext(env, log('convergence'));
+  const expireContext = buildFunctionContext(env, log('expire'));
+  const resyncContext = buildFunctionContext(env, log('resync'));
+  // Resync also re-asserts conditions another writer removed and collects deleted objects' items.
+  const conditionResync = buildConditionResync(env, log('resync'), { aggregates: resyncContext.aggregates });
+  const statusHandler = createStatusHandler({ env, logger: log('status') });
+  const queryHandler = createQueryHandler({ env, logger: log('query') });
+
+  const source = opts.tableStreams.get(opts.storeEnv['TABLE_NAME'] ?? '');
+  const mapping = (name: string) => ({
+    batchSize: 100,
+    maximumBatchingWindowMs: opts.batchWindowMs,
+    maximumRetryAttempts: 10,
+    bisectBatchOnFunctionError: true,
+    retryBackoff: { initialMs: 100, maxMs: 2000 },
+    // The on-failure destination: on AWS an SQS queue; here an error log line naming the records.
+    onDropped: (dropped: { records: DynamoDBRecord[] }) =>
+      log(name).error({ records: dropped.records.map((r) => r.dynamodb?.SequenceNumber), keys: dropped.records.map(partitionKey) }, 'stream records dropped after retries'),
+    logger: log(name),
+  });
+  const convergence = createStreamDelivery({
+    source,
+    handler: filtered((event) => handleConvergence(event, convergenceContext), (record) => CONVERGENCE_PREFIXES.some((prefix) => partitionKey(record).startsWith(prefix))),
+    ...mapping('convergence'),
+  });
+  const status = createStreamDelivery({
+    source,
+    handler: filtered(statusHandler, (record) => (record.eventName === 'INSERT' || record.eventName === 'MODIFY') && partitionKey(record).startsWith('OBJECT#')),
+    ...mapping('status'),
+  });
+  const expire = every(opts.expireEveryMs, () => handleExpire(expireContext), 'expire', opts.logger);
+  const resync = every(opts.resyncEveryMs, () => handleResync(resyncContext, conditionResync), 'resync', opts.logger);
+  let url: FunctionUrlServer;
+  try {
+    url = await startFunctionUrl({ handler: queryHandler, token: opts.queryToken, port: opts.queryPort, logger: log('query') });
+  } catch (error) {
+    await Promise.all([expire.stop(), resync.stop(), convergence.stop(), status.stop()]);
+    throw error;
+  }
+  return {
+    name: 'functions',
+    queryUrl: url.url,
+    deliveries: { convergence, status },
+    async runSchedulesNow() {
+      await handleExpire(expireContext);
+      await handleResync(resyncContext, conditionResync);
+    },
+    async close() {
+      await url.close();
+      conditionResync?.close();
+      await Promise.all([expire.stop(), resync.stop()]);
+      await status.stop();
+      await convergence.stop();
+    },
+  };
+}

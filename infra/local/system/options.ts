@@ -1,0 +1,66 @@
+// Options of the whole local system (`npm start`, tests), with the embedded defaults. Validated with
+// zod at the edge so a bad flag is a clear message, never a half-started system.
+import { z } from 'zod';
+
+export const localSystemOptionsSchema = z
+  .object({
+    /** Simulated Envoys (ADS SotW, all four types, wildcard). */
+    envoys: z.number().int().min(0).max(5000).default(8),
+    /** Real @grpc/grpc-js-xds clients (each its own node id and ADS stream). */
+    grpcClients: z.number().int().min(0).max(50).default(2),
+    /** Sample HTTPProxy objects applied at start. */
+    objects: z.number().int().min(0).max(500).default(3),
+    /** Fraction of the simulated Envoys that NACK the clusters of the first sample object. */
+    nackRate: z.number().min(0).max(1).default(0),
+    /** Simulated Envoys that ACK only after `slowAckMs` (longer than the ACK timeout: reported stuck first). */
+    slowEnvoys: z.number().int().min(0).default(0),
+    slowAckMs: z.number().int().min(0).default(15_000),
+    /** Control-plane replicas (Lease leader election; only the leader writes status). */
+    controlPlaneReplicas: z.number().int().min(1).max(5).default(2),
+    /**
+     * First port of a fixed layout (kube, dynamo, control planes, gateway xDS/ops, query); 0 = random
+     * ports (tests). The layout is documented in docs/OPERATIONS.md.
+     */
+    portBase: z.number().int().min(0).max(65_000).default(0),
+    /** Where the kubeconfig and logs go (default: a fresh temporary directory). */
+    stateDir: z.string().min(1).optional(),
+    /** Bearer token the local function URL requires (default: random). */
+    queryToken: z.string().min(16).optional(),
+    tableName: z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/).default('xds-programmed'),
+    conditionType: z.string().min(1).default('EnvoyProgrammed'),
+    /** Gateway and convergence: an unanswered response is STUCK after this. */
+    ackTimeoutMs: z.number().int().positive().default(10_000),
+    /** Convergence/query: an Envoy not seen for this long leaves the denominator. */
+    envoyTtlMs: z.number().int().positive().default(120_000),
+    /** Local schedules (AWS: expire every minute, resync every 15 minutes). */
+    expireEveryMs: z.number().int().positive().default(15_000),
+    resyncEveryMs: z.number().int().positive().default(60_000),
+    /** Stream delivery batching window (AWS mapping in serverless.yml: 1 s). */
+    batchWindowMs: z.number().int().min(0).default(200),
+  })
+  .strict();
+
+export type LocalSystemOptions = z.input<typeof localSystemOptionsSchema>;
+export type ResolvedSystemOptions = z.output<typeof localSystemOptionsSchema>;
+
+/** Fixed port layout from `--port-base` (so bookmarks and scripts keep working across restarts). */
+export interface PortLayout {
+  kube: number;
+  dynamo: number;
+  controlPlane: (replica: number) => number;
+  gatewayXds: number;
+  gatewayOps: number;
+  query: number;
+}
+
+export function portLayout(base: number): PortLayout {
+  if (base === 0) return { kube: 0, dynamo: 0, controlPlane: () => 0, gatewayXds: 0, gatewayOps: 0, query: 0 };
+  return {
+    kube: base,
+    dynamo: base + 1,
+    query: base + 2,
+    gatewayXds: base + 3,
+    gatewayOps: base + 4,
+    controlPlane: (replica) => base + 10 + replica,
+  };
+}

@@ -1,0 +1,57 @@
+// Sample HTTPProxy objects applied at start: sample-<i> routes `sample-<i>.local` to service app-<i>,
+// each service its own cluster (so one object's cluster can be singled out, e.g. for NACK demos).
+export const SAMPLE_NAMESPACE = 'default';
+export const SAMPLE_SERVICE_PORT = 8080;
+export const HTTPPROXY_API_PATH = '/apis/projectcontour.io/v1';
+
+export function sampleName(index: number): string {
+  return `sample-${index}`;
+}
+
+export function sampleFqdn(index: number): string {
+  return `${sampleName(index)}.local`;
+}
+
+export function sampleService(index: number): string {
+  return `app-${index}`;
+}
+
+/**
+ * A second service per sample, with Endpoints too, so a demo (or test) can move a route to it: the
+ * change shows up as a new cluster name, which an Envoy's ground truth can be checked for.
+ */
+export function sampleCanaryService(index: number): string {
+  return `app-${index}-canary`;
+}
+
+/** Prefix of the cluster the reference control plane builds for sample `index` (`ns/service/port`). */
+export function sampleClusterPrefix(index: number): string {
+  return `${SAMPLE_NAMESPACE}/${sampleService(index)}/`;
+}
+
+export function sampleProxy(index: number): Record<string, unknown> {
+  return {
+    apiVersion: 'projectcontour.io/v1',
+    kind: 'HTTPProxy',
+    metadata: { name: sampleName(index), namespace: SAMPLE_NAMESPACE, labels: { 'app.kubernetes.io/part-of': 'xds-programmed-sample' } },
+    spec: {
+      virtualhost: { fqdn: sampleFqdn(index) },
+      routes: [{ conditions: [{ prefix: '/' }], services: [{ name: sampleService(index), port: SAMPLE_SERVICE_PORT }] }],
+    },
+  };
+}
+
+/** Creates the samples (an existing one is left as it is). */
+export async function applySamples(kubeUrl: string, count: number): Promise<string[]> {
+  const names: string[] = [];
+  for (let index = 0; index < count; index++) {
+    const response = await fetch(`${kubeUrl}${HTTPPROXY_API_PATH}/namespaces/${SAMPLE_NAMESPACE}/httpproxies`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(sampleProxy(index)),
+    });
+    if (response.status !== 201 && response.status !== 409) throw new Error(`creating ${sampleName(index)} failed: HTTP ${response.status} ${await response.text()}`);
+    names.push(sampleName(index));
+  }
+  return names;
+}

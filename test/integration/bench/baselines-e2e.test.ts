@@ -1,0 +1,41 @@
+// The bench's measuring machinery on a tiny fleet (real servers, real HTTP probes, real watch): it
+// checks the counts and that every object reaches its end state, never how fast.
+import { runIstioBaseline, runKnativeBaseline } from '../../../bench/baselines';
+import { runE2e } from '../../../bench/e2e';
+
+const tiny = { envoys: 3, objects: 2, changed: 2, timeoutMs: 60_000 };
+
+describe('bench baselines (3 Envoys × 2 objects)', () => {
+  it('Knative-style prober probes every (object, Envoy) pair until all answer the new hash', async () => {
+    const result = await runKnativeBaseline(tiny);
+    expect(result.changeToReadyMs.count).toBe(2);
+    // At least one successful probe per pair; failures are retried, so requests = pairs + failures.
+    expect(result.probeRequests).toBe(tiny.envoys * tiny.changed + result.probeFailures);
+    expect(result.changeToReadyMs.p50).toBeGreaterThanOrEqual(200); // the published initial delay
+    expect(result.floorAllObjectsSeconds).toBeCloseTo((3 * 2) / 50);
+  }, 90_000);
+
+  it('Istio-style reporter writes status while in progress and ends Reconciled for every object', async () => {
+    const result = await runIstioBaseline(tiny);
+    expect(result.changeToReconciledMs.count).toBe(2);
+    // The first report comes 500 ms in, so there are in-progress ticks before it: > 1 write per object.
+    expect(result.statusWritesPerObjectGeneration).toBeGreaterThan(1);
+    expect(result.statusWrites).toBe(result.statusWritesPerObjectGeneration * 2);
+    expect(result.reportWrites).toBeGreaterThanOrEqual(1);
+  }, 90_000);
+});
+
+describe('bench e2e (3 Envoys × 2 objects, whole local system)', () => {
+  it('sees every object True at the new generation and counts its writes and requests', async () => {
+    const result = await runE2e({ envoys: 3, objects: 2, phaseTimeoutMs: 60_000, patchConcurrency: 2 });
+    expect(result.changeToTrueMs.count).toBe(2);
+    expect(result.lastAckToTrueMs.count).toBe(2);
+    // The condition can only be True after the last Envoy ACKed the generation.
+    expect(result.lastAckToTrueMs.p50).toBeGreaterThanOrEqual(0);
+    expect(result.changeToLastAckMs.max).toBeLessThanOrEqual(result.changeToTrueMs.max);
+    expect(result.kubeConditionWritesPerObjectGeneration.generation2).toBeGreaterThanOrEqual(1);
+    expect(result.dynamo.writeRequests).toBeGreaterThan(0);
+    expect(result.acks).toBeGreaterThanOrEqual(3 * 2); // every Envoy ACKs at least the new CDS and EDS
+    expect(result.functionInvocations.status).toBeGreaterThan(0);
+  }, 120_000);
+});

@@ -1,0 +1,63 @@
+// Shared by the system and CLI tests: the real kubectl (own HOME, so its discovery cache is ours),
+// the CLI through its bin shim (a real child process), and polling.
+import { execFile, spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const REPO_ROOT = join(__dirname, '..', '..', '..');
+export const CLI_SHIM = join(REPO_ROOT, 'scripts', 'xds-programmed.cjs');
+
+export interface ProcessResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function kubectl(kubeconfig: string, home: string, args: string[], timeoutMs = 90_000): Promise<ProcessResult> {
+  mkdirSync(home, { recursive: true });
+  return new Promise((resolve) => {
+    const child = execFile('/usr/bin/kubectl', ['--kubeconfig', kubeconfig, ...args], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: home }, timeout: timeoutMs }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
+    });
+    child.stdin?.end();
+  });
+}
+
+/** Runs `xds-programmed <args>` as a user would (the package.json bin shim), with only the given environment. */
+export function cli(args: string[], env: Record<string, string> = {}, timeoutMs = 90_000): Promise<ProcessResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI_SHIM, ...args], {
+      cwd: '/tmp',
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', NO_COLOR: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout, stderr });
+    });
+  });
+}
+
+export async function eventually<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, description: string, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${description}${last === undefined ? '' : ` (last error: ${String(last)})`}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export function patchSpec(serviceName: string, fqdn: string, prefix = '/'): string {
+  return JSON.stringify({ spec: { virtualhost: { fqdn }, routes: [{ conditions: [{ prefix }], services: [{ name: serviceName, port: 8080 }] }] } });
+}

@@ -1,0 +1,91 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { evaluateTargets, renderReadme } from '../../../bench/support/readme';
+import { mergeRuns, type BenchResults, type SizeRun } from '../../../bench/support/results';
+import { parseSizes, writeReport } from '../../../bench/report';
+import type { E2eResult } from '../../../bench/e2e';
+
+const summary = (p50: number, p99: number) => ({ count: 10, p50, p99, max: p99 });
+
+function e2e(envoys: number, objects: number, ackToTrueP99: number, writesMax: number, itemWritesPerAck: number): E2eResult {
+  return {
+    conditions: 'test',
+    envoys,
+    objects,
+    changed: objects,
+    initialConvergenceMs: 1000,
+    lastAckToTrueMs: summary(100, ackToTrueP99),
+    changeToTrueMs: summary(200, ackToTrueP99 + 100),
+    changeToLastAckMs: summary(50, 100),
+    kubeConditionWritesPerObjectGeneration: { generation1: 1, generation2: 1, max: writesMax },
+    dynamo: { requests: 10, writeRequests: 5, itemWrites: 5, readRequests: 5, writesPerChange: 1, readsPerChange: 1, itemWritesPerAck },
+    acks: 100,
+    ackEventsPerSecond: 50,
+    functionInvocations: { convergence: 1, status: 1, perChange: 2 },
+    process: { cpuSecondsDuringChange: 1, rssMiB: 300, rssKiBPerEnvoy: 3000 },
+    changePhaseMs: 2000,
+    timeline: [],
+    conditionSequenceExample: [],
+  };
+}
+
+function sizeRun(envoys: number, objects: number, extra: Partial<SizeRun> = {}): SizeRun {
+  return { envoys, objects, changed: 10, finishedAt: '2026-11-29T00:00:00Z', durationSeconds: 1, errors: [], ...extra };
+}
+
+describe('bench report', () => {
+  it('parses sizes and rejects junk', () => {
+    expect(parseSizes('100x100, 1000X500')).toEqual([{ envoys: 100, objects: 100 }, { envoys: 1000, objects: 500 }]);
+    expect(() => parseSizes('100by100')).toThrow(/not a size/);
+    expect(() => parseSizes('0x5')).toThrow(/positive/);
+  });
+
+  it('merges runs by size, newest wins, sorted', () => {
+    const merged = mergeRuns([sizeRun(1000, 500, { durationSeconds: 1 }), sizeRun(100, 100)], [sizeRun(1000, 500, { durationSeconds: 2 })]);
+    expect(merged.map((r) => [r.envoys, r.durationSeconds])).toEqual([[100, 1], [1000, 2]]);
+  });
+
+  it('judges targets with their gap, and says "not measured" rather than guessing', () => {
+    const results: BenchResults = {
+      machine: 'test',
+      runs: [
+        sizeRun(100, 100, { e2e: e2e(100, 100, 100, 2, 0.5) }),
+        sizeRun(1000, 500, {
+          e2e: e2e(1000, 500, 500, 3, 2),
+          gateway: {
+            changes: 3,
+            direct: { mode: 'direct', envoys: 1000, deliveryP50Ms: 10, deliveryP99Ms: 100, relayRssPerStreamKiB: undefined, relayHeapPerStreamKiB: undefined },
+            relay: { mode: 'relay', envoys: 1000, deliveryP50Ms: 11, deliveryP99Ms: 110, relayRssPerStreamKiB: 80, relayHeapPerStreamKiB: 20 },
+          },
+        }),
+      ],
+    };
+    const byId = new Map(evaluateTargets(results).map((t) => [t.id, t]));
+    expect(byId.get('ack-to-true')).toMatchObject({ verdict: 'missed', measured: '500 ms', conditions: '1000x500' });
+    expect(byId.get('ack-to-true')?.gap).toContain('2×');
+    expect(byId.get('gateway-ratio')).toMatchObject({ verdict: 'met', measured: '1.1×' });
+    expect(byId.get('rss-per-stream')).toMatchObject({ verdict: 'missed' });
+    expect(byId.get('k8s-writes')).toMatchObject({ verdict: 'missed', measured: '3' });
+    expect(byId.get('dynamo-per-ack')).toMatchObject({ verdict: 'missed' });
+    expect(byId.get('fleet-5000')).toMatchObject({ verdict: 'not measured', measured: '1000 Envoys', conditions: 'largest fleet run: 1000' });
+    expect(byId.get('convergence-flat')).toMatchObject({ verdict: 'not measured' });
+    const readme = renderReadme(results);
+    expect(readme).toContain('## Targets');
+    expect(readme).toContain('| 1000x500 |');
+    expect(readme).toContain('### Why');
+  });
+
+  it('writes results.json, README.md and three SVG plots', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-report-'));
+    try {
+      const results: BenchResults = { machine: 'test', runs: [sizeRun(100, 100, { e2e: e2e(100, 100, 100, 1, 0.5) })] };
+      const written = writeReport(dir, results);
+      expect(written.map((f) => f.slice(dir.length + 1)).sort()).toEqual(['README.md', 'latency.svg', 'requests.svg', 'results.json', 'writes.svg']);
+      expect(JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8'))).toEqual(results);
+      expect(readFileSync(join(dir, 'latency.svg'), 'utf8')).toContain('ours: last ACK → True');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
