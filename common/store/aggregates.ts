@@ -235,3 +235,29 @@ export class DynamoAggregateStore implements AggregateStore {
 function plainRef(ref: ObjectRef): ObjectRef {
   return { group: ref.group, kind: ref.kind, namespace: ref.namespace, name: ref.name };
 }
+
+const MAX_REGISTRY_ATTEMPTS = 10;
+
+/**
+ * Raises the registry's heartbeat of each lineage to at least the given time (read, merge, conditional
+ * put on the registry's version; retried on conflict). Used by the convergence function for LINEAGE
+ * records and by the gateway to register a new lineage before it writes any state on it.
+ */
+export async function registerLineageHeartbeats(aggregates: AggregateStore, heartbeats: ReadonlyMap<string, number>): Promise<void> {
+  for (let attempt = 1; attempt <= MAX_REGISTRY_ATTEMPTS; attempt++) {
+    const registry = await aggregates.getLineageRegistry();
+    const next: LineageRegistry = { v: registry.v + 1, lineages: { ...registry.lineages } };
+    let changed = false;
+    for (const [lineage, heartbeatAt] of heartbeats) {
+      if ((next.lineages[lineage] ?? -1) < heartbeatAt) {
+        next.lineages[lineage] = heartbeatAt;
+        changed = true;
+      }
+    }
+    if (!changed) return;
+    // The registry is written from v 1 on, so v 0 means "absent": create it.
+    const outcome = await aggregates.putLineageRegistry(next, registry.v === 0 ? undefined : registry.v);
+    if (outcome === 'written') return;
+  }
+  throw new Error(`lineage registry: still conflicting after ${MAX_REGISTRY_ATTEMPTS} attempts`);
+}

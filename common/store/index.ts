@@ -13,6 +13,8 @@ export { batchPut, BATCH_WRITE_MAX_ITEMS, fullJitterDelay, UnwrittenItemsError }
 export type { BatchWriteOptions, BatchWriteReport, KeyedItem, UnwrittenItem } from './batch-write';
 export { createStoreClients, retryModes, storeClientConfigFromEnv, storeClientConfigSchema } from './client';
 export type { RetryMode, StoreClientConfig, StoreClients, StoreClientSeams } from './client';
+export { DynamoAggregateStore, registerLineageHeartbeats } from './aggregates';
+export type { DynamoAggregateStoreOptions } from './aggregates';
 export { DynamoEventStore, eventKeyOf } from './dynamo-store';
 export type { DynamoEventStoreOptions, DynamoPutEventsResult, FailedEvent } from './dynamo-store';
 export { InvalidStoreInputError } from './errors';

@@ -16,13 +16,11 @@ import {
   memberFromEnvoyState,
   objectGenerationFromItem,
   shardOf,
-  type AggregateStore,
   type EnvoyState,
   type EventStore,
-  type LineageRegistry,
   type ObjectGeneration,
 } from '../../common/core';
-import { parseStreamImage } from '../../common/store';
+import { parseStreamImage, registerLineageHeartbeats } from '../../common/store';
 import { shardKeyOf, updateShard, type MemberUpdate } from './aggregate-updates';
 import { AggregateSnapshot, candidateKey, evaluateAll, indexPending, pendingOn, supersedeOlder, type Candidate, type EvaluationDeps } from './evaluate';
 
@@ -40,7 +38,6 @@ export interface BatchReport {
   failed: number;
 }
 
-const MAX_REGISTRY_ATTEMPTS = 10;
 
 // Stream records are external input: a damaged one (wrong attribute types, null images) must be
 // skipped with a reason, never throw — a thrown batch is retried whole and would block the shard.
@@ -71,24 +68,8 @@ export function memberUpdatesFor(oldState: EnvoyState | undefined, newState: Env
   return updates;
 }
 
-export async function updateRegistry(aggregates: AggregateStore, heartbeats: Map<string, number>): Promise<void> {
-  for (let attempt = 1; attempt <= MAX_REGISTRY_ATTEMPTS; attempt++) {
-    const registry = await aggregates.getLineageRegistry();
-    const next: LineageRegistry = { v: registry.v + 1, lineages: { ...registry.lineages } };
-    let changed = false;
-    for (const [lineage, heartbeatAt] of heartbeats) {
-      if ((next.lineages[lineage] ?? -1) < heartbeatAt) {
-        next.lineages[lineage] = heartbeatAt;
-        changed = true;
-      }
-    }
-    if (!changed) return;
-    // The registry is written from v 1 on, so v 0 means "absent": create it.
-    const outcome = await aggregates.putLineageRegistry(next, registry.v === 0 ? undefined : registry.v);
-    if (outcome === 'written') return;
-  }
-  throw new Error(`lineage registry: still conflicting after ${MAX_REGISTRY_ATTEMPTS} attempts`);
-}
+/** Heartbeats from LINEAGE records into the lineage registry (the gateway also registers ahead). */
+export const updateRegistry = registerLineageHeartbeats;
 
 function watermarksChanged(oldRecord: ObjectGeneration | undefined, newRecord: ObjectGeneration): boolean {
   if (oldRecord === undefined) return true;

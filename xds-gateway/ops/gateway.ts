@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { groupByCluster, groupByMetadata, type Clock, type NodeGroupKeyFn } from '../../common/core';
-import { createEventStore, ensureTable, type DynamoEventStore, type StoreClientSeams } from '../../common/store';
+import { createEventStore, documentOperations, DynamoAggregateStore, ensureTable, registerLineageHeartbeats, type DynamoEventStore, type StoreClientSeams } from '../../common/store';
 import { startRelay, type Relay, type RelayListenTls, type RelayUpstreamTls } from '../relay';
 import { ObservedGenerationBarrier } from '../tracking/barrier';
 import { EnvoyTracker } from '../tracking/envoy-tracker';
@@ -145,6 +145,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
   await probeStore();
 
   // --- tracking
+  const lineageRegistry = new DynamoAggregateStore({ tableName: config.table, operations: documentOperations(clients.documentClient), logger: log.child({ component: 'store' }) });
   const recorder = new Recorder({
     store,
     logger: log.child({ component: 'recorder' }),
@@ -154,6 +155,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     stateWriteConcurrency: config.stateWriteConcurrency,
     mergeEnvoyState,
     metrics: metrics.recorder,
+    // Write-ahead registration of each new lineage in the convergence registry (docs/CONVERGENCE.md).
+    registerLineage: (lineage, heartbeatAt) => registerLineageHeartbeats(lineageRegistry, new Map([[lineage, heartbeatAt]])),
   });
   const tracker = new EnvoyTracker({
     recorder,

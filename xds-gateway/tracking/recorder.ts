@@ -60,6 +60,14 @@ export interface RecorderOptions {
    */
   mergeEnvoyState?: (ours: EnvoyState, stored: EnvoyState | undefined) => EnvoyState;
   metrics?: RecorderMetrics;
+  /**
+   * Registers a lineage in the convergence functions' lineage registry before its first LINEAGE item
+   * (and so before any Envoy state on it) is written. Without it a new lineage is invisible to
+   * evaluation until its LINEAGE stream record has been processed, and its Envoys could be missing
+   * from the denominator (docs/CONVERGENCE.md, "The denominator"). Failures hold the lineage write,
+   * and with it the states it covers, until a later flush.
+   */
+  registerLineage?: (lineage: string, heartbeatAt: number) => Promise<void>;
 }
 
 export interface RecorderStats {
@@ -116,6 +124,9 @@ const MAX_EVENT_CHUNKS_PER_FLUSH = 10;
 
 export class Recorder {
   private readonly store: EventStore;
+  private readonly registerLineage: ((lineage: string, heartbeatAt: number) => Promise<void>) | undefined;
+  /** Lineages this process has registered (a lineage is one process lifetime: never unregistered here). */
+  private readonly registeredLineages = new Set<string>();
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly random: () => number;
@@ -151,6 +162,7 @@ export class Recorder {
   private readonly counters = { eventsWritten: 0, eventsRejected: 0, failedAttempts: 0, consecutiveFailures: 0 };
 
   constructor(options: RecorderOptions) {
+    this.registerLineage = options.registerLineage;
     this.store = options.store;
     this.logger = options.logger;
     this.clock = options.clock;
@@ -517,6 +529,16 @@ export class Recorder {
   }
 
   private async writeLineageState(ours: LineageState): Promise<boolean> {
+    if (this.registerLineage !== undefined && !this.registeredLineages.has(ours.lineage)) {
+      try {
+        await this.registerLineage(ours.lineage, ours.heartbeatAt);
+        this.registeredLineages.add(ours.lineage);
+      } catch (error) {
+        this.metrics?.writeFailed('lineageState');
+        this.logger.warn({ lineage: ours.lineage, err: describeError(error) }, 'lineage registration failed; will retry');
+        return false;
+      }
+    }
     let expectedRev = this.lineageRevs.get(ours.lineage)?.rev;
     // The lineage item is ours alone (one process lifetime); a conflict can only be our own earlier
     // write whose answer was lost, so we overwrite with the stored rev + 1.

@@ -1,0 +1,185 @@
+// The invariants of issue 8, checked against ground truth that the system under test cannot
+// influence: the simulated Envoys' own records (what each accepted or rejected, when it connected
+// or went away), the bytes they received (provenance stamps, ./content.ts) and the control planes'
+// rebuild logs (which type's content can reflect an object at all).
+import type { GroundTruth, ConnectionEvent } from '../../infra/local/envoys';
+import type { RebuildLog } from '../../infra/local/control-plane/rebuild-log';
+import { TYPE_SHORT_NAMES, type ResourceTypeUrl } from '../../common/xds';
+import type { ConditionWrite } from './observer';
+
+export type InvariantId = 'I1-true-only-when-programmed' | 'I2-nack-shown' | 'I3-recovery' | 'I4-bounded-writes' | 'I5-no-drift' | 'checker';
+
+export interface Violation {
+  invariant: InvariantId;
+  detail: string;
+  /** A violation matching the known race (an Envoy that joined moments before the write): reported, not failing. */
+  known?: boolean;
+}
+
+/** What each response contained (./content.ts), by type URL and version. */
+export interface ContentLookup {
+  sources(typeUrl: string, versionInfo: string): ReadonlySet<string> | undefined;
+}
+
+export interface TruthInputs {
+  truth: GroundTruth;
+  contents: ContentLookup;
+  rebuildLogs: ReadonlyArray<Pick<RebuildLog, 'all'>>;
+  subscribedTypes: readonly string[];
+  envoyTtlMs: number;
+  envoyHeartbeatMs: number;
+  /** `group/kind/namespace/` prefix of the tracked objects' source refs. */
+  sourcePrefix: string;
+}
+
+/** Slack for the gap between a write and the watch delivering it, and timer jitter. */
+const LIVENESS_SLACK_MS = 250;
+/** An Envoy whose first connection is this recent may not yet be in the aggregates (the known race). */
+export const JOIN_RACE_MS = 2000;
+
+/**
+ * Whether the Envoy must be counted at `at`. A connection counts once established: the Envoy heard
+ * from the server on it (a response received, ACKed or NACKed) at or before `at`; an attempt still
+ * failing (the gateway is down, the channel in backoff) is invisible to the system, which can only
+ * count what some gateway saw. Gone (disconnect, vanish, stream error, or an attempt not yet
+ * established) since time g: the gateway last saw it at g − heartbeat at worst, and the system must
+ * count it until that sighting plus the TTL; to never flag an Envoy the system may lawfully have
+ * dropped, the window is TTL − heartbeat − slack.
+ */
+export function liveAt(connections: readonly ConnectionEvent[], at: number, ttlMs: number, heartbeatMs: number, heardAt?: readonly number[]): boolean {
+  // Without `heardAt`, every connection counts as established.
+  const established = (from: number, to: number): boolean => heardAt === undefined || heardAt.some((time) => time >= from && time <= to);
+  let goneAt: number | undefined;
+  let openSince: number | undefined;
+  for (const event of connections) {
+    if (event.at > at) break;
+    if (event.kind === 'connected') {
+      openSince = event.at;
+    } else {
+      if (openSince !== undefined && established(openSince, event.at)) goneAt = event.at;
+      openSince = undefined;
+    }
+  }
+  if (openSince !== undefined && established(openSince, at)) return true;
+  if (goneAt === undefined) return false;
+  return at - goneAt < ttlMs - heartbeatMs - LIVENESS_SLACK_MS;
+}
+
+/** Every time the Envoy heard from a server (accepted, NACKed, or last received), ascending order not required. */
+export function heardTimes(envoy: { types: ReadonlyMap<string, { accepted: ReadonlyArray<{ acceptedAt: number }>; nacks: ReadonlyArray<{ at: number }>; lastReceived: { at: number } | undefined }> }): number[] {
+  const times: number[] = [];
+  for (const type of envoy.types.values()) {
+    for (const accepted of type.accepted) times.push(accepted.acceptedAt);
+    for (const nack of type.nacks) times.push(nack.at);
+    if (type.lastReceived) times.push(type.lastReceived.at);
+  }
+  return times;
+}
+
+function shortName(typeUrl: string): 'CDS' | 'EDS' | 'LDS' | 'RDS' | 'SDS' | undefined {
+  return (TYPE_SHORT_NAMES as Record<string, 'CDS' | 'EDS' | 'LDS' | 'RDS' | 'SDS' | undefined>)[typeUrl as ResourceTypeUrl];
+}
+
+/** Types whose content reflects `object` in any rebuild of any replica (EDS, for one, never does). */
+export function typesReflecting(object: string, inputs: TruthInputs): string[] {
+  return inputs.subscribedTypes.filter((typeUrl) => {
+    const short = shortName(typeUrl);
+    if (!short) return false;
+    return inputs.rebuildLogs.some((log) => log.all().some((record) => record.contained[short].some((source) => source.startsWith(`${object}@`))));
+  });
+}
+
+function generationIn(sources: ReadonlySet<string>, object: string): number | undefined {
+  let best: number | undefined;
+  for (const source of sources) {
+    if (!source.startsWith(`${object}@`)) continue;
+    const generation = Number(source.slice(object.length + 1));
+    if (best === undefined || generation > best) best = generation;
+  }
+  return best;
+}
+
+/** Invariants 1 and 2 (its "never counts" half) on every True write. */
+export function checkTrueWrites(writes: readonly ConditionWrite[], inputs: TruthInputs): Violation[] {
+  const violations: Violation[] = [];
+  const reflecting = new Map<string, string[]>();
+  for (const write of writes) {
+    if (write.condition.status !== 'True') continue;
+    const object = `${inputs.sourcePrefix}${write.name}`;
+    const generation = write.condition.observedGeneration;
+    let types = reflecting.get(object);
+    if (!types) {
+      types = typesReflecting(object, inputs);
+      reflecting.set(object, types);
+    }
+    if (types.length === 0) {
+      violations.push({ invariant: 'checker', detail: `${write.name}: no rebuild reflects it, cannot check the True write at generation ${generation}` });
+      continue;
+    }
+    for (const nodeId of inputs.truth.nodeIds()) {
+      const envoy = inputs.truth.envoyTruth(nodeId);
+      if (!envoy || !liveAt(envoy.connections, write.at, inputs.envoyTtlMs, inputs.envoyHeartbeatMs, heardTimes(envoy))) continue;
+      for (const typeUrl of types) {
+        const accepted = envoy.types.get(typeUrl)?.accepted ?? [];
+        let latest: (typeof accepted)[number] | undefined;
+        for (const record of accepted) if (record.acceptedAt <= write.at) latest = record;
+        const sources = latest ? inputs.contents.sources(typeUrl, latest.versionInfo) : undefined;
+        const has = sources ? generationIn(sources, object) : undefined;
+        if (has !== undefined && has >= generation) continue;
+        const firstConnect = envoy.connections.find((event) => event.kind === 'connected');
+        const joinedRecently = firstConnect !== undefined && write.at - firstConnect.at < JOIN_RACE_MS;
+        const nacks = envoy.types.get(typeUrl)?.nacks.filter((nack) => nack.at <= write.at) ?? [];
+        const lastNack = nacks[nacks.length - 1];
+        violations.push({
+          invariant: 'I1-true-only-when-programmed',
+          known: joinedRecently,
+          detail:
+            `${write.name} True at generation ${generation} (seen ${new Date(write.at).toISOString()}) but ${nodeId} ` +
+            `had accepted ${shortName(typeUrl) ?? typeUrl} ${latest ? `${latest.versionInfo} containing generation ${has ?? 'none'}` : 'nothing'}` +
+            `${lastNack ? `; its last NACK: ${lastNack.versionInfo} "${lastNack.message}"` : ''}` +
+            `${joinedRecently ? ` (first connected ${write.at - (firstConnect?.at ?? 0)} ms earlier: the known join race)` : ''}`,
+        });
+      }
+    }
+  }
+  return violations;
+}
+
+/**
+ * Invariant 2, the message half: every Envoy a Rejected condition names as having rejected a type
+ * really sent a NACK for that type with that message (the condition quotes Envoy, never invents).
+ */
+export function checkRejectedMessages(writes: readonly ConditionWrite[], truth: GroundTruth): Violation[] {
+  const violations: Violation[] = [];
+  const quoted = /([A-Za-z0-9._-]+) rejected (CDS|EDS|LDS|RDS|SDS): ([^;]*)/g;
+  for (const write of writes) {
+    if (write.condition.reason !== 'Rejected') continue;
+    const quotes = [...write.condition.message.matchAll(quoted)];
+    if (quotes.length === 0) violations.push({ invariant: 'I2-nack-shown', detail: `${write.name} Rejected without quoting any Envoy: "${write.condition.message}"` });
+    for (const [, nodeId = '', type = '', message = ''] of quotes) {
+      const envoy = truth.envoyTruth(nodeId);
+      const nacks = envoy ? [...envoy.types.values()].filter((t) => shortName(t.typeUrl) === type).flatMap((t) => t.nacks) : [];
+      const prefix = message.trim().replace(/…$/, '').slice(0, 60);
+      if (!nacks.some((nack) => nack.at <= write.at && nack.message.startsWith(prefix))) {
+        violations.push({ invariant: 'I2-nack-shown', detail: `${write.name} says ${nodeId} rejected ${type} ("${prefix}") but that Envoy sent no such NACK before the write` });
+      }
+    }
+  }
+  return violations;
+}
+
+/** Invariant 4: writes of the condition per object per generation stay bounded (no per-Envoy churn). */
+export function checkWriteCounts(writes: readonly ConditionWrite[], bound: number): { violations: Violation[]; max: number } {
+  const counts = new Map<string, number>();
+  for (const write of writes) {
+    const key = `${write.name}@${write.condition.observedGeneration}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  let max = 0;
+  const violations: Violation[] = [];
+  for (const [key, count] of counts) {
+    max = Math.max(max, count);
+    if (count > bound) violations.push({ invariant: 'I4-bounded-writes', detail: `${key}: ${count} condition writes (bound ${bound})` });
+  }
+  return { violations, max };
+}

@@ -1,0 +1,193 @@
+// The harness of one truth run: the objects and their generations, the fleet as the schedule sees it
+// (indexes over the Envoys still around), and the application of each fault step to the system.
+import type { Logger } from 'pino';
+import { DEFAULT_BEHAVIOUR, parseBehaviour, type SimEnvoy } from '../../infra/local/envoys';
+import { HTTPPROXY_API_PATH, SAMPLE_NAMESPACE, sampleCanaryService, sampleName, sampleProxy, sampleService, SAMPLE_SERVICE_PORT } from '../../infra/local/system/samples';
+import { statusStorm } from './competitor';
+import type { ResponseContents } from './content';
+import type { ConditionObserver } from './observer';
+import type { FaultStep } from './schedule';
+import { SUBSCRIBED_TYPES, type TruthSystem } from './system';
+
+export class Harness {
+  readonly envoys: SimEnvoy[] = [];
+  private readonly gone = new Set<string>();
+  /** Silently vanished Envoys whose streams are still open (a partition with no FIN/RST yet). */
+  private readonly partitioned: SimEnvoy[] = [];
+  private readonly generations = new Map<string, number>();
+  private changeCounter = 0;
+  private readonly storms: Array<Promise<void>> = [];
+  /** 409s the competing status writer met (each one a write it lost to someone else). */
+  stormConflicts = 0;
+
+  /** Waits for every competing-writer window still running. */
+  async stormsDone(): Promise<void> {
+    await Promise.all(this.storms.splice(0));
+  }
+
+  constructor(
+    readonly system: TruthSystem,
+    readonly observer: ConditionObserver,
+    readonly contents: ResponseContents,
+    private readonly objects: number,
+    private readonly logger: Logger,
+  ) {}
+
+  generation(name: string): number {
+    return this.generations.get(name) ?? 1;
+  }
+
+  async createObjects(): Promise<void> {
+    for (let index = 0; index < this.objects; index++) {
+      const response = await fetch(`${this.system.kube.url}${HTTPPROXY_API_PATH}/namespaces/${SAMPLE_NAMESPACE}/httpproxies`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(sampleProxy(index)),
+      });
+      if (response.status !== 201) throw new Error(`creating ${sampleName(index)}: HTTP ${response.status} ${await response.text()}`);
+      this.generations.set(sampleName(index), 1);
+    }
+  }
+
+  /** A spec change: a new route prefix every time (RDS changes), and the service moved or not (CDS). */
+  async changeSpec(object: number, canary: boolean): Promise<void> {
+    const name = sampleName(object);
+    const service = canary ? sampleCanaryService(object) : sampleService(object);
+    const patch = { spec: { routes: [{ conditions: [{ prefix: `/c${++this.changeCounter}` }], services: [{ name: service, port: SAMPLE_SERVICE_PORT }] }] } };
+    const response = await fetch(`${this.system.kube.url}${HTTPPROXY_API_PATH}/namespaces/${SAMPLE_NAMESPACE}/httpproxies/${name}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify(patch),
+    });
+    if (!response.ok) throw new Error(`patching ${name}: HTTP ${response.status} ${await response.text()}`);
+    const body = (await response.json()) as { metadata?: { generation?: number } };
+    this.generations.set(name, body.metadata?.generation ?? this.generation(name));
+  }
+
+  envoyAt(index: number): SimEnvoy | undefined {
+    const live = this.envoys.filter((envoy) => !this.gone.has(envoy.id));
+    return live.length === 0 ? undefined : live[index % live.length];
+  }
+
+  addEnvoy(): void {
+    this.envoys.push(this.system.addEnvoy());
+  }
+
+  /** Applies one step; returns whether it injected something. */
+  async apply(step: FaultStep): Promise<boolean> {
+    const faults = this.system.dynamo.local.faults;
+    switch (step.kind) {
+      case 'specChange':
+        await this.changeSpec(step.object, step.canary);
+        return true;
+      case 'ackDelay':
+        this.envoyAt(step.envoy)?.setBehaviour(parseBehaviour({ ackDelayMs: step.ms }));
+        return true;
+      case 'nack': {
+        // Envoy rejects any CDS update carrying the object's canary cluster; as in Envoy, a SotW NACK
+        // rejects the whole update, so every object's CDS change is blocked on that Envoy too.
+        const envoy = this.envoyAt(step.envoy);
+        envoy?.setBehaviour(parseBehaviour({ nackRules: [{ typeUrl: SUBSCRIBED_TYPES[0], resourceName: `^${SAMPLE_NAMESPACE}/${sampleCanaryService(step.object)}/`, message: `truth-checker: cluster ${sampleCanaryService(step.object)} rejected` }] }));
+        return envoy !== undefined;
+      }
+      case 'hang':
+        this.envoyAt(step.envoy)?.setBehaviour(parseBehaviour({ hang: true }));
+        return true;
+      case 'heal':
+        this.envoyAt(step.envoy)?.setBehaviour(DEFAULT_BEHAVIOUR);
+        return false;
+      case 'disconnect':
+        this.envoyAt(step.envoy)?.disconnect();
+        return true;
+      case 'reconnect': {
+        const envoy = this.envoyAt(step.envoy);
+        if (envoy?.status === 'disconnected') envoy.connect();
+        return false;
+      }
+      case 'vanish': {
+        const envoy = this.envoyAt(step.envoy);
+        if (!envoy) return false;
+        envoy.vanish(step.silent ? 'silent' : 'cancel');
+        this.gone.add(envoy.id);
+        if (step.silent) this.partitioned.push(envoy);
+        return true;
+      }
+      case 'join':
+        this.addEnvoy();
+        return true;
+      case 'dynamoThrottle':
+        faults.set({ throttleRate: step.rate, seed: Math.floor(step.rate * 1e6) });
+        return true;
+      case 'dynamoErrors':
+        faults.set(step.afterWrite ? { errorAfterWriteRate: step.rate, seed: Math.floor(step.rate * 1e6) } : { errorRate: step.rate, seed: Math.floor(step.rate * 1e6) });
+        return true;
+      case 'dynamoLatency':
+        faults.set({ latencyMs: step.ms });
+        return true;
+      case 'dynamoHeal':
+        faults.clear();
+        return false;
+      case 'leaderChange':
+        return false;
+      case 'statusStorm': {
+        // Runs beside the rest of the schedule; the heal waits for it.
+        const storm = statusStorm(this.system.kube.url, sampleName(step.object), step.ms).then((report) => {
+          this.stormConflicts += report.conflicts;
+          if (report.errors > 0) this.logger.warn({ report }, 'competing status writer: errors');
+        });
+        this.storms.push(storm);
+        return true;
+      }
+      case 'gatewayKill':
+        if (!this.system.gatewayProcess) return false;
+        await this.system.gatewayProcess.killAndRestart();
+        return true;
+    }
+  }
+
+  /** Ends every fault: DynamoDB healthy, every Envoy default behaviour and connected, fleet size restored. */
+  heal(targetEnvoys: number): void {
+    this.system.dynamo.local.faults.clear();
+    // A silent vanish leaves an open stream that never answers: to the gateway that is a stuck Envoy
+    // on a live connection, which rightly blocks True forever. The partition "heals" when the
+    // connection finally breaks (keepalive, RST): the streams are cancelled, and the TTL runs.
+    for (const envoy of this.partitioned.splice(0)) envoy.dispose();
+    for (const envoy of this.envoys) {
+      if (this.gone.has(envoy.id)) continue;
+      envoy.setBehaviour(DEFAULT_BEHAVIOUR);
+      if (envoy.status === 'disconnected') envoy.connect();
+    }
+    while (this.envoys.filter((envoy) => !this.gone.has(envoy.id)).length < targetEnvoys) this.addEnvoy();
+  }
+
+  allProgrammed(): boolean {
+    for (let index = 0; index < this.objects; index++) {
+      const name = sampleName(index);
+      const condition = this.observer.current(name)?.condition;
+      if (condition?.status !== 'True' || condition.observedGeneration !== this.generation(name)) return false;
+    }
+    return true;
+  }
+
+  describeObjects(): string {
+    return Array.from({ length: this.objects }, (_, index) => {
+      const name = sampleName(index);
+      const condition = this.observer.current(name)?.condition;
+      return `${name} gen ${this.generation(name)}: ${condition ? `${condition.status}/${condition.reason}@${condition.observedGeneration} "${condition.message.slice(0, 160)}"` : 'no condition'}`;
+    }).join('\n  ');
+  }
+
+  /** Each Envoy's own view (ground truth): connection status, and per type last received / accepted. */
+  describeEnvoys(): string {
+    const truth = this.system.fleet.truth;
+    return this.envoys
+      .map((envoy) => {
+        const types = [...(truth.envoyTruth(envoy.id)?.types.values() ?? [])].map((t) => {
+          const accepted = t.accepted[t.accepted.length - 1];
+          return `${t.typeUrl.split('.').pop() ?? t.typeUrl} rcv ${t.lastReceived?.versionInfo ?? '-'} acc ${accepted?.versionInfo ?? '-'}${t.nacks.length ? ` nacks ${t.nacks.length}` : ''}`;
+        });
+        return `${envoy.id} ${envoy.status}: ${types.join(', ')}`;
+      })
+      .join('\n  ');
+  }
+}

@@ -1,0 +1,70 @@
+// The truth checker's command: `npx tsx test/truth/run.ts --schedules 50 --seed N`.
+// Exit code 0 when no invariant was violated, 1 otherwise; a failure prints each failing seed, its
+// event trace and the violations, so `--seed <seed> --schedules 1` replays that schedule.
+import { Command, InvalidArgumentError } from 'commander';
+import pino from 'pino';
+import { runTruth, type ScheduleResult } from './runner';
+
+function positiveInt(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0) throw new InvalidArgumentError(`expected a non-negative integer, got "${value}"`);
+  return parsed;
+}
+
+function printFailure(result: ScheduleResult): void {
+  process.stdout.write(`\nFAILED schedule seed=${result.seed} (replay: npx tsx test/truth/run.ts --seed ${result.seed} --schedules 1)\n`);
+  process.stdout.write(`trace:\n${result.steps.map((step) => `  ${step}`).join('\n')}\n`);
+  process.stdout.write(`violations:\n${result.violations.map((v) => `  [${v.invariant}] ${v.detail}`).join('\n')}\n`);
+}
+
+async function main(): Promise<void> {
+  const program = new Command()
+    .name('truth')
+    .description('Seeded randomized fault injection against the in-process system; checks the issue-8 invariants against the fleet ground truth.')
+    .option('--schedules <n>', 'number of schedules', positiveInt, 50)
+    .option('--seed <n>', 'seed of the first schedule (schedule i uses seed + i)', positiveInt, Date.now() % 1_000_000)
+    .option('--envoys <n>', 'simulated Envoys', positiveInt, 6)
+    .option('--objects <n>', 'HTTPProxy objects', positiveInt, 3)
+    .option('--steps <n>', 'fault steps per schedule', positiveInt, 12)
+    .option('--duration-ms <n>', 'window over which a schedule\'s steps are spread', positiveInt, 2500)
+    .option('--write-bound <n>', 'invariant 4: max condition writes per object per generation', positiveInt, 6)
+    .option('--recovery-budget-ms <n>', 'invariant 3: heal → every object True (default: TTL + 5 s = 9000)', positiveInt)
+    .option('--gateway-kill', 'run the gateway as a child process and SIGKILL + restart it in schedules', false)
+    .option('--log-level <level>', 'pino level for the system under test', 'silent')
+    .parse();
+  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; logLevel: string }>();
+  process.stdout.write(`truth: ${opts.schedules} schedules from seed ${opts.seed}, ${opts.envoys} Envoys, ${opts.objects} objects, ${opts.steps} steps each\n`);
+  const started = Date.now();
+  const report = await runTruth({
+    schedules: opts.schedules,
+    seed: opts.seed,
+    envoys: opts.envoys,
+    objects: opts.objects,
+    stepsPerSchedule: opts.steps,
+    scheduleDurationMs: opts.durationMs,
+    writeBound: opts.writeBound,
+    gatewayKill: opts.gatewayKill,
+    ...(opts.recoveryBudgetMs === undefined ? {} : { recoveryBudgetMs: opts.recoveryBudgetMs }),
+    logger: pino({ level: opts.logLevel }),
+    onSchedule: (result) => {
+      process.stdout.write(
+        `${result.seed < 0 ? 'NACK probe' : `seed ${result.seed}`}: ${result.faultsInjected} faults, ${result.nacksSeen} NACKs, ${result.trueWritesChecked} True writes checked, ` +
+          `recovery ${result.recoveryMs} ms, max writes/gen ${result.maxWritesPerGeneration}, known races ${result.knownRaces.length}, violations ${result.violations.length}\n`,
+      );
+      if (result.violations.length > 0) printFailure(result);
+    },
+  });
+  process.stdout.write(
+    `\nschedules ${report.schedules.length}, faults injected ${report.faultsInjected}, True writes checked ${report.trueWritesChecked}, ` +
+      `violations ${report.violations}, known races ${report.knownRaces}, max recovery ${report.maxRecoveryMs} ms, ` +
+      `max writes per object per generation ${report.maxWritesPerGeneration}, competing-writer 409s ${report.stormConflicts}, elapsed ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  );
+  process.stdout.write(`faults by kind: ${Object.entries(report.faultsByKind).sort().map(([kind, count]) => `${kind} ${count}`).join(', ')}\n`);
+  if (report.failedSeeds.length > 0) process.stdout.write(`failing seeds: ${report.failedSeeds.join(', ')}\n`);
+  process.exitCode = report.violations > 0 ? 1 : 0;
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`truth checker error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 2;
+});

@@ -1,0 +1,167 @@
+// The system under test, in one process, with settings small enough that a schedule takes seconds:
+// local DynamoDB (with its fault seam), the local Kubernetes API server, two control-plane replicas
+// (Lease election, provenance stamps), the gateway through its own startGateway with short
+// heartbeats, the functions on the table stream, and a simulated fleet owned by the checker (so each
+// Envoy's faults can be driven). Components are reused from infra/local/system, except the gateway
+// and the fleet, whose settings the checker needs to control.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../common/core';
+import { Fleet, type SimEnvoy } from '../../infra/local/envoys';
+import { startControlPlaneComponent, type ControlPlaneComponent } from '../../infra/local/system/control-plane';
+import { startDynamoComponent, type DynamoComponent } from '../../infra/local/system/dynamo';
+import { startBackendComponent, type BackendComponent } from '../../infra/local/system/fleet';
+import { startFunctionsComponent, type FunctionsComponent } from '../../infra/local/system/functions';
+import { startKubeComponent, type KubeComponent } from '../../infra/local/system/kube';
+import { HTTPPROXY_TRACKED_KIND } from '../../infra/local/system/system';
+import { SAMPLE_NAMESPACE, sampleCanaryService, sampleService } from '../../infra/local/system/samples';
+import { parseGatewayConfig } from '../../xds-gateway/ops/config';
+import { startGateway, type Gateway } from '../../xds-gateway/ops/gateway';
+import { startGatewayProcess, type GatewayProcess } from './gateway-process';
+
+export const CONDITION_TYPE = 'EnvoyProgrammed';
+export const SUBSCRIBED_TYPES = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL];
+
+/** Timing of the system under test. TTL must exceed the gateway's Envoy heartbeat (else idle Envoys expire). */
+export interface TruthTimings {
+  envoyTtlMs: number;
+  ackTimeoutMs: number;
+  envoyHeartbeatMs: number;
+  expireEveryMs: number;
+  batchWindowMs: number;
+}
+
+export const DEFAULT_TIMINGS: TruthTimings = {
+  envoyTtlMs: 4000,
+  ackTimeoutMs: 1500,
+  envoyHeartbeatMs: 1000,
+  expireEveryMs: 500,
+  batchWindowMs: 30,
+};
+
+export interface TruthSystem {
+  timings: TruthTimings;
+  dynamo: DynamoComponent;
+  kube: KubeComponent;
+  controlPlane: ControlPlaneComponent;
+  functions: FunctionsComponent;
+  fleet: Fleet;
+  gatewayAddress: string;
+  /** Set when the gateway runs as a child process: a SIGKILL + restart fault is available. */
+  gatewayProcess?: GatewayProcess;
+  /** Creates, connects and returns a new simulated Envoy (ADS SotW, all four types). */
+  addEnvoy(): SimEnvoy;
+  close(): Promise<void>;
+}
+
+export async function startGatewayForTruth(opts: { port: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; logger: Logger }): Promise<Gateway> {
+  const args: Record<string, string> = {
+    'listen-host': '127.0.0.1',
+    'listen-port': String(opts.port),
+    'ops-host': '127.0.0.1',
+    'ops-port': '0',
+    upstream: opts.upstream,
+    'instance-id': 'gw-truth',
+    table: opts.dynamo.tableName,
+    'dynamodb-endpoint': opts.dynamo.local.endpoint,
+    region: opts.dynamo.local.region,
+    'ack-timeout-ms': String(opts.timings.ackTimeoutMs),
+    watermarks: 'provenance',
+    'flush-interval-ms': '20',
+    'lineage-heartbeat-ms': String(opts.timings.envoyHeartbeatMs),
+    'envoy-heartbeat-ms': String(opts.timings.envoyHeartbeatMs),
+    'shutdown-grace-ms': '100',
+    'flush-timeout-ms': '3000',
+  };
+  const parsed = parseGatewayConfig(Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]), {});
+  if (parsed.kind !== 'ok') throw new Error(`gateway configuration: ${parsed.kind === 'error' ? parsed.message : 'help requested'}`);
+  const gateway = await startGateway(parsed.config, opts.logger.child({ component: 'gateway' }), { defaultMetrics: false });
+  const deadline = Date.now() + 20_000;
+  while (!gateway.ready()) {
+    if (Date.now() > deadline) {
+      await gateway.close();
+      throw new Error('gateway not ready after 20 s');
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return gateway;
+}
+
+export async function startTruthSystem(opts: { objects: number; envoys: number; timings?: TruthTimings; gatewayAsProcess?: boolean; logger: Logger }): Promise<TruthSystem> {
+  const timings = opts.timings ?? DEFAULT_TIMINGS;
+  const logger = opts.logger;
+  const stateDir = mkdtempSync(join(tmpdir(), 'xp-truth-'));
+  const closers: Array<() => Promise<void>> = [];
+  const closeAll = async (): Promise<void> => {
+    for (const close of closers.splice(0).reverse()) {
+      await close().catch((error: unknown) => logger.error({ err: error }, 'truth system: closing failed'));
+    }
+    rmSync(stateDir, { recursive: true, force: true });
+  };
+  try {
+    const dynamo = await startDynamoComponent({ port: 0, tableName: 'xds-programmed', logger });
+    closers.push(() => dynamo.close());
+    const kube = await startKubeComponent({ port: 0, stateDir, logger });
+    closers.push(() => kube.close());
+    const backend: BackendComponent = await startBackendComponent();
+    closers.push(() => backend.close());
+    const endpoints = Array.from({ length: opts.objects }, (_, index) =>
+      [sampleService(index), sampleCanaryService(index)].map((service) => ({ service, namespace: SAMPLE_NAMESPACE, ip: backend.backend.host, port: backend.backend.port })),
+    ).flat();
+    const controlPlane = await startControlPlaneComponent({ replicas: 2, port: () => 0, kubeConfig: kube.kubeConfig, endpoints, logger });
+    closers.push(() => controlPlane.close());
+    let gatewayAddress: string;
+    let gatewayProcess: GatewayProcess | undefined;
+    if (opts.gatewayAsProcess) {
+      const child = await startGatewayProcess({ upstream: controlPlane.addresses[0] ?? '', dynamo, timings, logger });
+      closers.push(() => child.close());
+      gatewayAddress = child.address;
+      gatewayProcess = child;
+    } else {
+      const gateway = await startGatewayForTruth({ port: 0, upstream: controlPlane.addresses[0] ?? '', dynamo, timings, logger });
+      closers.push(() => gateway.close());
+      gatewayAddress = `127.0.0.1:${gateway.xdsPort}`;
+    }
+    const functions = await startFunctionsComponent({
+      tableStreams: dynamo.local.tableStreams,
+      storeEnv: dynamo.storeEnv,
+      kubeconfigPath: kube.kubeconfigPath,
+      trackedKinds: [HTTPPROXY_TRACKED_KIND],
+      conditionType: CONDITION_TYPE,
+      ackTimeoutMs: timings.ackTimeoutMs,
+      envoyTtlMs: timings.envoyTtlMs,
+      expireEveryMs: timings.expireEveryMs,
+      // Resync repairs aggregate drift; the checker runs it itself at the end of each schedule and
+      // requires it to find nothing to fix (invariant 5), so the timer must not run first.
+      resyncEveryMs: 3_600_000,
+      batchWindowMs: timings.batchWindowMs,
+      queryPort: 0,
+      queryToken: 'truth-checker-query-token',
+      logger,
+    });
+    closers.push(() => functions.close());
+    const fleet = new Fleet({ target: gatewayAddress, channels: 2, logger: logger.child({ component: 'fleet' }) });
+    closers.push(async () => fleet.close());
+    let nextIndex = 0;
+    const addEnvoy = (): SimEnvoy => {
+      const index = nextIndex++;
+      const envoy = fleet.add({
+        node: { id: `envoy-${index}`, cluster: 'ingress', userAgentName: 'envoy' },
+        transport: 'ads',
+        protocol: 'sotw',
+        subscriptions: SUBSCRIBED_TYPES.map((typeUrl) => ({ typeUrl })),
+        reconnectOnError: true,
+        reconnectDelayMs: 200,
+      });
+      envoy.connect();
+      return envoy;
+    };
+    for (let index = 0; index < opts.envoys; index++) addEnvoy();
+    return { timings, dynamo, kube, controlPlane, functions, fleet, gatewayAddress, ...(gatewayProcess ? { gatewayProcess } : {}), addEnvoy, close: closeAll };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
