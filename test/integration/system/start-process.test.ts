@@ -17,6 +17,15 @@ interface Ready {
   componentsMs: number;
 }
 
+// The README's `npm start` is package.json's start script; this test runs that script's command
+// directly (tsx as a Node loader) so SIGINT reaches the process without npm in between.
+const START_SCRIPT = 'tsx infra/local/start.ts';
+
+test('npm start runs the script this file tests', () => {
+  const scripts = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  expect(scripts['start']).toBe(START_SCRIPT);
+});
+
 describe('npm start --no-ui (child process)', () => {
   let child: ChildProcess;
   let stdout = '';
