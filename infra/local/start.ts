@@ -136,13 +136,17 @@ async function main(): Promise<void> {
     });
   }
 
-  let stopping = false;
+  let stoppingSince: number | undefined;
   const stop = (signal: NodeJS.Signals): void => {
-    if (stopping) {
+    if (stoppingSince !== undefined) {
+      // Ctrl-C under `npm start` reaches this process more than once: the terminal signals the whole
+      // process group (npm, its shell, tsx and us) and npm and tsx each relay it too. Copies within a
+      // second are that one keypress; a later signal is the user insisting.
+      if (Date.now() - stoppingSince < 1000) return;
       process.stderr.write(`second ${signal}: exiting without waiting\n`);
       process.exit(1);
     }
-    stopping = true;
+    stoppingSince = Date.now();
     void (async () => {
       const startedAt = Date.now();
       await view?.stop();
