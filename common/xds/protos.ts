@@ -21,17 +21,26 @@ import {
 import type { AnyResource } from './types';
 
 /**
- * proto-loader options used for every service definition here. The message types in `types.ts` match
- * these; change both together.
+ * protobufjs message-to-object conversion shared by the loader options, `unpackAny` and the simulated
+ * Envoys' codec: longs/enums as strings, no defaults, empty arrays/objects present, oneof names set.
+ * It never sets `json`, so an `Any` stays `{type_url, value: Buffer}` (see LOADER_OPTIONS).
  */
-export const LOADER_OPTIONS: protoLoader.Options = {
-  keepCase: true,
+export const CONVERSION_OPTIONS: protobuf.IConversionOptions = {
   longs: String,
   enums: String,
   defaults: false,
   arrays: true,
   objects: true,
   oneofs: true,
+};
+
+/**
+ * proto-loader options used for every service definition here. The message types in `types.ts` match
+ * these; change both together.
+ */
+export const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  ...CONVERSION_OPTIONS,
   // json must stay false: with it, protobufjs decodes any google.protobuf.Any whose type is in the
   // root into `{"@type": …, …fields}`; relays must see `{type_url, value: Buffer}` untouched.
   json: false,
@@ -184,12 +193,5 @@ export function packAny(typeUrl: string, message: Record<string, unknown>): AnyR
 export function unpackAny(resource: AnyResource): Record<string, unknown> {
   const type = messageType(resource.type_url);
   const decoded = type.decode(resource.value);
-  return type.toObject(decoded, {
-    longs: String,
-    enums: String,
-    defaults: false,
-    arrays: true,
-    objects: true,
-    oneofs: true,
-  });
+  return type.toObject(decoded, CONVERSION_OPTIONS);
 }

@@ -4,46 +4,16 @@
 // STS to learn the caller's IAM identity and maps it to Kubernetes RBAC (aws-auth / access entries).
 // STS accepts the presigned URL for 15 minutes regardless of X-Amz-Expires, which aws-iam-authenticator
 // sets to 60 s; we do the same and refresh well before the 15 minutes run out.
-import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
-import { SignatureV4 } from '@smithy/signature-v4';
-import type { AwsCredentialIdentity, Checksum, SourceData } from '@smithy/types';
+import type { AwsCredentialIdentity } from '@smithy/types';
+import { createSigner } from '../../common/aws/sigv4';
 
 export const EKS_TOKEN_PREFIX = 'k8s-aws-v1.';
 /** The header EKS requires in the signature: it binds the token to one cluster. */
 export const CLUSTER_ID_HEADER = 'x-k8s-aws-id';
 /** How long EKS honours a token (server side, fixed). */
 export const EKS_TOKEN_LIFETIME_MS = 15 * 60_000;
-
-function toBuffer(data: SourceData): Buffer {
-  if (typeof data === 'string') return Buffer.from(data, 'utf8');
-  if (data instanceof ArrayBuffer) return Buffer.from(data);
-  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-}
-
-/** SHA-256 / HMAC-SHA-256 for the SigV4 signer, from node:crypto (no extra package needed). */
-export class NodeSha256 implements Checksum {
-  private hash: Hash | Hmac;
-
-  constructor(private readonly secret?: SourceData) {
-    this.hash = this.fresh();
-  }
-
-  private fresh(): Hash | Hmac {
-    return this.secret === undefined ? createHash('sha256') : createHmac('sha256', toBuffer(this.secret));
-  }
-
-  update(chunk: Uint8Array): void {
-    this.hash.update(chunk);
-  }
-
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.hash.digest());
-  }
-
-  reset(): void {
-    this.hash = this.fresh();
-  }
-}
+/** Re-exported (it used to live here): the node:crypto hash the signer uses. */
+export { NodeSha256 } from '../../common/aws/sigv4';
 
 export interface EksTokenRequest {
   clusterName: string;
@@ -67,7 +37,7 @@ function base64UrlNoPadding(text: string): string {
 /** Builds the bearer token for `clusterName` from the given credentials and time. */
 export async function createEksToken(request: EksTokenRequest): Promise<EksToken> {
   const hostname = `sts.${request.region}.amazonaws.com`;
-  const signer = new SignatureV4({ service: 'sts', region: request.region, credentials: request.credentials, sha256: NodeSha256 });
+  const signer = createSigner('sts', request.region, request.credentials);
   const presigned = await signer.presign(
     {
       method: 'GET',

@@ -68,8 +68,6 @@ export function memberUpdatesFor(oldState: EnvoyState | undefined, newState: Env
   return updates;
 }
 
-/** Heartbeats from LINEAGE records into the lineage registry (the gateway also registers ahead). */
-export const updateRegistry = registerLineageHeartbeats;
 
 function watermarksChanged(oldRecord: ObjectGeneration | undefined, newRecord: ObjectGeneration): boolean {
   if (oldRecord === undefined) return true;
@@ -167,7 +165,8 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
   // 2. Lineage registry.
   if (heartbeats.size > 0) {
     try {
-      await updateRegistry(deps.aggregates, heartbeats);
+      // Heartbeats from LINEAGE records (the gateway also registers each new lineage ahead of its states).
+      await registerLineageHeartbeats(deps.aggregates, heartbeats);
     } catch (error) {
       logger.error({ err: error }, 'lineage registry update failed');
       for (const id of heartbeatRecordIds) failedIds.add(id);

@@ -129,7 +129,7 @@ async function resyncObject(deps: ConditionResyncDeps, pk: string): Promise<Obje
   const object = formatObjectRef(record.object);
   // A newer generation without a condition yet is the status function's to write (its stream record is coming).
   if (record.lastCondition === undefined) return 'skipped';
-  const decision = readDecision(raw);
+  const decision = readDecision(record, parsed.warnings);
   if (decision.status !== 'found') {
     if (decision.status === 'invalid') deps.logger.error({ object, generation: record.generation, error: decision.error }, 'decision on OBJECT item is invalid; not re-asserted');
     return 'skipped';

@@ -1,7 +1,8 @@
-// Reads the convergence decision stored on an `OBJECT#<ref> / GEN#<g>` item (common/core/decision.ts,
-// attribute `decision`) and turns it into the condition draft to write. The store's typed read
-// drops attributes its schema does not know, so this reads the raw (unmarshalled) item.
-import { conditionForDecision, DECISION_ATTRIBUTE, DecisionSchema, type Decision } from '../../common/core/decision';
+// The convergence decision stored on an `OBJECT#<ref> / GEN#<g>` item (common/core/decision.ts), as
+// `parseItem` read it, turned into the condition draft to write. parseItem already validated the
+// decision: an invalid one is dropped from the item and reported in its warnings, so it is not parsed
+// a second time here.
+import { conditionForDecision, type Decision } from '../../common/core/decision';
 import type { BuildConditionOptions, ConditionDraft, ObjectGeneration } from '../../common/core';
 
 export type DecisionRead =
@@ -11,16 +12,12 @@ export type DecisionRead =
   | { status: 'superseded'; by: number }
   | { status: 'found'; decision: Decision };
 
-/** The decision on a raw (unmarshalled) OBJECT item, if any. */
-export function readDecision(raw: Record<string, unknown>): DecisionRead {
-  const value = raw[DECISION_ATTRIBUTE];
-  if (value === undefined) return { status: 'none' };
-  const parsed = DecisionSchema.safeParse(value);
-  if (!parsed.success) {
-    return { status: 'invalid', error: parsed.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(decision)'}: ${i.message}`).join('; ') };
-  }
-  if (parsed.data.supersededBy !== undefined) return { status: 'superseded', by: parsed.data.supersededBy };
-  return { status: 'found', decision: parsed.data };
+/** The decision on a parsed OBJECT item; `warnings` are parseItem's (an invalid decision it dropped). */
+export function readDecision(record: ObjectGeneration, warnings: readonly string[] = []): DecisionRead {
+  const decision = record.decision;
+  if (decision === undefined) return warnings.length > 0 ? { status: 'invalid', error: warnings.join('; ') } : { status: 'none' };
+  if (decision.supersededBy !== undefined) return { status: 'superseded', by: decision.supersededBy };
+  return { status: 'found', decision };
 }
 
 /** The condition for a decision on an object generation (core conditionForDecision). */

@@ -59,7 +59,8 @@ function images(record: DynamoDBRecord): { newImage: Record<string, unknown> | u
 interface Candidate {
   key: string;
   record: ObjectGeneration;
-  raw: Record<string, unknown>;
+  /** parseItem's warnings for the image (an invalid stored decision it dropped). */
+  warnings: readonly string[];
   sequenceNumbers: string[];
 }
 
@@ -104,7 +105,7 @@ export function selectCandidates(records: readonly DynamoDBRecord[], logger: Log
     if (parsed.item.kind !== ITEM_KIND.objectGeneration) continue;
     const key = parsed.item.pk;
     const seen = byObject.get(key);
-    const candidate: Candidate = { key, record: objectGenerationFromItem(parsed.item), raw, sequenceNumbers: [...(seen?.sequenceNumbers ?? []), sequenceNumber] };
+    const candidate: Candidate = { key, record: objectGenerationFromItem(parsed.item), warnings: parsed.warnings ?? [], sequenceNumbers: [...(seen?.sequenceNumbers ?? []), sequenceNumber] };
     // Keep the highest generation's latest image: an older generation's decision would be skipped
     // by the writer anyway (the object is already past it).
     if (seen === undefined || candidate.record.generation >= seen.record.generation) byObject.set(key, candidate);
@@ -114,10 +115,10 @@ export function selectCandidates(records: readonly DynamoDBRecord[], logger: Log
 }
 
 async function processObject(candidate: Candidate, deps: StatusProcessorDeps): Promise<ObjectResult> {
-  const { record, raw } = candidate;
+  const { record, warnings } = candidate;
   const object = formatObjectRef(record.object);
   const base = { object, generation: record.generation };
-  const decision = readDecision(raw);
+  const decision = readDecision(record, warnings);
   if (decision.status === 'none') return { ...base, result: 'noDecision' };
   if (decision.status === 'superseded') return { ...base, result: 'skipped', detail: `superseded by generation ${decision.by}` };
   if (decision.status === 'invalid') {

@@ -19,6 +19,7 @@ import { ObjectWatcher } from '../../xds-gateway/tracking/object-watcher';
 import { HTTPPROXY_KIND, HTTPROUTE_KIND, type TrackedKind } from '../../xds-gateway/tracking/tracked-kinds';
 import { request, startTestServer, type TestServer } from '../integration/kube/helpers';
 import { startAuditProxy, type AuditProxy, type AuditRecord } from './kube-audit';
+import { waitFor as pollWaitFor } from '../support/eventually';
 
 const ROOT = join(__dirname, '..', '..');
 const silent = pino({ level: 'silent' });
@@ -83,11 +84,7 @@ function functionKindsJson(): string {
 }
 
 async function waitFor(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await pollWaitFor(what, () => check() || undefined, { timeoutMs, intervalMs: 20 });
 }
 
 describe('RBAC least privilege (requests recorded against the local API server)', () => {

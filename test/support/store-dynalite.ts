@@ -1,20 +1,7 @@
 // Starts a real, in-memory dynalite on 127.0.0.1 with a random port, for the store tests and bench.
-// dynalite ships no type declarations, so it is loaded through createRequire and narrowed here.
+// The in-process server is infra/local/dynamo's `startDynalite`; this adapts it to an endpoint URL.
 import { createRequire } from 'node:module';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-
-type DynaliteFactory = (options: {
-  createTableMs?: number;
-  deleteTableMs?: number;
-  updateTableMs?: number;
-}) => Server;
-
-function loadDynalite(): DynaliteFactory {
-  const loaded: unknown = createRequire(__filename)('dynalite');
-  if (typeof loaded !== 'function') throw new Error('dynalite did not export a factory function');
-  return loaded as DynaliteFactory;
-}
+import { startDynalite as startLocalDynalite } from '../../infra/local/dynamo/dynalite';
 
 export interface RunningDynalite {
   endpoint: string;
@@ -23,22 +10,9 @@ export interface RunningDynalite {
 
 export async function startDynalite(): Promise<RunningDynalite> {
   // Table changes take effect at once: tests should not wait on simulated CREATING states.
-  const server = loadDynalite()({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        // Keep-alive sockets from SDK clients would hold the server open; the clients are destroyed
-        // by their owners, and this drops whatever is left.
-        server.closeAllConnections();
-        server.close((error) => (error ? reject(error) : resolve()));
-      }),
-  };
+  // close() drops leftover keep-alive sockets from SDK clients (closeAllConnections) before closing.
+  const running = await startLocalDynalite({ host: '127.0.0.1', tableStateMs: 0 });
+  return { endpoint: `http://${running.host}:${running.port}`, close: () => running.close() };
 }
 
 /**

@@ -20,6 +20,28 @@ export interface GatewayProcess {
   close(): Promise<void>;
 }
 
+/** The gateway flags the truth checker runs with, in-process (`system.ts`) or as a child process (here). */
+export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings }): Record<string, string> {
+  return {
+    'listen-host': '127.0.0.1',
+    'listen-port': String(opts.listenPort),
+    'ops-host': '127.0.0.1',
+    'ops-port': String(opts.opsPort),
+    upstream: opts.upstream,
+    'instance-id': 'gw-truth',
+    table: opts.dynamo.tableName,
+    'dynamodb-endpoint': opts.dynamo.local.endpoint,
+    region: opts.dynamo.local.region,
+    'ack-timeout-ms': String(opts.timings.ackTimeoutMs),
+    watermarks: 'provenance',
+    'flush-interval-ms': '20',
+    'lineage-heartbeat-ms': String(opts.timings.envoyHeartbeatMs),
+    'envoy-heartbeat-ms': String(opts.timings.envoyHeartbeatMs),
+    'shutdown-grace-ms': '100',
+    'flush-timeout-ms': '3000',
+  };
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -34,25 +56,7 @@ function freePort(): Promise<number> {
 
 export async function startGatewayProcess(opts: { upstream: string; dynamo: DynamoComponent; timings: TruthTimings; logger: Logger }): Promise<GatewayProcess> {
   const [xdsPort, opsPort] = [await freePort(), await freePort()];
-  const args = {
-    'listen-host': '127.0.0.1',
-    'listen-port': String(xdsPort),
-    'ops-host': '127.0.0.1',
-    'ops-port': String(opsPort),
-    upstream: opts.upstream,
-    'instance-id': 'gw-truth',
-    table: opts.dynamo.tableName,
-    'dynamodb-endpoint': opts.dynamo.local.endpoint,
-    region: opts.dynamo.local.region,
-    'ack-timeout-ms': String(opts.timings.ackTimeoutMs),
-    watermarks: 'provenance',
-    'flush-interval-ms': '20',
-    'lineage-heartbeat-ms': String(opts.timings.envoyHeartbeatMs),
-    'envoy-heartbeat-ms': String(opts.timings.envoyHeartbeatMs),
-    'shutdown-grace-ms': '100',
-    'flush-timeout-ms': '3000',
-    'log-level': 'warn',
-  };
+  const args = { ...truthGatewayArgs({ ...opts, listenPort: xdsPort, opsPort }), 'log-level': 'warn' };
   let child: ChildProcess | undefined;
   let kills = 0;
   const start = async (): Promise<void> => {

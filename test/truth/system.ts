@@ -19,7 +19,7 @@ import { HTTPPROXY_TRACKED_KIND } from '../../infra/local/system/system';
 import { SAMPLE_NAMESPACE, sampleCanaryService, sampleService } from '../../infra/local/system/samples';
 import { parseGatewayConfig } from '../../xds-gateway/ops/config';
 import { startGateway, type Gateway } from '../../xds-gateway/ops/gateway';
-import { startGatewayProcess, type GatewayProcess } from './gateway-process';
+import { startGatewayProcess, truthGatewayArgs, type GatewayProcess } from './gateway-process';
 
 export const CONDITION_TYPE = 'EnvoyProgrammed';
 export const SUBSCRIBED_TYPES = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL];
@@ -57,24 +57,7 @@ export interface TruthSystem {
 }
 
 export async function startGatewayForTruth(opts: { port: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; logger: Logger }): Promise<Gateway> {
-  const args: Record<string, string> = {
-    'listen-host': '127.0.0.1',
-    'listen-port': String(opts.port),
-    'ops-host': '127.0.0.1',
-    'ops-port': '0',
-    upstream: opts.upstream,
-    'instance-id': 'gw-truth',
-    table: opts.dynamo.tableName,
-    'dynamodb-endpoint': opts.dynamo.local.endpoint,
-    region: opts.dynamo.local.region,
-    'ack-timeout-ms': String(opts.timings.ackTimeoutMs),
-    watermarks: 'provenance',
-    'flush-interval-ms': '20',
-    'lineage-heartbeat-ms': String(opts.timings.envoyHeartbeatMs),
-    'envoy-heartbeat-ms': String(opts.timings.envoyHeartbeatMs),
-    'shutdown-grace-ms': '100',
-    'flush-timeout-ms': '3000',
-  };
+  const args = truthGatewayArgs({ ...opts, listenPort: opts.port, opsPort: 0 });
   const parsed = parseGatewayConfig(Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]), {});
   if (parsed.kind !== 'ok') throw new Error(`gateway configuration: ${parsed.kind === 'error' ? parsed.message : 'help requested'}`);
   const gateway = await startGateway(parsed.config, opts.logger.child({ component: 'gateway' }), { defaultMetrics: false });

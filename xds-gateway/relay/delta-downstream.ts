@@ -15,21 +15,8 @@
 //   resource versions; only a later change resends them.
 import * as grpc from '@grpc/grpc-js';
 import { classifyRequest, parseVersion, recordSent, type SentRecord } from '../../common/core';
-import type { DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaResource, ResourceTypeUrl, XdsNode } from '../../common/xds';
-import { identityOf } from './node';
-import {
-  checkNames,
-  checkTypeCount,
-  deltaRequestSchema,
-  notify,
-  requestTypeUrl,
-  RequestError,
-  rateLimitError,
-  type RelayContext,
-  type StreamIdentity,
-} from './downstream-common';
-import type { TypeSubscriber } from './relay-group';
-import { TokenBucket } from './token-bucket';
+import type { DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaResource, ResourceTypeUrl } from '../../common/xds';
+import { checkNames, checkTypeCount, deltaRequestSchema, DownstreamStream, notify, requestTypeUrl, RequestError, type RelayContext } from './downstream-common';
 
 interface DeltaTypeState {
   wildcard: boolean;
@@ -45,105 +32,12 @@ interface DeltaTypeState {
 
 type DeltaCall = grpc.ServerDuplexStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse>;
 
-export class DeltaDownstream implements TypeSubscriber {
-  private stream: StreamIdentity | undefined;
-  private readonly types = new Map<string, DeltaTypeState>();
-  private nonceCounter = 0;
-  private ended = false;
-  private untrack: (() => void) | undefined;
-  private readonly bucket: TokenBucket | undefined;
-
-  constructor(
-    private readonly call: DeltaCall,
-    private readonly service: 'ads' | ResourceTypeUrl,
-    private readonly context: RelayContext,
-  ) {
-    const rate = context.limits.requestRate;
-    this.bucket = rate === undefined ? undefined : new TokenBucket(rate, context.clock.now());
+export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaTypeState> {
+  constructor(call: DeltaCall, service: 'ads' | ResourceTypeUrl, context: RelayContext) {
+    super(call, service, context, 'delta');
   }
 
-  run(): void {
-    this.untrack = this.context.track(this);
-    // Paused before the 'data' listener is attached, the stream stays paused (Readable semantics).
-    if (this.context.paused()) this.call.pause();
-    this.call.on('data', (request: DeltaDiscoveryRequest) => {
-      if (this.ended) return;
-      try {
-        const rate = this.context.limits.requestRate;
-        if (rate !== undefined && this.bucket?.take(this.context.clock.now()) === false) throw rateLimitError(rate);
-        this.onRequest(request);
-      } catch (error) {
-        if (error instanceof RequestError) this.end(error.code, error.message);
-        else {
-          this.context.logger.error({ err: error, streamId: this.stream?.streamId }, 'relay: Delta request handling failed');
-          this.end(grpc.status.INTERNAL, 'relay internal error');
-        }
-      }
-    });
-    this.call.on('end', () => {
-      if (!this.ended) this.call.end();
-      this.closed('client closed the stream');
-    });
-    this.call.on('error', (error: Error) => this.closed(`stream error: ${error.message}`));
-    this.call.on('cancelled', () => this.closed('cancelled'));
-  }
-
-  /**
-   * Backpressure (RelayControl.setPaused). Pausing the Readable stops 'data' events; once grpc-js's
-   * small object buffer is full it stops reading the HTTP/2 stream, so HTTP/2 flow control holds the
-   * Envoy's requests on its side. Responses wait in maybeSend. Resuming sends what became due.
-   */
-  setPaused(paused: boolean): void {
-    if (this.ended) return;
-    if (paused) {
-      this.call.pause();
-      return;
-    }
-    this.call.resume();
-    for (const [typeUrl, state] of this.types) this.maybeSend(typeUrl, state);
-  }
-
-  end(code: grpc.status, details: string): void {
-    if (this.ended) return;
-    this.context.logger.warn({ streamId: this.stream?.streamId, nodeId: this.stream?.identity.nodeId, code: grpc.status[code], details }, 'relay: ending downstream stream');
-    this.closed(details);
-    this.call.emit('error', { code, details });
-  }
-
-  private closed(reason: string): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.untrack?.();
-    const stream = this.stream;
-    if (stream === undefined) return;
-    stream.group.unsubscribe(this);
-    notify(this.context.logger, 'streamClosed', () =>
-      this.context.observer.streamClosed({ streamId: stream.streamId, nodeId: stream.identity.nodeId, at: this.context.clock.now(), reason }),
-    );
-  }
-
-  private identify(node: XdsNode | null | undefined): StreamIdentity {
-    if (this.stream !== undefined) return this.stream;
-    const parsed = identityOf(node);
-    if (!parsed.ok) throw new RequestError(grpc.status.INVALID_ARGUMENT, parsed.error);
-    const group = this.context.groupFor(parsed.identity, node as XdsNode);
-    const stream: StreamIdentity = { streamId: this.context.nextStreamId(), identity: parsed.identity, group };
-    this.stream = stream;
-    notify(this.context.logger, 'streamOpened', () =>
-      this.context.observer.streamOpened({
-        streamId: stream.streamId,
-        node: stream.identity,
-        group: group.group,
-        lineage: group.lineage,
-        protocol: 'delta',
-        service: this.service,
-        at: this.context.clock.now(),
-      }),
-    );
-    return stream;
-  }
-
-  private onRequest(raw: DeltaDiscoveryRequest): void {
+  protected onRequest(raw: DeltaDiscoveryRequest): void {
     const stream = this.identify(raw.node);
     const parsed = deltaRequestSchema.safeParse(raw);
     if (!parsed.success) throw new RequestError(grpc.status.INVALID_ARGUMENT, `malformed DeltaDiscoveryRequest: ${parsed.error.message.slice(0, 300)}`);
@@ -153,7 +47,7 @@ export class DeltaDownstream implements TypeSubscriber {
     const unsubscribe = request.resource_names_unsubscribe ?? [];
     const initialVersions = request.initial_resource_versions ?? {};
     const initialNames = Object.keys(initialVersions);
-    checkNames([...subscribe, ...unsubscribe, ...initialNames], this.context.limits, typeUrl);
+    checkNames([subscribe, unsubscribe, initialNames], this.context.limits, typeUrl);
     const { group, identity, streamId } = stream;
 
     let state = this.types.get(typeUrl);
@@ -223,12 +117,7 @@ export class DeltaDownstream implements TypeSubscriber {
     this.maybeSend(typeUrl, state);
   }
 
-  onTypeChanged(typeUrl: string): void {
-    const state = this.types.get(typeUrl);
-    if (state !== undefined && !this.ended) this.maybeSend(typeUrl, state);
-  }
-
-  private maybeSend(typeUrl: string, state: DeltaTypeState): void {
+  protected maybeSend(typeUrl: string, state: DeltaTypeState): void {
     const stream = this.stream;
     if (stream === undefined || state.pending || this.context.paused()) return;
     const snapshot = stream.group.cache.snapshot(typeUrl);
@@ -251,8 +140,7 @@ export class DeltaDownstream implements TypeSubscriber {
     // version, which convergence needs for every subscribed type.
     if (resources.length === 0 && removed.length === 0 && !state.needsResponse && snapshot.seq === state.sentSeq) return;
 
-    this.nonceCounter += 1;
-    const nonce = String(this.nonceCounter);
+    const nonce = this.nextNonce();
     const version = snapshot.version;
     const response: DeltaDiscoveryResponse = { system_version_info: version, type_url: typeUrl, resources, removed_resources: removed, nonce };
     for (const resource of resources) state.held.set(resource.name as string, resource.version as string);

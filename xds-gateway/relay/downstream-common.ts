@@ -5,9 +5,10 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { isValidTypeUrl, type Clock, type EnvoyIdentity } from '../../common/core';
 import type { ResourceTypeUrl, XdsNode } from '../../common/xds';
+import { identityOf } from './node';
 import type { RelayObserver } from './observer';
-import type { RelayGroup } from './relay-group';
-import type { RequestRateLimit } from './token-bucket';
+import type { RelayGroup, TypeSubscriber } from './relay-group';
+import { TokenBucket, type RequestRateLimit } from './token-bucket';
 
 export interface DownstreamLimits {
   /** Most resource names one request may carry (SotW names; Delta subscribe+unsubscribe+initial versions). */
@@ -88,13 +89,18 @@ export function requestTypeUrl(service: 'ads' | ResourceTypeUrl, typeUrl: string
   return effective;
 }
 
-export function checkNames(names: readonly string[], limits: DownstreamLimits, what: string): void {
-  if (names.length > limits.maxResourceNamesPerRequest) {
-    throw new RequestError(grpc.status.INVALID_ARGUMENT, `${what}: ${names.length} resource names exceed the limit of ${limits.maxResourceNamesPerRequest}`);
+/** Checks the resource names of one request; several lists (Delta) count together against the limit. */
+export function checkNames(lists: readonly (readonly string[])[], limits: DownstreamLimits, what: string): void {
+  let count = 0;
+  for (const list of lists) count += list.length;
+  if (count > limits.maxResourceNamesPerRequest) {
+    throw new RequestError(grpc.status.INVALID_ARGUMENT, `${what}: ${count} resource names exceed the limit of ${limits.maxResourceNamesPerRequest}`);
   }
-  for (const name of names) {
-    if (name.length > limits.maxResourceNameLength) {
-      throw new RequestError(grpc.status.INVALID_ARGUMENT, `${what}: a resource name is longer than ${limits.maxResourceNameLength} characters`);
+  for (const list of lists) {
+    for (const name of list) {
+      if (name.length > limits.maxResourceNameLength) {
+        throw new RequestError(grpc.status.INVALID_ARGUMENT, `${what}: a resource name is longer than ${limits.maxResourceNameLength} characters`);
+      }
     }
   }
 }
@@ -123,4 +129,123 @@ export interface StreamIdentity {
   streamId: string;
   identity: EnvoyIdentity;
   group: RelayGroup;
+}
+
+/**
+ * The stream skeleton SotW and Delta share: rate limit, pause/resume (backpressure), end/close
+ * handling, the stream's identity (node from the first request) and the observer's open/close calls.
+ * Subclasses implement the protocol: onRequest and maybeSend.
+ */
+export abstract class DownstreamStream<Request extends { node?: XdsNode | null }, Response, State> implements LiveStream, TypeSubscriber {
+  protected stream: StreamIdentity | undefined;
+  protected readonly types = new Map<string, State>();
+  protected ended = false;
+  private nonceCounter = 0;
+  private untrack: (() => void) | undefined;
+  private readonly rate: RequestRateLimit | undefined;
+  private readonly bucket: TokenBucket | undefined;
+
+  constructor(
+    protected readonly call: grpc.ServerDuplexStream<Request, Response>,
+    protected readonly service: 'ads' | ResourceTypeUrl,
+    protected readonly context: RelayContext,
+    private readonly protocol: 'sotw' | 'delta',
+  ) {
+    this.rate = context.limits.requestRate;
+    this.bucket = this.rate === undefined ? undefined : new TokenBucket(this.rate, context.clock.now());
+  }
+
+  protected abstract onRequest(request: Request): void;
+  protected abstract maybeSend(typeUrl: string, state: State): void;
+
+  run(): void {
+    this.untrack = this.context.track(this);
+    // Paused before the 'data' listener is attached, the stream stays paused (Readable semantics).
+    if (this.context.paused()) this.call.pause();
+    this.call.on('data', (request: Request) => {
+      if (this.ended) return;
+      try {
+        if (this.rate !== undefined && this.bucket?.take(this.context.clock.now()) === false) throw rateLimitError(this.rate);
+        this.onRequest(request);
+      } catch (error) {
+        if (error instanceof RequestError) this.end(error.code, error.message);
+        else {
+          this.context.logger.error({ err: error, streamId: this.stream?.streamId }, `relay: ${this.protocol === 'sotw' ? 'SotW' : 'Delta'} request handling failed`);
+          this.end(grpc.status.INTERNAL, 'relay internal error');
+        }
+      }
+    });
+    this.call.on('end', () => {
+      if (!this.ended) this.call.end();
+      this.closed('client closed the stream');
+    });
+    this.call.on('error', (error: Error) => this.closed(`stream error: ${error.message}`));
+    this.call.on('cancelled', () => this.closed('cancelled'));
+  }
+
+  /**
+   * Backpressure (RelayControl.setPaused). Pausing the Readable stops 'data' events; once grpc-js's
+   * small object buffer is full it stops reading the HTTP/2 stream, so HTTP/2 flow control holds the
+   * Envoy's requests on its side. Responses wait in maybeSend. Resuming sends what became due.
+   */
+  setPaused(paused: boolean): void {
+    if (this.ended) return;
+    if (paused) {
+      this.call.pause();
+      return;
+    }
+    this.call.resume();
+    for (const [typeUrl, state] of this.types) this.maybeSend(typeUrl, state);
+  }
+
+  end(code: grpc.status, details: string): void {
+    if (this.ended) return;
+    this.context.logger.warn({ streamId: this.stream?.streamId, nodeId: this.stream?.identity.nodeId, code: grpc.status[code], details }, 'relay: ending downstream stream');
+    this.closed(details);
+    this.call.emit('error', { code, details });
+  }
+
+  onTypeChanged(typeUrl: string): void {
+    const state = this.types.get(typeUrl);
+    if (state !== undefined && !this.ended) this.maybeSend(typeUrl, state);
+  }
+
+  protected nextNonce(): string {
+    this.nonceCounter += 1;
+    return String(this.nonceCounter);
+  }
+
+  private closed(reason: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.untrack?.();
+    const stream = this.stream;
+    if (stream === undefined) return;
+    stream.group.unsubscribe(this);
+    notify(this.context.logger, 'streamClosed', () =>
+      this.context.observer.streamClosed({ streamId: stream.streamId, nodeId: stream.identity.nodeId, at: this.context.clock.now(), reason }),
+    );
+  }
+
+  /** The stream's identity; the first request's node creates it (and reports the stream opened). */
+  protected identify(node: XdsNode | null | undefined): StreamIdentity {
+    if (this.stream !== undefined) return this.stream;
+    const parsed = identityOf(node);
+    if (!parsed.ok) throw new RequestError(grpc.status.INVALID_ARGUMENT, parsed.error);
+    const group = this.context.groupFor(parsed.identity, node as XdsNode);
+    const stream: StreamIdentity = { streamId: this.context.nextStreamId(), identity: parsed.identity, group };
+    this.stream = stream;
+    notify(this.context.logger, 'streamOpened', () =>
+      this.context.observer.streamOpened({
+        streamId: stream.streamId,
+        node: stream.identity,
+        group: group.group,
+        lineage: group.lineage,
+        protocol: this.protocol,
+        service: this.service,
+        at: this.context.clock.now(),
+      }),
+    );
+    return stream;
+  }
 }

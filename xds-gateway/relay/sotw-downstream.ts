@@ -17,26 +17,15 @@
 //   sends empty names.
 import * as grpc from '@grpc/grpc-js';
 import { classifyRequest, recordSent, type SentRecord } from '../../common/core';
-import type { AnyResource, DiscoveryRequest, DiscoveryResponse, ResourceTypeUrl, XdsNode } from '../../common/xds';
-import { identityOf } from './node';
-import {
-  checkNames,
-  checkTypeCount,
-  notify,
-  requestTypeUrl,
-  RequestError,
-  rateLimitError,
-  sotwRequestSchema,
-  type RelayContext,
-  type StreamIdentity,
-} from './downstream-common';
-import type { TypeSubscriber } from './relay-group';
-import { TokenBucket } from './token-bucket';
+import type { AnyResource, DiscoveryRequest, DiscoveryResponse, ResourceTypeUrl } from '../../common/xds';
+import { checkNames, checkTypeCount, DownstreamStream, notify, requestTypeUrl, RequestError, sotwRequestSchema, type RelayContext } from './downstream-common';
 
 interface SotwTypeState {
   legacyWildcard: boolean;
   wildcard: boolean;
   names: ReadonlySet<string>;
+  /** Subscription key of wildcard/names, kept in step with them (maybeSend runs on every cache change). */
+  namesKey: string;
   /** Subscription key of the last response sent (to resend on a subscription change only). */
   sentNamesKey: string | undefined;
   record: SentRecord | undefined;
@@ -49,112 +38,23 @@ interface SotwTypeState {
 
 type SotwCall = grpc.ServerDuplexStream<DiscoveryRequest, DiscoveryResponse>;
 
-export class SotwDownstream implements TypeSubscriber {
-  private stream: StreamIdentity | undefined;
-  private readonly types = new Map<string, SotwTypeState>();
-  private nonceCounter = 0;
-  private ended = false;
-  private untrack: (() => void) | undefined;
-  private readonly bucket: TokenBucket | undefined;
+function namesKeyOf(wildcard: boolean, names: ReadonlySet<string>): string {
+  return wildcard ? '*' : [...names].sort().join('\n');
+}
 
-  constructor(
-    private readonly call: SotwCall,
-    private readonly service: 'ads' | ResourceTypeUrl,
-    private readonly context: RelayContext,
-  ) {
-    const rate = context.limits.requestRate;
-    this.bucket = rate === undefined ? undefined : new TokenBucket(rate, context.clock.now());
+export class SotwDownstream extends DownstreamStream<DiscoveryRequest, DiscoveryResponse, SotwTypeState> {
+  constructor(call: SotwCall, service: 'ads' | ResourceTypeUrl, context: RelayContext) {
+    super(call, service, context, 'sotw');
   }
 
-  run(): void {
-    this.untrack = this.context.track(this);
-    // Paused before the 'data' listener is attached, the stream stays paused (Readable semantics).
-    if (this.context.paused()) this.call.pause();
-    this.call.on('data', (request: DiscoveryRequest) => {
-      if (this.ended) return;
-      try {
-        const rate = this.context.limits.requestRate;
-        if (rate !== undefined && this.bucket?.take(this.context.clock.now()) === false) throw rateLimitError(rate);
-        this.onRequest(request);
-      } catch (error) {
-        if (error instanceof RequestError) this.end(error.code, error.message);
-        else {
-          this.context.logger.error({ err: error, streamId: this.stream?.streamId }, 'relay: SotW request handling failed');
-          this.end(grpc.status.INTERNAL, 'relay internal error');
-        }
-      }
-    });
-    this.call.on('end', () => {
-      if (!this.ended) this.call.end();
-      this.closed('client closed the stream');
-    });
-    this.call.on('error', (error: Error) => this.closed(`stream error: ${error.message}`));
-    this.call.on('cancelled', () => this.closed('cancelled'));
-  }
-
-  /**
-   * Backpressure (RelayControl.setPaused). Pausing the Readable stops 'data' events; once grpc-js's
-   * small object buffer is full it stops reading the HTTP/2 stream, so HTTP/2 flow control holds the
-   * Envoy's requests on its side. Responses wait in maybeSend. Resuming sends what became due.
-   */
-  setPaused(paused: boolean): void {
-    if (this.ended) return;
-    if (paused) {
-      this.call.pause();
-      return;
-    }
-    this.call.resume();
-    for (const [typeUrl, state] of this.types) this.maybeSend(typeUrl, state);
-  }
-
-  end(code: grpc.status, details: string): void {
-    if (this.ended) return;
-    this.context.logger.warn({ streamId: this.stream?.streamId, nodeId: this.stream?.identity.nodeId, code: grpc.status[code], details }, 'relay: ending downstream stream');
-    this.closed(details);
-    this.call.emit('error', { code, details });
-  }
-
-  private closed(reason: string): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.untrack?.();
-    const stream = this.stream;
-    if (stream === undefined) return;
-    stream.group.unsubscribe(this);
-    notify(this.context.logger, 'streamClosed', () =>
-      this.context.observer.streamClosed({ streamId: stream.streamId, nodeId: stream.identity.nodeId, at: this.context.clock.now(), reason }),
-    );
-  }
-
-  private identify(node: XdsNode | null | undefined): StreamIdentity {
-    if (this.stream !== undefined) return this.stream;
-    const parsed = identityOf(node);
-    if (!parsed.ok) throw new RequestError(grpc.status.INVALID_ARGUMENT, parsed.error);
-    const group = this.context.groupFor(parsed.identity, node as XdsNode);
-    this.stream = { streamId: this.context.nextStreamId(), identity: parsed.identity, group };
-    const stream = this.stream;
-    notify(this.context.logger, 'streamOpened', () =>
-      this.context.observer.streamOpened({
-        streamId: stream.streamId,
-        node: stream.identity,
-        group: group.group,
-        lineage: group.lineage,
-        protocol: 'sotw',
-        service: this.service,
-        at: this.context.clock.now(),
-      }),
-    );
-    return stream;
-  }
-
-  private onRequest(raw: DiscoveryRequest): void {
+  protected onRequest(raw: DiscoveryRequest): void {
     const stream = this.identify(raw.node);
     const parsed = sotwRequestSchema.safeParse(raw);
     if (!parsed.success) throw new RequestError(grpc.status.INVALID_ARGUMENT, `malformed DiscoveryRequest: ${parsed.error.message.slice(0, 300)}`);
     const request = parsed.data;
     const typeUrl = requestTypeUrl(this.service, request.type_url);
     const names = request.resource_names ?? [];
-    checkNames(names, this.context.limits, typeUrl);
+    checkNames([names], this.context.limits, typeUrl);
     let state = this.types.get(typeUrl);
     if (state === undefined) checkTypeCount(this.types.size, this.context.limits);
 
@@ -182,10 +82,13 @@ export class SotwDownstream implements TypeSubscriber {
 
     if (state === undefined) {
       const legacyWildcard = names.length === 0;
+      const wildcard = legacyWildcard || names.includes('*');
+      const nameSet = new Set(names.filter((name) => name !== '*'));
       state = {
         legacyWildcard,
-        wildcard: legacyWildcard || names.includes('*'),
-        names: new Set(names.filter((name) => name !== '*')),
+        wildcard,
+        names: nameSet,
+        namesKey: namesKeyOf(wildcard, nameSet),
         sentNamesKey: undefined,
         record: undefined,
         pending: false,
@@ -198,6 +101,7 @@ export class SotwDownstream implements TypeSubscriber {
       if (names.length > 0) state.legacyWildcard = false;
       state.wildcard = state.legacyWildcard || names.includes('*');
       state.names = new Set(names.filter((name) => name !== '*'));
+      state.namesKey = namesKeyOf(state.wildcard, state.names);
     }
 
     if (classification.kind === 'initial') {
@@ -217,21 +121,12 @@ export class SotwDownstream implements TypeSubscriber {
     this.maybeSend(typeUrl, state);
   }
 
-  onTypeChanged(typeUrl: string): void {
-    const state = this.types.get(typeUrl);
-    if (state !== undefined && !this.ended) this.maybeSend(typeUrl, state);
-  }
-
-  private namesKey(state: SotwTypeState): string {
-    return state.wildcard ? '*' : [...state.names].sort().join('\n');
-  }
-
-  private maybeSend(typeUrl: string, state: SotwTypeState): void {
+  protected maybeSend(typeUrl: string, state: SotwTypeState): void {
     const stream = this.stream;
     if (stream === undefined || state.pending || this.context.paused()) return;
     const snapshot = stream.group.cache.snapshot(typeUrl);
     if (snapshot === undefined || !snapshot.hasData) return; // answered when the upstream first responds
-    const namesKey = this.namesKey(state);
+    const namesKey = state.namesKey;
     const due = state.needsResponse || snapshot.seq !== state.sentSeq || namesKey !== state.sentNamesKey;
     if (!due) return;
     const resources = state.wildcard
@@ -240,8 +135,7 @@ export class SotwDownstream implements TypeSubscriber {
           const cached = snapshot.resources.get(name);
           return cached === undefined ? [] : [cached.resource];
         });
-    this.nonceCounter += 1;
-    const nonce = String(this.nonceCounter);
+    const nonce = this.nextNonce();
     const version = snapshot.version;
     // The cached array is shared by every wildcard subscriber; serialization does not mutate it.
     const response: DiscoveryResponse = { version_info: version, resources: resources as AnyResource[], type_url: typeUrl, nonce };

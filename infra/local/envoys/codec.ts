@@ -3,27 +3,19 @@
 //
 // A simulated Envoy needs each resource's name only, so resources must stay bytes
 // (`{ type_url, value }`) and never be decoded into full Listener/Cluster objects: for 5,000 Envoys
-// that decode would dominate CPU and memory. The conversion options below guarantee it (no `json`:
-// with `json: true`, protobufjs decodes every `Any` whose type it knows). common/xds's service
-// definitions use the same rule today (LOADER_OPTIONS.json = false); owning the codec here keeps the
-// fleet light even if those options change, and gives tests the server-side halves too.
+// that decode would dominate CPU and memory. common/xds's CONVERSION_OPTIONS guarantee it (no `json`:
+// with `json: true`, protobufjs decodes every `Any` whose type it knows); the service definitions'
+// LOADER_OPTIONS build on the same object. Owning the codec here keeps the fleet off the gRPC loader's
+// deserializers and gives tests the server-side halves too.
 import type * as protobuf from 'protobufjs';
 import {
+  CONVERSION_OPTIONS,
   loadXdsProtos,
   type DeltaDiscoveryRequest,
   type DeltaDiscoveryResponse,
   type DiscoveryRequest,
   type DiscoveryResponse,
 } from '../../../common/xds';
-
-const CONVERSION: protobuf.IConversionOptions = {
-  longs: String,
-  enums: String,
-  defaults: false,
-  arrays: true,
-  objects: true,
-  oneofs: true,
-};
 
 export interface DiscoveryCodec {
   encodeSotwRequest(request: DiscoveryRequest): Buffer;
@@ -53,7 +45,7 @@ export function discoveryCodec(): DiscoveryCodec {
   const decoder =
     <T>(type: protobuf.Type) =>
     (bytes: Buffer): T =>
-      type.toObject(type.decode(bytes), CONVERSION) as T;
+      type.toObject(type.decode(bytes), CONVERSION_OPTIONS) as T;
   codec = {
     encodeSotwRequest: encoder(sotwRequest),
     decodeSotwResponse: decoder<DiscoveryResponse>(sotwResponse),

@@ -2,6 +2,7 @@
 import pino from 'pino';
 import type { XdsEvent } from '../../../infra/local/control-plane/xds-events';
 import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
+import { eventually as pollEventually } from '../../support/eventually';
 
 /** Quiet logger unless LOG_LEVEL is set. */
 export const testLogger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
@@ -28,23 +29,15 @@ export function endpoints(name: string, ip: string, port: number, namespace = 'd
 }
 
 /** Polls `predicate` until true (generous timeout; the tests never assert on speed). */
-export async function eventually<T>(
+export function eventually<T>(
   probe: () => T | undefined | false,
   description: string,
   timeoutMs = 20_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${description}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  return pollEventually(probe, description, { timeoutMs, intervalMs: 20 });
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+export { sleep } from '../../support/eventually';
 
 export function eventsOf(controlPlane: ControlPlane, filter: (event: XdsEvent) => boolean): XdsEvent[] {
   return controlPlane.xdsEvents.all().filter(filter);

@@ -12,10 +12,15 @@ import {
 import { grpcClusterLoadAssignment, grpcXdsResources } from '../../../infra/local/envoys/grpcXdsResources';
 import { RealClientFleet, startEchoBackend, type EchoBackend } from '../../../infra/local/envoys/realClient';
 import { FakeXdsServer } from './fakeXdsServer';
+import { PollTimeoutError, waitFor } from '../../support/eventually';
 
+/** Waits for `predicate` at most `timeoutMs`, then returns either way (the caller's expects decide). */
 async function until(predicate: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+  try {
+    await waitFor('predicate', () => predicate() || undefined, { timeoutMs, intervalMs: 25 });
+  } catch (error) {
+    if (!(error instanceof PollTimeoutError)) throw error;
+  }
 }
 
 describe('real grpc-js-xds clients against a fake xDS server', () => {

@@ -23,6 +23,7 @@ import {
 import { createEventStore, documentOperations, ensureTable, type DynamoEventStore, type StoreClients } from '../../../common/store';
 import { DynamoAggregateStore } from '../../../common/store/aggregates';
 import { createStreamDelivery, startLocalDynamo, type LocalDynamo, type StreamDelivery, type StreamHandler } from '../../../infra/local/dynamo';
+import { waitFor as pollWaitFor } from '../../support/eventually';
 
 export const silentLogger = pino({ level: 'silent' });
 export const CDS = CDS_TYPE_URL;
@@ -210,14 +211,8 @@ export async function decisionOf(world: World, ref: ObjectRef, generation: numbe
   return read.status === 'found' ? read.value.decision : undefined;
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+export function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  return pollWaitFor(what, probe, { timeoutMs, intervalMs: 25 });
 }
 
 /** Waits until the decision satisfies `predicate`; returns it. */

@@ -11,6 +11,7 @@ import { createEventStore, ensureTable, type DynamoEventStore, type StoreClients
 import { createStreamDelivery, startLocalDynamo, type LocalDynamo, type StreamDelivery, type StreamHandler } from '../../../infra/local/dynamo';
 import { request, startTestServer, WIDGET_CRD, type TestServer } from '../kube/helpers';
 import decisions from '../../fixtures/events/status-decisions.json';
+import { waitFor as pollWaitFor } from '../../support/eventually';
 
 export const silentLogger = pino({ level: 'silent' });
 export { decisions };
@@ -127,12 +128,6 @@ export function privateDir(prefix: string): { dir: string; remove(): void } {
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+export function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  return pollWaitFor(what, probe, { timeoutMs, intervalMs: 25 });
 }

@@ -16,6 +16,7 @@ import {
   type UpstreamAppliedEvent,
   type UpstreamStateEvent,
 } from '../../../xds-gateway/relay';
+import { eventually as pollEventually } from '../../support/eventually';
 
 export const testLogger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
 
@@ -114,16 +115,9 @@ export function upstreamStreamsByType(controlPlane: ControlPlane, nodeIdPattern:
   return byType;
 }
 
-export async function eventually<T>(probe: () => T | undefined | false, description: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${description}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+/** Polls (every 20 ms; a throwing probe fails at once) until `probe` returns something other than `undefined`/`false`. */
+export function eventually<T>(probe: () => T | undefined | false, description: string, timeoutMs = 20_000): Promise<T> {
+  return pollEventually(probe, description, { timeoutMs, intervalMs: 20 });
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+export { sleep } from '../../support/eventually';

@@ -14,7 +14,11 @@ import {
   type LineageState,
 } from '../../../common/core';
 
+import { startControlPlane, type ControlPlane } from '../../../infra/local/control-plane/control-plane';
+import { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
+import { startLocalDynamo, type LocalDynamo } from '../../../infra/local/dynamo';
 import { Fleet, type FleetEnvoySpec } from '../../../infra/local/envoys';
+import { eventually as pollEventually, type Probe } from '../../support/eventually';
 import { parseGatewayConfig, type GatewayConfig } from '../../../xds-gateway/ops/config';
 import { startGateway, type Gateway, type GatewaySeams } from '../../../xds-gateway/ops/gateway';
 
@@ -70,23 +74,24 @@ export function adsSpec(overrides: Partial<FleetEnvoySpec> = {}): FleetEnvoySpec
   };
 }
 
+/** A local DynamoDB plus a reference control plane (counter versions, provenance) serving one `app` route, rebuilt once. */
+export async function startDynamoAndControlPlane(): Promise<{ dynamo: LocalDynamo; source: InMemoryRouteSource; controlPlane: ControlPlane }> {
+  const dynamo = await startLocalDynamo({ logger: testLogger });
+  const source = new InMemoryRouteSource();
+  source.applyEndpoints(endpoints('app', '10.0.0.1'));
+  source.applyProxy(proxy('app', 'app.example.com', 'app'));
+  const controlPlane = await startControlPlane({ port: 0, replicaId: 'cp-1', source, versionScheme: 'counter', provenance: true, logger: testLogger, holdoffMs: 10, holdoffMaxMs: 50 });
+  await controlPlane.rebuildNow();
+  return { dynamo, source, controlPlane };
+}
+
 export function newFleet(port: number): Fleet {
   return new Fleet({ target: `127.0.0.1:${port}`, channels: 2, logger: testLogger });
 }
 
-export async function eventually<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, description: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${description}${last === undefined ? '' : ` (last error: ${String(last)})`}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** Polls (every 50 ms, retrying through probe errors) until `probe` returns something other than `undefined`/`false`. */
+export function eventually<T>(probe: Probe<T>, description: string, timeoutMs = 30_000): Promise<T> {
+  return pollEventually(probe, description, { timeoutMs, intervalMs: 50, retryOnError: true });
 }
 
 export async function envoyState(store: EventStore, nodeId: string): Promise<EnvoyState | undefined> {

@@ -5,12 +5,12 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { LINEAGE_REGISTRY_KEY } from '../../../common/core';
 import { createStoreClients, DynamoAggregateStore, documentOperations } from '../../../common/store';
-import { startControlPlane, type ControlPlane } from '../../../infra/local/control-plane/control-plane';
-import { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
-import { createStreamDelivery, startLocalDynamo, type LocalDynamo, type StreamDelivery } from '../../../infra/local/dynamo';
+import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
+import type { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
+import { createStreamDelivery, type LocalDynamo, type StreamDelivery } from '../../../infra/local/dynamo';
 import type { Fleet } from '../../../infra/local/envoys';
 import type { Gateway } from '../../../xds-gateway/ops/gateway';
-import { ALL_TYPES, adsSpec, endpoints, eventually, newFleet, proxy, startTestGateway, testLogger } from './helpers';
+import { ALL_TYPES, adsSpec, eventually, newFleet, startDynamoAndControlPlane, startTestGateway, testLogger } from './helpers';
 
 const TABLE = 'gw-registration';
 let dynamo: LocalDynamo;
@@ -22,12 +22,7 @@ let fleet: Fleet | undefined;
 const records: DynamoDBRecord[] = [];
 
 beforeAll(async () => {
-  dynamo = await startLocalDynamo({ logger: testLogger });
-  source = new InMemoryRouteSource();
-  source.applyEndpoints(endpoints('app', '10.0.0.1'));
-  source.applyProxy(proxy('app', 'app.example.com', 'app'));
-  controlPlane = await startControlPlane({ port: 0, replicaId: 'cp-1', source, versionScheme: 'counter', provenance: true, logger: testLogger, holdoffMs: 10, holdoffMaxMs: 50 });
-  await controlPlane.rebuildNow();
+  ({ dynamo, source, controlPlane } = await startDynamoAndControlPlane());
   delivery = createStreamDelivery({
     source: dynamo.tableStreams.get(TABLE),
     handler: async (event) => {

@@ -4,15 +4,14 @@ import { newEnvoyState, RDS_TYPE_URL, type EnvoyEvent, type EnvoyState, type Eve
 import { createEventStore, ensureTable, type DynamoEventStore, type StoreClients } from '../../../common/store';
 import { lineageStateFor } from '../../../xds-gateway/tracking/lineage-mirror';
 import { Recorder } from '../../../xds-gateway/tracking/recorder';
-import { startControlPlane, type ControlPlane } from '../../../infra/local/control-plane/control-plane';
-import { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
-import { startLocalDynamo, type LocalDynamo } from '../../../infra/local/dynamo';
+import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
+import type { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
+import type { LocalDynamo } from '../../../infra/local/dynamo';
 import type { Fleet } from '../../../infra/local/envoys';
 import type { Gateway } from '../../../xds-gateway/ops/gateway';
 import {
   ALL_TYPES,
   adsSpec,
-  endpoints,
   envoyEvents,
   envoyState,
   eventually,
@@ -20,7 +19,7 @@ import {
   lastOf,
   lineageState,
   newFleet,
-  proxy,
+  startDynamoAndControlPlane,
   startTestGateway,
   testLogger,
 } from './helpers';
@@ -32,12 +31,7 @@ let gateway: Gateway;
 const fleets: Fleet[] = [];
 
 beforeAll(async () => {
-  dynamo = await startLocalDynamo({ logger: testLogger });
-  source = new InMemoryRouteSource();
-  source.applyEndpoints(endpoints('app', '10.0.0.1'));
-  source.applyProxy(proxy('app', 'app.example.com', 'app'));
-  controlPlane = await startControlPlane({ port: 0, replicaId: 'cp-1', source, versionScheme: 'counter', provenance: true, logger: testLogger, holdoffMs: 10, holdoffMaxMs: 50 });
-  await controlPlane.rebuildNow();
+  ({ dynamo, source, controlPlane } = await startDynamoAndControlPlane());
   gateway = await startTestGateway({
     upstream: `127.0.0.1:${controlPlane.port}`,
     table: 'gw-tracking',

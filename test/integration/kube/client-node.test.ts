@@ -13,6 +13,7 @@ import {
   type V1Lease,
 } from '@kubernetes/client-node';
 import { openWatch, request, startTestServer, widget, WIDGET_CRD, type TestServer } from './helpers';
+import { waitFor as pollWaitFor } from '../../support/eventually';
 
 interface Widget extends KubernetesObject {
   spec: { size: number };
@@ -20,16 +21,7 @@ interface Widget extends KubernetesObject {
 }
 
 function waitFor<T>(what: string, check: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const poll = (): void => {
-      const value = check();
-      if (value !== undefined) resolve(value);
-      else if (Date.now() - started > timeoutMs) reject(new Error(`timed out waiting for ${what}`));
-      else setTimeout(poll, 20);
-    };
-    poll();
-  });
+  return pollWaitFor(what, check, { timeoutMs, intervalMs: 20 });
 }
 
 describe('@kubernetes/client-node against the local API server', () => {

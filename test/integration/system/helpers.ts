@@ -3,6 +3,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { eventually as pollEventually, type Probe } from '../../support/eventually';
 
 export const REPO_ROOT = join(__dirname, '..', '..', '..');
 export const CLI_SHIM = join(REPO_ROOT, 'scripts', 'xds-programmed.cjs');
@@ -43,19 +44,9 @@ export function cli(args: string[], env: Record<string, string> = {}, timeoutMs 
   });
 }
 
-export async function eventually<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, description: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${description}${last === undefined ? '' : ` (last error: ${String(last)})`}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+/** Polls (every 100 ms, retrying through probe errors) until `probe` returns something other than `undefined`/`false`. */
+export function eventually<T>(probe: Probe<T>, description: string, timeoutMs = 60_000): Promise<T> {
+  return pollEventually(probe, description, { timeoutMs, intervalMs: 100, retryOnError: true });
 }
 
 export function patchSpec(serviceName: string, fqdn: string, prefix = '/'): string {
