@@ -20,7 +20,7 @@ import { round, summarize, waitFor, type Summary } from './support/stats';
 
 /** startLocalSystem's own limits (infra/local/system/options.ts). */
 export const E2E_MAX_ENVOYS = 5000;
-export const E2E_MAX_OBJECTS = 500;
+export const E2E_MAX_OBJECTS = 10_000;
 const HTTPPROXIES = HTTPPROXIES_PATH;
 
 export interface E2eOptions {
@@ -32,6 +32,14 @@ export interface E2eOptions {
   patchConcurrency: number;
   /** Objects patched (the first `changed` samples); default all of them. */
   changed?: number;
+  /**
+   * Settings of the functions under test (default: the local system's). The previous settings were
+   * 200 / 200 / 0 (`--batch-window-ms 200 --status-batch-window-ms 200 --decision-refresh-ms 0`), for
+   * before/after runs.
+   */
+  batchWindowMs?: number;
+  statusBatchWindowMs?: number;
+  decisionRefreshMs?: number;
 }
 
 export interface E2eResult {
@@ -109,7 +117,15 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
   const startedAt = Date.now();
   const system = await startLocalSystem(
     // One control-plane replica and no real gRPC clients: the bench measures the simulated fleet.
-    { envoys: options.envoys, objects: options.objects, grpcClients: 0, controlPlaneReplicas: 1 },
+    {
+      envoys: options.envoys,
+      objects: options.objects,
+      grpcClients: 0,
+      controlPlaneReplicas: 1,
+      ...(options.batchWindowMs === undefined ? {} : { batchWindowMs: options.batchWindowMs }),
+      ...(options.statusBatchWindowMs === undefined ? {} : { statusBatchWindowMs: options.statusBatchWindowMs }),
+      ...(options.decisionRefreshMs === undefined ? {} : { decisionRefreshMs: options.decisionRefreshMs }),
+    },
     { logger, processMetrics: false },
   );
   const watch = startConditionWatch({ collectionUrl: `${system.kube.url}${HTTPPROXIES}`, conditionType: system.options.conditionType });
@@ -118,7 +134,14 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const allNames = system.objects;
     const changedCount = Math.min(options.changed ?? allNames.length, allNames.length);
     const names = allNames.slice(0, changedCount);
-    await waitFor(() => watch.allTrueAt(allNames, () => 1), options.phaseTimeoutMs, 'every object True at generation 1', 50);
+    try {
+      await waitFor(() => watch.allTrueAt(allNames, () => 1), options.phaseTimeoutMs, 'every object True at generation 1', 50);
+    } catch (error) {
+      // Say how far it got: a size that cannot finish here is reported with its progress.
+      const trueCount = allNames.filter((name) => watch.objects.get(name)?.trueAt.has(1) === true).length;
+      const delivered = system.functions?.deliveries.convergence.stats.deliveredRecords ?? 0;
+      throw new Error(`${error instanceof Error ? error.message : String(error)}: ${trueCount} of ${allNames.length} objects True at generation 1 after ${Math.round((Date.now() - startedAt) / 1000)} s; stream records appended ${system.dynamo.local.stats.records}, delivered to convergence ${delivered}`);
+    }
     const initialConvergenceMs = Date.now() - startedAt;
     const functions = system.functions;
     if (!functions) throw new Error('functions unavailable');
@@ -185,7 +208,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const rss = process.memoryUsage().rss;
     const changePhaseMs = allTrueAt - changeStart;
     return {
-      conditions: `one process on this machine (2 shared cores); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch window ${system.options.batchWindowMs} ms`,
+      conditions: `one process on this machine (2 shared cores); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms`,
       envoys: options.envoys,
       objects: allNames.length,
       changed: names.length,
@@ -223,6 +246,12 @@ function positiveInteger(value: string): number {
   return parsed;
 }
 
+function nonNegativeInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0) throw new InvalidArgumentError(`not a non-negative integer: ${value}`);
+  return parsed;
+}
+
 export function parseE2eArgs(argv: string[]): E2eOptions {
   const program = new Command()
     .name('bench e2e')
@@ -231,10 +260,22 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     .option('--phase-timeout-ms <n>', 'upper bound per phase', positiveInteger, 600_000)
     .option('--patch-concurrency <n>', 'spec patches in flight', positiveInteger, 16)
     .option('--changed <n>', 'objects patched (default: all)', positiveInteger)
+    .option('--batch-window-ms <n>', 'convergence stream batching window (default: the local system\'s)', nonNegativeInteger)
+    .option('--status-batch-window-ms <n>', 'status stream batching window', nonNegativeInteger)
+    .option('--decision-refresh-ms <n>', 'convergence DECISION_REFRESH_MS (0: rewrite on every change)', nonNegativeInteger)
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number }>();
-  return { envoys: opts.envoys, objects: opts.objects, phaseTimeoutMs: opts.phaseTimeoutMs, patchConcurrency: opts.patchConcurrency, ...(opts.changed ? { changed: opts.changed } : {}) };
+  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number }>();
+  return {
+    envoys: opts.envoys,
+    objects: opts.objects,
+    phaseTimeoutMs: opts.phaseTimeoutMs,
+    patchConcurrency: opts.patchConcurrency,
+    ...(opts.changed ? { changed: opts.changed } : {}),
+    ...(opts.batchWindowMs === undefined ? {} : { batchWindowMs: opts.batchWindowMs }),
+    ...(opts.statusBatchWindowMs === undefined ? {} : { statusBatchWindowMs: opts.statusBatchWindowMs }),
+    ...(opts.decisionRefreshMs === undefined ? {} : { decisionRefreshMs: opts.decisionRefreshMs }),
+  };
 }
 
 export async function run(argv: string[]): Promise<void> {

@@ -52,10 +52,15 @@ function modeSummary(mode: Awaited<ReturnType<typeof runMode>>): GatewayModeSumm
 }
 
 /** Runs every stage for one size; a stage that fails is recorded and the next one still runs. */
-export async function runSize(size: Size, changed: number, log: (line: string) => void, burst = false): Promise<SizeRun> {
+/** The stages of a size run; `--stages` picks some (e.g. only e2e and gateway at 5,000 Envoys, where the Knative prober alone takes hours). */
+export const SIZE_STAGES = ['e2e', 'gateway', 'knative', 'istio'] as const;
+export type SizeStage = (typeof SIZE_STAGES)[number];
+
+export async function runSize(size: Size, changed: number, log: (line: string) => void, burst = false, stages: readonly SizeStage[] = SIZE_STAGES, timeoutMs = 600_000): Promise<SizeRun> {
   const started = Date.now();
   const run: SizeRun = { envoys: size.envoys, objects: size.objects, changed: Math.min(changed, size.objects), finishedAt: '', durationSeconds: 0, errors: [] };
-  const stage = async (name: string, body: () => Promise<void>): Promise<void> => {
+  const stage = async (name: string, body: () => Promise<void>, which: SizeStage): Promise<void> => {
+    if (!stages.includes(which)) return;
     const at = Date.now();
     log(`[${sizeKey(size)}] ${name}…`);
     try {
@@ -66,14 +71,13 @@ export async function runSize(size: Size, changed: number, log: (line: string) =
       log(`[${sizeKey(size)}] ${name} FAILED: ${describe(error)}`);
     }
   };
-  const timeoutMs = 600_000;
   await stage('e2e', async () => {
     run.e2e = await runE2e({ envoys: size.envoys, objects: size.objects, changed: run.changed, phaseTimeoutMs: timeoutMs, patchConcurrency: 16 });
-  });
+  }, 'e2e');
   if (burst) {
     await stage('e2e burst (every object changed)', async () => {
       run.e2eBurst = await runE2e({ envoys: size.envoys, objects: size.objects, phaseTimeoutMs: timeoutMs, patchConcurrency: 16 });
-    });
+    }, 'e2e');
   }
   const changes = 3;
   await stage('gateway vs direct', async () => {
@@ -81,14 +85,14 @@ export async function runSize(size: Size, changed: number, log: (line: string) =
     const direct = await runMode('direct', options);
     const relay = await runMode('relay', options);
     run.gateway = { direct: modeSummary(direct), relay: modeSummary(relay), changes };
-  });
+  }, 'gateway');
   const baseline: BaselineOptions = { envoys: size.envoys, objects: size.objects, changed: run.changed, timeoutMs };
   await stage('knative prober', async () => {
     run.knative = await runKnativeBaseline(baseline);
-  });
+  }, 'knative');
   await stage('istio reporter', async () => {
     run.istio = await runIstioBaseline(baseline);
-  });
+  }, 'istio');
   run.finishedAt = new Date().toISOString();
   run.durationSeconds = Math.round((Date.now() - started) / 1000);
   return run;
@@ -172,6 +176,14 @@ interface ReportArgs {
   burst: boolean;
   convergenceOnly: boolean;
   out: string;
+  stages: SizeStage[];
+  phaseTimeoutMs: number;
+}
+
+function parseStages(value: string): SizeStage[] {
+  const stages = value.split(',').map((s) => s.trim());
+  for (const stage of stages) if (!(SIZE_STAGES as readonly string[]).includes(stage)) throw new InvalidArgumentError(`unknown stage ${stage} (${SIZE_STAGES.join(', ')})`);
+  return stages as SizeStage[];
 }
 
 function positiveInteger(value: string): number {
@@ -191,6 +203,8 @@ export async function run(argv: string[]): Promise<void> {
     .option('--convergence-only', 'run only bench/convergence.ts, keep the size runs as they are', false)
     .option('--render-only', 'only regenerate README and plots from results.json', false)
     .option('--out <dir>', 'output directory', DOCS_BENCH_DIR)
+    .option('--phase-timeout-ms <n>', 'upper bound per e2e phase and baseline', positiveInteger, 600_000)
+    .option('--stages <list>', `stages per size, comma-separated (default: ${SIZE_STAGES.join(',')})`, parseStages, [...SIZE_STAGES])
     .exitOverride();
   program.parse(argv, { from: 'user' });
   const args = program.opts<ReportArgs>();
@@ -200,7 +214,7 @@ export async function run(argv: string[]): Promise<void> {
     const sizes = args.convergenceOnly ? [] : (args.sizes ?? (args.quick ? [{ envoys: 100, objects: 100 }] : parseSizes('100x100,1000x500,5000x500')));
     const log = (line: string): void => console.log(`${new Date().toISOString()} ${line}`);
     for (const size of sizes) {
-      const fresh = await runSize(size, args.changed, log, args.burst);
+      const fresh = await runSize(size, args.changed, log, args.burst, args.stages, args.phaseTimeoutMs);
       results.runs = mergeRuns(results.runs, [fresh]);
       // Written after every size: a long run interrupted later keeps what it measured.
       writeReport(args.out, results);

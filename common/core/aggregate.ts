@@ -38,9 +38,13 @@ function cap(message: string): string {
 
 /** The member summarising an Envoy state (on the shard of `state.lineage`). */
 export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readonly string[] = []): Member {
-  const subscribed = Object.entries(state.types).filter(([, type]) => type.subscribed);
-  const lineages = new Set(subscribed.map(([, type]) => type.lineage));
+  const subscribedAnywhere = Object.entries(state.types).filter(([, type]) => type.subscribed);
+  const lineages = new Set(subscribedAnywhere.map(([, type]) => type.lineage));
   const split = lineages.size > 1 || (lineages.size === 1 && !lineages.has(state.lineage));
+  // Everything below but NACKs speaks about the types on the state's own lineage: types on another
+  // lineage are named in `split`, and evaluation blocks on them while that lineage is live and
+  // ignores them once it is not (memberBlocker). NACKs of every type block (invariant 2, safe side).
+  const subscribed = subscribedAnywhere.filter(([, type]) => type.lineage === state.lineage);
   const nacks = unresolvedNacks(state).map((nack) => ({ u: nack.typeUrl, q: nack.seq, m: cap(nack.message), a: nack.at }));
   const waiting = subscribed
     .map(([typeUrl, type]) => {
@@ -50,7 +54,7 @@ export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readon
     })
     .filter((w): w is NonNullable<typeof w> => w !== undefined)
     .sort((a, b) => (a.u < b.u ? -1 : a.u > b.u ? 1 : 0));
-  const missingRequired = requiredTypeUrls.filter((typeUrl) => state.types[typeUrl]?.subscribed !== true);
+  const missingRequired = requiredTypeUrls.filter((typeUrl) => state.types[typeUrl]?.subscribed !== true || state.types[typeUrl]?.lineage !== state.lineage);
   const b: NonNullable<Member['b']> = {
     ...(nacks.length > 0 ? { n: nacks } : {}),
     ...(waiting.length > 0 ? { w: waiting } : {}),
@@ -58,7 +62,9 @@ export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readon
     ...(subscribed.length === 0 ? { none: true } : {}),
     ...(missingRequired.length > 0 ? { req: [...missingRequired].sort() } : {}),
   };
-  const programmed = !split && subscribed.length > 0 && missingRequired.length === 0 && state.programmedThrough !== undefined;
+  // With `split`, `t` is programmedThrough over the own-lineage types only (the gateway's merge keeps
+  // it so): it is used only once every other lineage in `split` has left the live set.
+  const programmed = subscribed.length > 0 && missingRequired.length === 0 && state.programmedThrough !== undefined;
   const acked = Object.fromEntries(subscribed.map(([typeUrl, type]) => [shortTypeName(typeUrl), type.acked ?? -1]));
   return {
     t: programmed ? (state.programmedThrough as number) : NOT_PROGRAMMED,
@@ -202,6 +208,11 @@ export interface AggregateEvaluationInput {
   watermark: Watermark;
   /** The aggregates of the lineages that may have live Envoys. */
   aggregates: readonly LineageAggregate[];
+  /**
+   * Lineages the registry knows whose gateway stopped heartbeating (out of the live set): a member's
+   * types held on one of them no longer count (memberBlocker). Absent: none known dead (safe).
+   */
+  deadLineages?: ReadonlySet<string>;
   now: number;
   policy: ConvergencePolicy;
 }
@@ -209,13 +220,32 @@ export interface AggregateEvaluationInput {
 const SEVERITY: Record<Blocker['reason'], number> = { nacked: 0, stuck: 1, noWatermark: 2, pending: 3 };
 
 /** Why a live member does not count as programmed at `mark` (undefined: it does). */
-export function memberBlocker(nodeId: string, lineage: Lineage, member: Member, mark: LineageWatermark | undefined, now: number, policy: ConvergencePolicy): Blocker | undefined {
+export function memberBlocker(
+  nodeId: string,
+  lineage: Lineage,
+  member: Member,
+  mark: LineageWatermark | undefined,
+  now: number,
+  policy: ConvergencePolicy,
+  /** Registered lineages out of the live set (heartbeat older than the window); undefined: none (safe). */
+  deadLineages?: ReadonlySet<string>,
+): Blocker | undefined {
   const b = member.b ?? {};
   if (b.n !== undefined && b.n.length > 0) {
     return { nodeId, reason: 'nacked', nacks: b.n.map((nack) => ({ typeUrl: nack.u, seq: nack.q, message: nack.m, at: nack.a })) };
   }
-  // Types served by different gateway instances have no single programmedThrough: blocked (safe).
-  if (b.split !== undefined) return { nodeId, reason: 'pending', typeUrls: [`split across gateway instances (${b.split.join(', ')})`] };
+  // Types served by different gateway instances have no single programmedThrough: blocked (safe),
+  // as long as another of those lineages is live. A type held on a lineage that left the live set
+  // (its gateway stopped heartbeating) no longer counts: xDS subscriptions are per stream, and the
+  // stream to a dead gateway is gone, so the Envoy is not subscribed to that type anywhere; what it
+  // still holds from it is judged like any unsubscribed type (required types: `req`, from the own
+  // lineage only). Without this, one such type blocked every generation forever (RELIABILITY.md).
+  if (b.split !== undefined) {
+    // Only a lineage *known* dead is ignored: one missing from the registry read may be new (registered
+    // after that read), so it blocks like a live one.
+    const liveElsewhere = b.split.filter((other) => other !== lineage && deadLineages?.has(other) !== true);
+    if (liveElsewhere.length > 0) return { nodeId, reason: 'pending', typeUrls: [`split across gateway instances (${b.split.join(', ')})`] };
+  }
   if (b.none === true) return { nodeId, reason: 'pending', typeUrls: [...(b.req ?? [])] };
   if (mark === undefined) return { nodeId, reason: 'noWatermark', lineages: [lineage] };
   if (member.t >= mark.seq) return undefined;
@@ -273,7 +303,7 @@ export function evaluateFromAggregates(input: AggregateEvaluationInput): Converg
         if (!counted(member) || now - member.s > policy.ttlMs) continue;
         total++;
         if (!watermark.observable) continue;
-        const blocker = memberBlocker(nodeId, aggregate.lineage, member, mark, now, policy);
+        const blocker = memberBlocker(nodeId, aggregate.lineage, member, mark, now, policy, input.deadLineages);
         if (blocker !== undefined) blockers.push(blocker);
       }
     }
@@ -298,4 +328,19 @@ export function snapshotRev(aggregates: readonly LineageAggregate[]): number {
   let rev = 0;
   for (const aggregate of aggregates) for (const shard of aggregate.shards) rev += shard.v;
   return rev;
+}
+
+/**
+ * Freshness per lineage (sum of its shards' versions). Unlike the total, it stays comparable when the
+ * set of live lineages changes: a lineage leaving the set (its gateway died) must not make later
+ * snapshots look older than earlier ones (docs/CONVERGENCE.md, "Decision freshness").
+ */
+export function snapshotRevs(aggregates: readonly LineageAggregate[]): Record<string, number> {
+  const revs: Record<string, number> = {};
+  for (const aggregate of aggregates) {
+    let rev = 0;
+    for (const shard of aggregate.shards) rev += shard.v;
+    revs[aggregate.lineage] = rev;
+  }
+  return revs;
 }

@@ -54,6 +54,18 @@ export const DecisionSchema = z.object({
    * evaluation from older aggregates never overwrites a newer decision.
    */
   evaluatedRev: count,
+  /**
+   * The same freshness per lineage read. The write condition compares these (`isStaleDecision`):
+   * a lineage that left the live set between two evaluations would make the total drop and refuse
+   * every later decision (docs/CONVERGENCE.md, "Decision freshness"). Absent on older items.
+   */
+  evaluatedRevs: z.record(z.string(), count).optional(),
+  /**
+   * Version of the lineage registry the snapshot's set of live lineages came from (it only grows). A
+   * decision from an older registry read is stale: a lineage missing from its snapshot may be one it
+   * did not know yet, not one that died.
+   */
+  registryVersion: count.optional(),
   /** Set when a newer generation of the object exists: this one is no longer decided (or written). */
   supersededBy: z.number().int().positive().optional(),
 });
@@ -70,7 +82,13 @@ function storedBlocker(blocker: Blocker): DecisionBlocker {
 }
 
 /** The decision to store for a convergence result (blockers capped, messages bounded). */
-export function decisionFromConvergence(convergence: Convergence, decidedAt: number, evaluatedRev: number): Decision {
+/** Where a decision's aggregates came from: per-lineage shard versions and the registry version. */
+export interface DecisionFreshness {
+  revs: Readonly<Record<string, number>>;
+  registryVersion: number;
+}
+
+export function decisionFromConvergence(convergence: Convergence, decidedAt: number, evaluatedRev: number, freshness?: DecisionFreshness): Decision {
   const stored = convergence.blockers.slice(0, MAX_DECISION_BLOCKERS).map(storedBlocker);
   return {
     state: convergence.state,
@@ -81,7 +99,41 @@ export function decisionFromConvergence(convergence: Convergence, decidedAt: num
     ...(convergence.notObservableReason === undefined ? {} : { notObservableReason: convergence.notObservableReason }),
     decidedAt,
     evaluatedRev,
+    ...(freshness === undefined ? {} : { evaluatedRevs: { ...freshness.revs }, registryVersion: freshness.registryVersion }),
   };
+}
+
+/**
+ * Whether writing `ours` over `stored` is refused. The store's conditional write is this rule.
+ *  - A stored Programmed decision is final (docs/CONVERGENCE.md, "Resolution"): only a supersession
+ *    replaces it, whatever snapshot the other evaluation read.
+ *  - Stale: `ours` comes from an older snapshot, so it could replace a newer decision with an older
+ *    view: its registry read is older, or some lineage both read is behind in ours. Lineages only the
+ *    stored one read are then ignored (with a registry read at least as new, they left the live set:
+ *    ours is the later look); lineages only ours read are newer information.
+ *  - A stored decision without per-lineage revs (written before they existed) never blocks one that
+ *    has them; two such decisions compare their totals.
+ */
+export function isStaleDecision(stored: Decision | undefined, ours: Decision): boolean {
+  if (stored === undefined) return false;
+  if (stored.state === 'Programmed' && stored.supersededBy === undefined && ours.supersededBy === undefined) return true;
+  if (ours.evaluatedRevs === undefined || stored.evaluatedRevs === undefined) {
+    return ours.evaluatedRevs === undefined && stored.evaluatedRev > ours.evaluatedRev;
+  }
+  if (stored.registryVersion !== undefined && (ours.registryVersion ?? 0) < stored.registryVersion) return true;
+  for (const [lineage, rev] of Object.entries(ours.evaluatedRevs)) {
+    const storedRev = stored.evaluatedRevs[lineage];
+    if (storedRev !== undefined && storedRev > rev) return true;
+  }
+  return false;
+}
+
+/** Per-lineage maximum of two freshness maps (a decision that must win over the one it read). */
+export function maxEvaluatedRevs(a: Readonly<Record<string, number>> | undefined, b: Readonly<Record<string, number>> | undefined): Record<string, number> | undefined {
+  if (a === undefined && b === undefined) return undefined;
+  const merged: Record<string, number> = { ...(a ?? {}) };
+  for (const [lineage, rev] of Object.entries(b ?? {})) merged[lineage] = Math.max(merged[lineage] ?? 0, rev);
+  return merged;
 }
 
 /** The core convergence result a stored decision describes (blockers: the stored ones only). */
@@ -116,8 +168,8 @@ export function conditionForDecision(object: ObjectRef, generation: number, deci
 /** Same content apart from when it was decided: writing it again would change nothing a reader uses. */
 export function sameDecision(a: Decision | undefined, b: Decision): boolean {
   if (a === undefined) return false;
-  const { decidedAt: _a, evaluatedRev: _ar, ...restA } = a;
-  const { decidedAt: _b, evaluatedRev: _br, ...restB } = b;
+  const { decidedAt: _a, evaluatedRev: _ar, evaluatedRevs: _ars, registryVersion: _arv, ...restA } = a;
+  const { decidedAt: _b, evaluatedRev: _br, evaluatedRevs: _brs, registryVersion: _brv, ...restB } = b;
   return canonicalJson(restA) === canonicalJson(restB);
 }
 

@@ -19,3 +19,4 @@ export * from './proxy-status';
 export * from './decision';
 export * from './aggregate';
 export * from './aggregate-ports';
+export * from './event-log';

@@ -3,6 +3,7 @@
 // throw on a corrupt stored item: it is returned as `corrupt` (with its key) so callers can log and
 // skip it. They may reject on infrastructure failure (network, throttling after retries), which
 // callers treat as retryable.
+import type { EventLogBatch } from './event-log';
 import type { ObjectRef } from './identity';
 import type {
   Condition,
@@ -63,13 +64,29 @@ export interface PutEventsResult {
   failed: { event: EnvoyEvent; error: string }[];
 }
 
+export interface PutEventLogsResult {
+  /** Batches durably written (including ones that already existed). */
+  written: number;
+  /** Batches not written; `retryable: false` when the batch itself is invalid. */
+  failed: { batch: EventLogBatch; error: string; retryable: boolean }[];
+}
+
 /** Envoy state and the ACK/NACK/STUCK event log (`ENVOY#<nodeId>` partition). */
 export interface EnvoyStore {
   /**
-   * Writes events in batches (BatchWriteItem, 25 per request). Idempotent: an event's key is a function
-   * of (nodeId, version, typeUrl, outcome), so a replay overwrites the same item with the same content.
+   * Writes events in batches (BatchWriteItem, 25 per request), one item per event: the format before
+   * issue 9 (the gateway now carries events in STATE writes and uses putEventLogs; see
+   * docs/GATEWAY.md, "The event log"). Idempotent: an event's key is a function of (nodeId, version,
+   * typeUrl, outcome), so a replay overwrites the same item with the same content.
    */
   putEvents(events: readonly EnvoyEvent[]): Promise<PutEventsResult>;
+
+  /**
+   * Writes event-log items, one per batch (common/core/event-log.ts `eventLogBatches`: one lineage
+   * each). Idempotent: an item's key is a function of the events it holds, so a replayed batch
+   * rewrites the same item. Failed batches come back (the caller keeps their events carried).
+   */
+  putEventLogs(batches: readonly EventLogBatch[]): Promise<PutEventLogsResult>;
 
   getEnvoyState(nodeId: string): Promise<ItemRead<EnvoyState>>;
 
@@ -77,11 +94,21 @@ export interface EnvoyStore {
    * Writes `state` iff the stored rev equals `expectedRev` (`undefined`: iff no state exists yet).
    * Callers pass `state.rev === (expectedRev ?? -1) + 1`, so rev never moves backwards and two writers
    * cannot lose each other's updates; on conflict they re-read, re-apply their transition (the core's
-   * transitions never move an acked version backwards) and retry.
+   * transitions never move an acked version backwards) and retry. `state.unlogged` (events carried by
+   * the state, part of the event log) is stored as given, no attribute when empty: a writer that
+   * replaces a state must carry the stored one's events along (`mergeCarried`).
    */
   updateEnvoyState(state: EnvoyState, expectedRev: number | undefined): Promise<ConditionalWriteResult<EnvoyState>>;
 
-  /** An Envoy's events in sort-key order (lineage, then seq, then type), optionally one lineage only. */
+  /**
+   * An Envoy's events, optionally one lineage only, from every place the event log keeps them:
+   * single-event items (the format before issue 9), event-log items, and the events its STATE still
+   * carries (`unlogged`; on the first page when descending, on the last page otherwise). Pages follow
+   * the items' sort-key order (lineage, then seq); the events of one page are sorted by identity
+   * (lineage, seq, type, outcome) with duplicates removed. An event may appear twice across pages
+   * only after a crash between its log write and the STATE write that drops it: dedupe by identity
+   * (`dedupeEvents`) when counting. `limit` bounds the items examined, not the events returned.
+   */
   listEnvoyEvents(nodeId: string, options?: PageRequest & { lineage?: Lineage; descending?: boolean }): Promise<Page<EnvoyEvent>>;
 
   /** Every Envoy state (for convergence over the fleet and for expiry), optionally one node group. */

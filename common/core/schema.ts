@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { DECISION_ATTRIBUTE, DecisionSchema } from './decision';
 import { formatObjectRef, validateObjectRef, type ObjectRef } from './identity';
-import { isValidTypeUrl } from './type-urls';
+import { KNOWN_TYPE_URLS, isValidTypeUrl } from './type-urls';
 import { isValidLineage, type GatewayVersion, type Lineage } from './version';
 
 // ---------------------------------------------------------------------------------------------
@@ -29,6 +29,8 @@ export const SCHEMA_VERSION = 1;
 export const ITEM_KIND = {
   envoyState: 'EnvoyState',
   envoyEvent: 'EnvoyEvent',
+  /** `ENVOY#<nodeId> / EVENT#<lineage>#<minSeq>#LOG#…`: several events of one Envoy on one lineage (the event log since issue 9). */
+  envoyEventLog: 'EnvoyEventLog',
   objectGeneration: 'ObjectGeneration',
   lineageState: 'LineageState',
   /** `AGG#<lineage> / SHARD#<nnn>`: one shard of a lineage's convergence aggregate (common/core/aggregate.ts). */
@@ -90,6 +92,20 @@ export function envoyEventKey(nodeId: string, version: GatewayVersion, typeUrl: 
 /** Sort-key prefix for querying an Envoy's events, optionally only one lineage's. */
 export function envoyEventSkPrefix(lineage?: Lineage): string {
   return lineage === undefined ? EVENT_SK_PREFIX : `${EVENT_SK_PREFIX}${lineage}#`;
+}
+
+/**
+ * `EVENT#<lineage>#<minSeq padded>#LOG#<maxSeq padded>#<count>#<digest>`: one event-log item holding
+ * several events of one Envoy on one lineage. The key is a function of the events it holds (the digest
+ * is of their identities, common/core/event-log.ts), so rewriting the same batch rewrites the same item
+ * and two different batches never share a key. It sorts among the single-event items of the same
+ * lineage by its smallest seq, and `envoyEventSkPrefix(lineage)` finds both formats.
+ */
+export function envoyEventLogKey(nodeId: string, lineage: Lineage, minSeq: number, maxSeq: number, count: number, digest: string): ItemKey {
+  return {
+    pk: envoyPartitionKey(nodeId),
+    sk: `${EVENT_SK_PREFIX}${lineage}#${padKeyNumber(minSeq)}#LOG#${padKeyNumber(maxSeq)}#${count}#${digest}`,
+  };
 }
 
 export function objectPartitionKey(ref: ObjectRef): string {
@@ -184,6 +200,31 @@ export const TypeStateSchema = z.object({
 });
 export type TypeState = z.infer<typeof TypeStateSchema>;
 
+/**
+ * An ACK/NACK/STUCK event in its compact stored form (it is rewritten with every STATE write that
+ * carries it, and DynamoDB bills writes per KB): o outcome, l lineage, q seq, k the short name of a
+ * well-known type (CDS, EDS, LDS, RDS, SDS) or u any other type URL (exactly one of k and u), a at,
+ * m NACK message, s STUCK sentAt, x ttl (epoch seconds). The node id is the item's.
+ */
+export const CarriedEventSchema = z
+  .object({
+    o: z.enum(['ACK', 'NACK', 'STUCK']),
+    l: lineageSchema,
+    q: seqSchema,
+    k: z.enum(['CDS', 'EDS', 'LDS', 'RDS', 'SDS']).optional(),
+    u: typeUrlSchema.optional(),
+    a: epochMsSchema,
+    m: messageSchema.optional(),
+    s: epochMsSchema.optional(),
+    x: z.number().int().positive(),
+  })
+  .refine((event) => event.o !== 'NACK' || event.m !== undefined, { message: 'a NACK event must carry the Envoy message', path: ['m'] })
+  .refine((event) => (event.k === undefined) !== (event.u === undefined), { message: 'exactly one of k (known type) and u (type URL)', path: ['u'] });
+export type CarriedEvent = z.infer<typeof CarriedEventSchema>;
+
+/** Upper bound on events one item may hold (a STATE's `unlogged`, an event-log item); writers stay far below. */
+export const MAX_EVENTS_PER_ITEM = 256;
+
 const envoyStateShape = {
   nodeId: nodeIdSchema,
   cluster: z.string().max(1024),
@@ -208,6 +249,13 @@ const envoyStateShape = {
    * changed) or is less programmed than the last one it wrote. Absent (older writers): 1.
    */
   incarnation: z.number().int().positive().optional(),
+  /**
+   * ACK/NACK/STUCK events of this Envoy not yet in an event-log item (docs/GATEWAY.md, "The event log").
+   * They are part of the event log: a state write that moves `acked` carries the ACK that moved it, so
+   * the stored state can never claim an ACK the log lacks. The gateway moves them to an event-log
+   * item when there are enough, then writes the state without them. Absent: none.
+   */
+  unlogged: z.array(CarriedEventSchema).max(MAX_EVENTS_PER_ITEM).optional(),
   /** Increases by one per write; writes are conditional on it. */
   rev: z.number().int().nonnegative(),
 };
@@ -417,6 +465,19 @@ export const EnvoyEventItemSchema = z
   .refine(nackCarriesMessage, { message: 'a NACK event must carry the Envoy message', path: ['message'] });
 export type EnvoyEventItem = z.infer<typeof EnvoyEventItemSchema>;
 
+const envoyEventLogShape = {
+  nodeId: nodeIdSchema,
+  lineage: lineageSchema,
+  /** The events, each on `lineage`, in the order they were logged. */
+  events: z.array(CarriedEventSchema).min(1).max(MAX_EVENTS_PER_ITEM),
+  /** Epoch seconds: the largest of the events' ttl. */
+  ttl: z.number().int().positive(),
+};
+export const EnvoyEventLogItemSchema = z
+  .object({ ...itemBase, kind: z.literal(ITEM_KIND.envoyEventLog), ...envoyEventLogShape })
+  .refine((item) => item.events.every((event) => event.l === item.lineage), { message: 'every event must be on the item lineage', path: ['events'] });
+export type EnvoyEventLogItem = z.infer<typeof EnvoyEventLogItemSchema>;
+
 export const ObjectGenerationItemSchema = z.object({ ...itemBase, kind: z.literal(ITEM_KIND.objectGeneration), ...objectGenerationShape });
 export type ObjectGenerationItem = z.infer<typeof ObjectGenerationItemSchema>;
 
@@ -435,6 +496,7 @@ export type PendingGenerationItem = z.infer<typeof PendingGenerationItemSchema>;
 export type TableItem =
   | EnvoyStateItem
   | EnvoyEventItem
+  | EnvoyEventLogItem
   | ObjectGenerationItem
   | LineageStateItem
   | AggregateShardItem
@@ -479,6 +541,59 @@ export function lineageStateFromItem(item: LineageStateItem): LineageState {
   return state;
 }
 
+/**
+ * The identity of an event: what the single-event key encodes (`<lineage>#<seq padded>#<typeUrl>#
+ * <outcome>`). Two records with the same identity are the same event (a replay, or an event both in a
+ * log item and still in a STATE after a crash between the two writes); readers keep one. Its order is
+ * the event log's order (lineage, seq, type, outcome).
+ */
+export function carriedEventIdentity(event: CarriedEvent): string {
+  return `${event.l}#${padKeyNumber(event.q)}#${carriedTypeUrl(event)}#${event.o}`;
+}
+
+const TYPE_URL_BY_SHORT_NAME: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(KNOWN_TYPE_URLS).map(([url, short]) => [short, url]));
+
+/** The type URL of a carried event (`k` expanded). */
+export function carriedTypeUrl(event: Pick<CarriedEvent, 'k' | 'u'>): string {
+  return event.k === undefined ? (event.u ?? '') : (TYPE_URL_BY_SHORT_NAME[event.k] ?? event.k);
+}
+
+/** `{ k }` for a well-known type URL, `{ u }` for any other (never ambiguous: a bare "CDS" type URL stays in `u`). */
+export function carriedTypeFields(typeUrl: string): Pick<CarriedEvent, 'k' | 'u'> {
+  const short = KNOWN_TYPE_URLS[typeUrl];
+  return short === 'CDS' || short === 'EDS' || short === 'LDS' || short === 'RDS' || short === 'SDS' ? { k: short } : { u: typeUrl };
+}
+
+/** FNV-1a, 64 bit, as 16 hex digits: a stable digest for keys (not a security property). */
+export function fnv1a64Hex(text: string): string {
+  let hash = 0xcbf29ce484222325n;
+  const prime = 0x100000001b3n;
+  const mask = 0xffffffffffffffffn;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= BigInt(text.charCodeAt(i));
+    hash = (hash * prime) & mask;
+  }
+  return hash.toString(16).padStart(16, '0');
+}
+
+/** The key of the event-log item holding `events` (all on `lineage`, at least one): a function of their identities. */
+export function eventLogKeyOf(nodeId: string, lineage: Lineage, events: readonly CarriedEvent[]): ItemKey {
+  const identities = events.map(carriedEventIdentity).sort();
+  let min = Number.MAX_SAFE_INTEGER;
+  let max = 0;
+  for (const event of events) {
+    min = Math.min(min, event.q);
+    max = Math.max(max, event.q);
+  }
+  return envoyEventLogKey(nodeId, lineage, events.length === 0 ? 0 : min, max, events.length, fnv1a64Hex(identities.join('\n')));
+}
+
+/** The item that logs `events` (one lineage, 1..MAX_EVENTS_PER_ITEM events; common/core/event-log.ts groups them). */
+export function toEnvoyEventLogItem(nodeId: string, lineage: Lineage, events: readonly CarriedEvent[]): EnvoyEventLogItem {
+  const ttl = events.reduce((largest, event) => Math.max(largest, event.x), 1);
+  return { ...eventLogKeyOf(nodeId, lineage, events), kind: ITEM_KIND.envoyEventLog, schemaVersion: SCHEMA_VERSION, nodeId, lineage, events: [...events], ttl };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reading items back
 
@@ -500,6 +615,8 @@ function expectedKey(item: TableItem): ItemKey {
       return envoyStateKey(item.nodeId);
     case ITEM_KIND.envoyEvent:
       return envoyEventKey(item.nodeId, { lineage: item.lineage, seq: item.seq }, item.typeUrl, item.outcome);
+    case ITEM_KIND.envoyEventLog:
+      return eventLogKeyOf(item.nodeId, item.lineage, item.events);
     case ITEM_KIND.objectGeneration:
       return objectGenerationKey(item.object, item.generation);
     case ITEM_KIND.lineageState:
@@ -539,6 +656,9 @@ export function parseItem(raw: Record<string, unknown>): ParsedItem {
       break;
     case ITEM_KIND.envoyEvent:
       result = EnvoyEventItemSchema.safeParse(raw);
+      break;
+    case ITEM_KIND.envoyEventLog:
+      result = EnvoyEventLogItemSchema.safeParse(raw);
       break;
     case ITEM_KIND.objectGeneration: {
       // A stored decision is derived data (convergence re-decides it): one that fails validation is

@@ -2,6 +2,7 @@
 // shards, the lineage registry, the pending index, and decisions on OBJECT generation items.
 // No transactions (dynalite has none): every write is one item, conditional on a version attribute
 // (optimistic locking) or idempotent by key.
+import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 
 import {
@@ -217,11 +218,7 @@ export class DynamoAggregateStore implements AggregateStore {
         TableName: this.tableName,
         Key: objectGenerationKey(ref, generation),
         UpdateExpression: 'SET #d = :d',
-        // A stored decision without a numeric evaluatedRev is invalid (readers drop it): replace it,
-        // or the generation could never be decided again.
-        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(#d) OR NOT attribute_type(#d.#er, :number) OR #d.#er <= :rev)',
-        ExpressionAttributeNames: { '#d': DECISION_ATTRIBUTE, '#er': 'evaluatedRev' },
-        ExpressionAttributeValues: { ':d': checked, ':rev': checked.evaluatedRev, ':number': 'N' },
+        ...decisionFreshnessCondition(checked),
       });
       return 'written';
     } catch (error) {
@@ -230,6 +227,58 @@ export class DynamoAggregateStore implements AggregateStore {
     const existing = await this.operations.get({ TableName: this.tableName, Key: objectGenerationKey(ref, generation), ProjectionExpression: 'pk', ConsistentRead: true });
     return existing.Item === undefined ? 'missing' : 'stale';
   }
+}
+
+/** Most lineages one decision write checks (a DynamoDB condition expression is at most 4 KB). */
+export const MAX_FRESHNESS_LINEAGES = 30;
+
+/**
+ * The write condition of a decision: core `isStaleDecision` as a DynamoDB condition. A stored decision
+ * without a numeric evaluatedRev is invalid (readers drop it): it is replaced, or the generation could
+ * never be decided again. A stored Programmed decision is final unless ours supersedes it. With
+ * per-lineage revs: the stored registry version must not be newer than ours, and each lineage ours
+ * read must not be behind the stored decision's entry for it (beyond MAX_FRESHNESS_LINEAGES, the
+ * most-written ones are checked: a weaker race guard, never a refused newer decision).
+ */
+function decisionFreshnessCondition(decision: Decision): Pick<UpdateCommandInput, 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> {
+  const names: Record<string, string> = { '#d': DECISION_ATTRIBUTE, '#er': 'evaluatedRev' };
+  const values: Record<string, unknown> = { ':d': decision, ':number': 'N' };
+  const invalidOrAbsent = 'attribute_not_exists(#d) OR NOT attribute_type(#d.#er, :number)';
+  const guards: string[] = [];
+  if (decision.supersededBy === undefined) {
+    names['#st'] = 'state';
+    names['#sb'] = 'supersededBy';
+    values[':programmed'] = 'Programmed';
+    guards.push('(#d.#st <> :programmed OR attribute_exists(#d.#sb))');
+  }
+  if (decision.evaluatedRevs === undefined) {
+    // Written without per-lineage revs (before they existed): the totals decide.
+    values[':rev'] = decision.evaluatedRev;
+    guards.push('(#d.#er <= :rev)');
+    return {
+      ConditionExpression: `attribute_exists(pk) AND (${invalidOrAbsent} OR ${guards.length === 1 ? '#d.#er <= :rev' : `(${guards.join(' AND ')})`})`,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    };
+  }
+  names['#ers'] = 'evaluatedRevs';
+  names['#rg'] = 'registryVersion';
+  values[':rg'] = decision.registryVersion ?? 0;
+  guards.push('(attribute_not_exists(#d.#ers) OR attribute_not_exists(#d.#rg) OR #d.#rg <= :rg)');
+  const checked = Object.entries(decision.evaluatedRevs)
+    .sort(([la, ra], [lb, rb]) => rb - ra || (la < lb ? -1 : la > lb ? 1 : 0))
+    .slice(0, MAX_FRESHNESS_LINEAGES);
+  checked.forEach(([lineage, rev], index) => {
+    names[`#l${index}`] = lineage;
+    values[`:r${index}`] = rev;
+    guards.push(`(attribute_not_exists(#d.#ers) OR attribute_not_exists(#d.#ers.#l${index}) OR #d.#ers.#l${index} <= :r${index})`);
+  });
+  return {
+    // DynamoDB refuses redundant parentheses: a single guard is already parenthesised.
+    ConditionExpression: `attribute_exists(pk) AND (${invalidOrAbsent} OR ${guards.length === 1 ? guards[0] : `(${guards.join(' AND ')})`})`,
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+  };
 }
 
 function plainRef(ref: ObjectRef): ObjectRef {

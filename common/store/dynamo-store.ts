@@ -1,6 +1,8 @@
 // The DynamoDB adapter of the core's store port (common/core/ports.ts: EventStore).
 // - Events: BatchWriteItem through batchPut (chunks of 25, UnprocessedItems retried); keys are
-//   deterministic (schema.envoyEventKey), so a replayed event overwrites the same item.
+//   deterministic (schema.envoyEventKey for single events, schema.eventLogKeyOf for event-log items),
+//   so a replayed write overwrites the same item. The event log also includes the events an Envoy's
+//   STATE carries (`unlogged`); listEnvoyEvents reads all three (docs/GATEWAY.md, "The event log").
 // - Envoy and lineage state: compare-and-set on `rev` (ConditionExpression); a lost race is a typed
 //   `conflict` result with the current value, never an exception. No TransactWriteItems (dynalite
 //   lacks it, and one code path runs locally and on AWS).
@@ -8,6 +10,7 @@
 // - Reads: every item validated with the core's parseItem; invalid items logged and skipped.
 import {
   ConditionSchema,
+  EnvoyEventLogItemSchema,
   EnvoyEventSchema,
   EnvoyStateSchema,
   GENERATION_SK_PREFIX,
@@ -23,7 +26,11 @@ import {
   lineageStateKey,
   objectGenerationKey,
   objectPartitionKey,
+  dedupeEvents,
+  envoyEventFromItem,
+  fromCarriedEvent,
   toEnvoyEventItem,
+  toEnvoyEventLogItem,
   toEnvoyStateItem,
   toLineageStateItem,
   truncateUtf8,
@@ -32,7 +39,10 @@ import {
   type Condition,
   type ConditionalWriteResult,
   type EnvoyEvent,
+  type EnvoyEventItem,
+  type EnvoyEventLogItem,
   type EnvoyState,
+  type EventLogBatch,
   type EventStore,
   type ItemKey,
   type ItemKind,
@@ -43,6 +53,7 @@ import {
   type ObjectRef,
   type Page,
   type PageRequest,
+  type PutEventLogsResult,
   type PutEventsResult,
   type ScanRequest,
   type TableItem,
@@ -50,7 +61,7 @@ import {
 import { batchPut, UnwrittenItemsError, type BatchWriteOptions, type KeyedItem } from './batch-write';
 import { describeZodIssues, InvalidStoreInputError, isConditionalCheckFailed } from './errors';
 import { ExpressionBuilder } from './expression';
-import { rawRev, readAny, readAs, type RecordOfKind } from './item-reader';
+import { rawRev, readAny, readAs, readEventItem, type RecordOfKind } from './item-reader';
 import { pageLimit, startKey, toPage } from './listing';
 import type { StoreLogger } from './logger';
 import { checkObjectGeneration, checkObjectRef, setGenerationFields, writeWatermark, type StoreContext } from './object-generations';
@@ -158,6 +169,45 @@ export class DynamoEventStore implements EventStore {
     }
   }
 
+  async putEventLogs(batches: readonly EventLogBatch[]): Promise<PutEventLogsResult> {
+    const failed: PutEventLogsResult['failed'] = [];
+    const valid: { batch: EventLogBatch; item: KeyedItem }[] = [];
+    for (const batch of batches) {
+      const invalid = (error: string) => {
+        this.logger.warn({ table: this.tableName, nodeId: batch.nodeId, lineage: batch.lineage, events: batch.events.length, reason: error }, 'refusing to write event-log item');
+        failed.push({ batch, error, retryable: false });
+      };
+      if (batch.nodeId.length === 0 || batch.nodeId.length > MAX_NODE_ID_LENGTH || batch.events.length === 0) {
+        invalid('an event-log item needs a node id of 1..1024 characters and at least one event');
+        continue;
+      }
+      const capped = batch.events.map((event) => (event.m === undefined ? event : { ...event, m: truncateUtf8(event.m, this.maxMessageBytes) }));
+      const item = toEnvoyEventLogItem(batch.nodeId, batch.lineage, capped);
+      const parsed = EnvoyEventLogItemSchema.safeParse(item);
+      if (!parsed.success) {
+        invalid(`invalid event-log item: ${describeZodIssues(parsed.error.issues)}`);
+        continue;
+      }
+      valid.push({ batch, item });
+    }
+    if (valid.length === 0) return { written: 0, failed };
+    try {
+      await batchPut(this.operations, valid.map((entry) => entry.item), { ...this.batch, tableName: this.tableName });
+      return { written: valid.length, failed };
+    } catch (error) {
+      if (!(error instanceof UnwrittenItemsError)) throw error;
+      const failureByKey = new Map(error.failures.map((failure) => [keyString(failure.item), failure]));
+      let written = 0;
+      for (const entry of valid) {
+        const failure = failureByKey.get(keyString(entry.item));
+        if (failure === undefined) written++;
+        else failed.push({ batch: entry.batch, error: failure.cause, retryable: failure.retryable });
+      }
+      this.logger.warn({ table: this.tableName, unwritten: failureByKey.size, reasons: error.causes }, 'event-log items not written after retries; returned to caller');
+      return { written, failed };
+    }
+  }
+
   async listEnvoyEvents(
     nodeId: string,
     options: PageRequest & { lineage?: string; descending?: boolean } = {},
@@ -168,7 +218,29 @@ export class DynamoEventStore implements EventStore {
     }
     const pk = envoyPartitionKey(nodeId);
     const prefix = envoyEventSkPrefix(options.lineage);
-    return this.queryPartition('EnvoyEvent', pk, prefix, options);
+    const descending = options.descending === true;
+    // Both formats share the prefix: single-event items (written before issue 9, and by putEvents)
+    // and event-log items. The listing name is unchanged, so cursors handed out before stay valid.
+    const page = await this.queryPartitionItems('EnvoyEvent', pk, prefix, options);
+    const events: EnvoyEvent[] = [];
+    const corrupt = [...page.corrupt];
+    for (const item of page.items) {
+      if (item.kind === ITEM_KIND.envoyEvent) events.push(envoyEventFromItem(item));
+      else events.push(...item.events.map((event) => fromCarriedEvent(nodeId, event)));
+    }
+    // The newest events may still ride in the STATE: they come first when descending, last otherwise.
+    const carriedPage = descending ? options.cursor === undefined : page.nextCursor === undefined;
+    if (carriedPage) {
+      const state = await this.getEnvoyState(nodeId);
+      if (state.status === 'found') {
+        for (const event of state.value.unlogged ?? []) {
+          if (options.lineage === undefined || event.l === options.lineage) events.push(fromCarriedEvent(nodeId, event));
+        }
+      }
+    }
+    const result: Page<EnvoyEvent> = { items: dedupeEvents(events, descending), corrupt };
+    if (page.nextCursor !== undefined) result.nextCursor = page.nextCursor;
+    return result;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -186,16 +258,24 @@ export class DynamoEventStore implements EventStore {
         capped.types[typeUrl] = { ...type, nack: { ...type.nack, message: truncateUtf8(type.nack.message, this.maxMessageBytes) } };
       }
     }
+    if (state.unlogged !== undefined) {
+      capped.unlogged = state.unlogged.map((event) => (event.m === undefined ? event : { ...event, m: truncateUtf8(event.m, this.maxMessageBytes) }));
+    }
     const parsed = EnvoyStateSchema.safeParse(capped);
     if (!parsed.success) {
       throw new InvalidStoreInputError(`invalid Envoy state for ${state.nodeId}: ${describeZodIssues(parsed.error.issues)}`);
     }
+    // An expired state still carrying events must outlive them: they are part of the event log, kept
+    // for their own ttl (--event-retention-hours), however soon the state itself may go.
+    const carriedTtl = (parsed.data.unlogged ?? []).reduce((largest, event) => Math.max(largest, event.x), 0);
     const ttl =
       parsed.data.status === 'EXPIRED' && this.expiredStateRetentionMs !== undefined
-        ? ttlEpochSeconds(parsed.data.lastSeenAt, this.expiredStateRetentionMs)
+        ? Math.max(ttlEpochSeconds(parsed.data.lastSeenAt, this.expiredStateRetentionMs), carriedTtl)
         : undefined;
     // The sparse index attribute makes this item (and only state items) visible to listEnvoyStates.
-    const item = { ...toEnvoyStateItem(parsed.data, ttl), [ENVOY_STATE_INDEX_KEY]: parsed.data.nodeId };
+    const item: KeyedItem = { ...toEnvoyStateItem(parsed.data, ttl), [ENVOY_STATE_INDEX_KEY]: parsed.data.nodeId };
+    // No events carried: no attribute (the item reads back equal to a state that never had any).
+    if (parsed.data.unlogged?.length === 0) delete item.unlogged;
     return this.putIfRev(item, parsed.data.rev, expectedRev, () => this.getEnvoyState(parsed.data.nodeId));
   }
 
@@ -369,14 +449,35 @@ export class DynamoEventStore implements EventStore {
     }
   }
 
+  /** One Query page of the event prefix, every item validated as a single event or an event-log item. */
+  private async queryPartitionItems(
+    listingKind: string,
+    pk: string,
+    skPrefix: string,
+    options: PageRequest & { descending?: boolean },
+  ): Promise<Page<EnvoyEventItem | EnvoyEventLogItem>> {
+    const { output, listing } = await this.queryPrefix(listingKind, pk, skPrefix, options);
+    return toPage(output.Items, output.LastEvaluatedKey, listing, (raw) => readEventItem(raw, this.logger, this.tableName));
+  }
+
   private async queryPartition<K extends ItemKind>(
     kind: K,
     pk: string,
     skPrefix: string,
     options: PageRequest & { descending?: boolean },
   ): Promise<Page<RecordOfKind[K]>> {
+    const { output, listing } = await this.queryPrefix(kind, pk, skPrefix, options);
+    return toPage(output.Items, output.LastEvaluatedKey, listing, (raw) => readAs(kind, raw, this.logger, this.tableName));
+  }
+
+  private async queryPrefix(
+    listingKind: string,
+    pk: string,
+    skPrefix: string,
+    options: PageRequest & { descending?: boolean },
+  ): Promise<{ output: { Items?: Record<string, unknown>[]; LastEvaluatedKey?: Record<string, unknown> }; listing: string }> {
     const limit = pageLimit(options);
-    const listing = `query:${kind}:${options.descending === true ? 'desc' : 'asc'}`;
+    const listing = `query:${listingKind}:${options.descending === true ? 'desc' : 'asc'}`;
     const exclusiveStartKey = startKey(options, {
       listing,
       attributes: [PARTITION_KEY, SORT_KEY],
@@ -394,7 +495,7 @@ export class DynamoEventStore implements EventStore {
       ExclusiveStartKey: exclusiveStartKey,
       ConsistentRead: true,
     });
-    return toPage(output.Items, output.LastEvaluatedKey, listing, (raw) => readAs(kind, raw, this.logger, this.tableName));
+    return { output, listing };
   }
 }
 

@@ -11,6 +11,8 @@ import {
   parseItem,
   type CorruptItem,
   type EnvoyEvent,
+  type EnvoyEventItem,
+  type EnvoyEventLogItem,
   type EnvoyState,
   type ItemKind,
   type LineageState,
@@ -26,6 +28,8 @@ import type { StoreLogger } from './logger';
 export interface RecordOfKind {
   EnvoyState: EnvoyState;
   EnvoyEvent: EnvoyEvent;
+  /** An event-log item's record: one Envoy's events on one lineage (common/core/event-log.ts). */
+  EnvoyEventLog: Omit<EnvoyEventLogItem, 'pk' | 'sk' | 'kind' | 'schemaVersion'>;
   ObjectGeneration: ObjectGeneration;
   LineageState: LineageState;
   LineageAggregateShard: AggregateShard;
@@ -47,6 +51,10 @@ function recordOf<K extends ItemKind>(kind: K, item: TableItem): RecordOfKind[K]
       return kind === item.kind ? (envoyStateFromItem(item) as RecordOfKind[K]) : undefined;
     case ITEM_KIND.envoyEvent:
       return kind === item.kind ? (envoyEventFromItem(item) as RecordOfKind[K]) : undefined;
+    case ITEM_KIND.envoyEventLog: {
+      const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, ...record } = item;
+      return kind === item.kind ? (record as RecordOfKind[K]) : undefined;
+    }
     case ITEM_KIND.objectGeneration:
       return kind === item.kind ? (objectGenerationFromItem(item) as RecordOfKind[K]) : undefined;
     case ITEM_KIND.lineageState:
@@ -81,6 +89,26 @@ export function readAs<K extends ItemKind>(
     corrupt = parsed.key === undefined ? { error: parsed.error } : { key: parsed.key, error: parsed.error };
   }
   logger.warn({ table: tableName, key: corrupt.key, expectedKind: kind, reason: corrupt.error }, 'skipping invalid item');
+  return { ok: false, corrupt };
+}
+
+/**
+ * Validate an item of the event prefix: a single-event item (the format before issue 9) or an
+ * event-log item. Anything else is logged and reported like readAs does (expected kind EnvoyEvent).
+ */
+export function readEventItem(raw: Record<string, unknown>, logger: StoreLogger, tableName: string): ReadOutcome<EnvoyEventItem | EnvoyEventLogItem> {
+  const parsed = parseItem(raw);
+  let corrupt: CorruptItem;
+  if (parsed.ok && (parsed.item.kind === ITEM_KIND.envoyEvent || parsed.item.kind === ITEM_KIND.envoyEventLog)) {
+    logWarnings(parsed.warnings, logger, tableName, parsed.item);
+    return { ok: true, value: parsed.item };
+  }
+  if (parsed.ok) {
+    corrupt = { key: { pk: parsed.item.pk, sk: parsed.item.sk }, error: `item ${parsed.item.pk} / ${parsed.item.sk}: kind ${parsed.item.kind} where an event was expected` };
+  } else {
+    corrupt = parsed.key === undefined ? { error: parsed.error } : { key: parsed.key, error: parsed.error };
+  }
+  logger.warn({ table: tableName, key: corrupt.key, expectedKind: ITEM_KIND.envoyEvent, reason: corrupt.error }, 'skipping invalid item');
   return { ok: false, corrupt };
 }
 

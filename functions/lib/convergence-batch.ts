@@ -15,6 +15,7 @@ import {
   lineageStateFromItem,
   memberFromEnvoyState,
   objectGenerationFromItem,
+  sameDecision,
   shardOf,
   type EnvoyState,
   type EventStore,
@@ -22,7 +23,7 @@ import {
 } from '../../common/core';
 import { parseStreamImage, registerLineageHeartbeats } from '../../common/store';
 import { shardKeyOf, updateShard, type MemberUpdate } from './aggregate-updates';
-import { AggregateSnapshot, candidateKey, evaluateAll, indexPending, pendingOn, supersedeOlder, type Candidate, type EvaluationDeps } from './evaluate';
+import { AggregateSnapshot, candidateKey, EVALUATION_CONCURRENCY, evaluateAll, indexPending, pendingOn, supersedeOlder, type Candidate, type EvaluationDeps } from './evaluate';
 
 export interface ConvergenceDeps extends EvaluationDeps {
   store: EventStore;
@@ -36,8 +37,22 @@ export interface BatchReport {
   evaluated: number;
   skipped: number;
   failed: number;
+  /** Wall time per phase (ms): where a slow batch spends it (logged with the batch; bench/README.md). */
+  phaseMs: { shards: number; pendingIndex: number; evaluate: number };
 }
 
+
+/** Aggregate shards updated at once per batch (a lineage has AGGREGATE_SHARDS of them, default 16). */
+export const SHARD_UPDATE_CONCURRENCY = 16;
+
+/** Runs `task` over `items` with at most `limit` in flight; tasks handle their own errors. */
+async function forEachConcurrently<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await task(items[next++] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
 
 // Stream records are external input: a damaged one (wrong attribute types, null images) must be
 // skipped with a reason, never throw — a thrown batch is retried whole and would block the shard.
@@ -76,6 +91,21 @@ function watermarksChanged(oldRecord: ObjectGeneration | undefined, newRecord: O
   return seqs(oldRecord) !== seqs(newRecord);
 }
 
+/**
+ * The cached copy of an OBJECT generation item is dropped when the item now differs from it (another
+ * writer's decision, a new lineage's watermark), so the next evaluation reads it afresh. Our own
+ * decision writes come back equal to the cached copy and keep it.
+ */
+function forgetIfChanged(deps: Pick<ConvergenceDeps, 'generationCache' | 'now'>, record: ObjectGeneration): void {
+  const cache = deps.generationCache;
+  if (cache === undefined) return;
+  const key = candidateKey({ object: record.object, generation: record.generation });
+  const cached = cache.get(key, deps.now());
+  if (cached === undefined) return;
+  const sameStoredDecision = cached.decision === undefined ? record.decision === undefined : record.decision !== undefined && sameDecision(cached.decision, record.decision) && cached.decision.decidedAt === record.decision.decidedAt;
+  if (watermarksChanged(cached, record) || !sameStoredDecision) cache.delete(key);
+}
+
 function isImageOrAbsent(image: unknown): boolean {
   return image === undefined || (typeof image === 'object' && image !== null && !Array.isArray(image));
 }
@@ -83,7 +113,8 @@ function isImageOrAbsent(image: unknown): boolean {
 export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: ConvergenceDeps): Promise<{ response: DynamoDBBatchResponse; report: BatchReport }> {
   const records = event.Records ?? [];
   const { logger } = deps;
-  const report: BatchReport = { envoyRecords: 0, shardsWritten: 0, evaluated: 0, skipped: 0, failed: 0 };
+  const report: BatchReport = { envoyRecords: 0, shardsWritten: 0, evaluated: 0, skipped: 0, failed: 0, phaseMs: { shards: 0, pendingIndex: 0, evaluate: 0 } };
+  const clock = deps.now;
   const failedIds = new Set<string>();
   const shardUpdates = new Map<string, { lineage: string; shard: number; updates: MemberUpdate[]; recordIds: string[] }>();
   const heartbeats = new Map<string, number>();
@@ -134,6 +165,7 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
     } else if (kind === ITEM_KIND.objectGeneration && newItem?.kind === ITEM_KIND.objectGeneration) {
       const newRecord = objectGenerationFromItem(newItem);
       const oldRecord = oldItem?.kind === ITEM_KIND.objectGeneration ? objectGenerationFromItem(oldItem) : undefined;
+      forgetIfChanged(deps, newRecord);
       if (!watermarksChanged(oldRecord, newRecord)) return; // e.g. our own decision write, or the condition record
       const candidate = { object: newRecord.object, generation: newRecord.generation };
       const entry = objectCandidates.get(candidateKey(candidate)) ?? { candidate, record: newRecord, recordIds: [] };
@@ -153,15 +185,19 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
     }
   });
 
-  // 1. Aggregates, one shard at a time (each is one conditional write; conflicts retry inside).
-  for (const group of shardUpdates.values()) {
+  // 1. Aggregates: the shards are independent items (each one conditional write; conflicts retry
+  // inside), so they are updated concurrently: a batch's latency is one shard's read + write, not 16.
+  let phaseStart = clock();
+  await forEachConcurrently([...shardUpdates.values()], SHARD_UPDATE_CONCURRENCY, async (group) => {
     try {
       if (await updateShard(deps.aggregates, group.lineage, group.shard, group.updates, logger)) report.shardsWritten++;
     } catch (error) {
       logger.error({ lineage: group.lineage, shard: group.shard, err: error }, 'aggregate shard update failed');
       for (const id of group.recordIds) failedIds.add(id);
     }
-  }
+  });
+  report.phaseMs.shards = clock() - phaseStart;
+  phaseStart = clock();
   // 2. Lineage registry.
   if (heartbeats.size > 0) {
     try {
@@ -173,7 +209,8 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
     }
   }
   // 3. New or changed watermarks: index as pending; older generations of the object are superseded.
-  for (const entry of objectCandidates.values()) {
+  // Different objects' items are independent; one object's two steps stay in order.
+  await forEachConcurrently([...objectCandidates.values()], EVALUATION_CONCURRENCY, async (entry) => {
     try {
       await indexPending(deps, entry.candidate, entry.record);
       await supersedeOlder(deps, entry.candidate);
@@ -181,7 +218,9 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
       logger.error({ candidate: candidateKey(entry.candidate), err: error }, 'pending index update failed');
       for (const id of entry.recordIds) failedIds.add(id);
     }
-  }
+  });
+  report.phaseMs.pendingIndex = clock() - phaseStart;
+  phaseStart = clock();
   // 4. Evaluate: objects of this batch, and everything pending on a touched lineage.
   const candidates = new Map<string, Candidate>();
   for (const entry of objectCandidates.values()) candidates.set(candidateKey(entry.candidate), entry.candidate);
@@ -193,6 +232,7 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
     for (const ids of touchedLineages.values()) for (const id of ids) failedIds.add(id);
   }
   const { failed } = await evaluateAll(deps, [...candidates.values()], snapshot);
+  report.phaseMs.evaluate = clock() - phaseStart;
   report.evaluated = candidates.size - failed.size;
   if (failed.size > 0) {
     for (const [key, entry] of objectCandidates) if (failed.has(key)) for (const id of entry.recordIds) failedIds.add(id);

@@ -9,10 +9,13 @@ import {
   decisionFromConvergence,
   evaluateFromAggregates,
   formatObjectRef,
+  maxEvaluatedRevs,
   sameDecision,
   snapshotRev,
+  snapshotRevs,
   watermarkOf,
   type AggregateStore,
+  type Convergence,
   type ConvergencePolicy,
   type Decision,
   type EventStore,
@@ -28,6 +31,63 @@ export interface EvaluationDeps {
   logger: Logger;
   policy: ConvergencePolicy;
   now: () => number;
+  /**
+   * A stored decision with the same verdict (state, supersededBy, not-observable reason) younger than
+   * this is not rewritten when only its counts or blockers changed. 0 (default): every change is
+   * written. Verdict changes are always written at once, so the condition (status, reason,
+   * observedGeneration) is never delayed; the stored counts may lag by up to this much, and expire's
+   * tick re-evaluates. Why: every pending generation is re-evaluated on each Envoy batch, and each
+   * count-only rewrite is a write, a stream record and a status invocation (bench/README.md).
+   */
+  decisionRefreshMs?: number;
+  /**
+   * OBJECT generation items this container read or wrote less than `decisionRefreshMs` ago. With it,
+   * a pending generation whose verdict did not change is re-evaluated from memory, without reading its
+   * item (each batch re-evaluates every pending generation: that read was most of a batch's requests).
+   */
+  generationCache?: GenerationCache;
+}
+
+/**
+ * Recently read OBJECT generation records, per container. An entry is only a hint to skip a read:
+ * evaluation from it can only conclude "nothing to write"; anything else reads the item afresh. A
+ * watermark missing from an entry makes evaluation more conservative (noWatermark), never less, and
+ * entries end after `ttlMs`, so a decision another writer stored is seen within that time.
+ */
+export class GenerationCache {
+  private readonly entries = new Map<string, { record: ObjectGeneration; at: number }>();
+
+  constructor(
+    readonly ttlMs: number,
+    private readonly maxEntries = 50_000,
+  ) {}
+
+  get(key: string, now: number): ObjectGeneration | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    if (now - entry.at >= this.ttlMs) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry.record;
+  }
+
+  set(key: string, record: ObjectGeneration, now: number): void {
+    this.entries.delete(key);
+    if (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next();
+      if (oldest.done !== true) this.entries.delete(oldest.value);
+    }
+    this.entries.set(key, { record, at: now });
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
 }
 
 export interface Candidate {
@@ -57,6 +117,18 @@ export function liveLineages(lineages: Readonly<Record<string, number>>, now: nu
 /** The aggregates of lineages with a fresh heartbeat, read at most once per batch. */
 export class AggregateSnapshot {
   private loaded: Promise<LineageAggregate[]> | undefined;
+  /** When the aggregates were read: every evaluation from this snapshot is as of that moment. */
+  private takenAt = 0;
+  /**
+   * Convergence per watermark (lineage → seq and per-type versions). The result depends only on the
+   * watermark, the aggregates and the time, so generations changed together (one rebuild, one
+   * watermark) are evaluated once per batch, not once each: evaluation is O(fleet) per call (1.7 s for
+   * 1,000 pending generations × 1,000 Envoys all behind, measured; bench/README.md).
+   */
+  private readonly byWatermark = new Map<string, Convergence>();
+  private registryV = 0;
+  /** Registered lineages out of the live set: their gateways are dead (split members, core memberBlocker). */
+  private readonly deadLineages = new Set<string>();
 
   constructor(private readonly deps: EvaluationDeps) {}
 
@@ -65,9 +137,36 @@ export class AggregateSnapshot {
     return this.loaded;
   }
 
+  /** Version of the registry read the live lineages came from (decision freshness, docs/CONVERGENCE.md). */
+  async registryVersion(): Promise<number> {
+    await this.get();
+    return this.registryV;
+  }
+
+  /** X@G evaluated from this snapshot (shared with every generation of the same watermark). */
+  async evaluate(record: ObjectGeneration): Promise<{ convergence: Convergence; now: number; aggregates: LineageAggregate[] }> {
+    const aggregates = await this.get();
+    const now = this.takenAt;
+    const key = watermarkKey(record);
+    let convergence = this.byWatermark.get(key);
+    if (convergence === undefined) {
+      convergence = evaluateFromAggregates({ object: record.object, generation: record.generation, watermark: watermarkOf(record), aggregates, now, policy: this.deps.policy, deadLineages: this.deadLineages });
+      this.byWatermark.set(key, convergence);
+    }
+    return { convergence: { ...convergence, object: record.object, generation: record.generation }, now, aggregates };
+  }
+
   private async load(): Promise<LineageAggregate[]> {
+    const aggregates = await this.read();
+    this.takenAt = this.deps.now();
+    return aggregates;
+  }
+
+  private async read(): Promise<LineageAggregate[]> {
     const registry = await this.deps.aggregates.getLineageRegistry();
+    this.registryV = registry.v;
     const live = liveLineages(registry.lineages, this.deps.now(), this.deps.policy.ttlMs);
+    for (const lineage of Object.keys(registry.lineages)) if (!live.includes(lineage)) this.deadLineages.add(lineage);
     return Promise.all(
       live.map(async (lineage) => {
         const { shards, corrupt } = await this.deps.aggregates.getLineageShards(lineage);
@@ -88,8 +187,25 @@ export class AggregateSnapshot {
   }
 }
 
+/** What evaluation reads of a generation's watermark: per lineage its seq and per-type versions (not `at`). */
+function watermarkKey(record: ObjectGeneration): string {
+  const watermark = watermarkOf(record);
+  if (!watermark.observable) return `not-observable:${watermark.reason}`;
+  return JSON.stringify(
+    Object.entries(watermark.lineages)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([lineage, mark]) => [lineage, mark.seq, Object.entries(mark.types).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]),
+  );
+}
+
 function pendingEntriesOf(record: ObjectGeneration): PendingEntry[] {
   return Object.entries(record.watermarks).map(([lineage, mark]) => ({ lineage, seq: mark.seq, object: record.object, generation: record.generation }));
+}
+
+/** Whether `stored` already says what `fresh` says (same verdict) and was decided less than `refreshMs` ago. */
+export function recentSameVerdict(stored: Decision | undefined, fresh: Decision, now: number, refreshMs: number): boolean {
+  if (stored === undefined || refreshMs <= 0 || now - stored.decidedAt >= refreshMs) return false;
+  return stored.state === fresh.state && stored.supersededBy === fresh.supersededBy && stored.notObservableReason === fresh.notObservableReason;
 }
 
 async function newerGeneration(deps: EvaluationDeps, candidate: Candidate): Promise<number | undefined> {
@@ -100,36 +216,76 @@ async function newerGeneration(deps: EvaluationDeps, candidate: Candidate): Prom
 
 /** Decides one object generation and stores the decision; never throws on bad data, only on I/O. */
 export async function evaluateCandidate(deps: EvaluationDeps, snapshot: AggregateSnapshot, candidate: Candidate): Promise<EvaluationOutcome> {
+  const key = candidateKey(candidate);
+  if (await unchangedFromCache(deps, snapshot, key)) return 'unchanged';
+  const outcome = await evaluateFromStore(deps, snapshot, candidate);
+  if (outcome.record === undefined || outcome.outcome === 'stale') deps.generationCache?.delete(key);
+  else deps.generationCache?.set(key, outcome.record, deps.now());
+  return outcome.outcome;
+}
+
+/** Whether the cached record (if any) shows that a fresh evaluation would write nothing. */
+async function unchangedFromCache(deps: EvaluationDeps, snapshot: AggregateSnapshot, key: string): Promise<boolean> {
+  const cached = deps.generationCache?.get(key, deps.now());
+  const stored = cached?.decision;
+  if (cached === undefined || stored === undefined || stored.supersededBy !== undefined || stored.state === 'Programmed') return false;
+  const { convergence, now, aggregates } = await snapshot.evaluate(cached);
+  const fresh = decisionFromConvergence(convergence, now, snapshotRev(aggregates), { revs: snapshotRevs(aggregates), registryVersion: await snapshot.registryVersion() });
+  if (fresh.state === 'Programmed' || fresh.state === 'GenerationNotObservable') return false;
+  return sameDecision(stored, fresh) || recentSameVerdict(stored, fresh, now, deps.decisionRefreshMs ?? 0);
+}
+
+/** The full evaluation: reads the item, decides, writes if needed; returns the record as now stored. */
+async function evaluateFromStore(deps: EvaluationDeps, snapshot: AggregateSnapshot, candidate: Candidate): Promise<{ outcome: EvaluationOutcome; record?: ObjectGeneration }> {
   const read = await deps.store.getObjectGeneration(candidate.object, candidate.generation);
-  if (read.status === 'missing') return 'missing';
+  if (read.status === 'missing') return { outcome: 'missing' };
   if (read.status === 'corrupt') {
     deps.logger.error({ object: formatObjectRef(candidate.object), generation: candidate.generation, reason: read.error }, 'corrupt object generation skipped');
-    return 'corrupt';
+    return { outcome: 'corrupt' };
   }
   const record = read.value;
-  if (record.decision?.state === 'Programmed' && record.decision.supersededBy === undefined) {
+  if (record.decision?.supersededBy !== undefined) {
+    // Superseded stays superseded: a newer generation is decided instead (an entry left behind by a
+    // failed delete is removed, nothing is read or written again).
+    for (const entry of pendingEntriesOf(record)) await deps.aggregates.deletePending(entry);
+    return { outcome: 'superseded', record };
+  }
+  if (record.decision?.state === 'Programmed') {
     // Programmed is final for a generation (docs/CONVERGENCE.md, "Resolution"): an entry re-created by
     // a replayed watermark record is removed again, never re-decided.
     for (const entry of pendingEntriesOf(record)) await deps.aggregates.deletePending(entry);
-    return 'unchanged';
+    return { outcome: 'unchanged', record };
   }
-  const now = deps.now();
-  const aggregates = await snapshot.get();
-  const convergence = evaluateFromAggregates({ object: record.object, generation: record.generation, watermark: watermarkOf(record), aggregates, now, policy: deps.policy });
-  let decision: Decision = decisionFromConvergence(convergence, now, snapshotRev(aggregates));
+  const { convergence, now, aggregates } = await snapshot.evaluate(record);
+  // Freshness per lineage, not only the total: when a dead gateway's lineage leaves the live set the
+  // total drops, and a total-only guard refused every later decision (docs/CONVERGENCE.md).
+  let decision: Decision = decisionFromConvergence(convergence, now, snapshotRev(aggregates), { revs: snapshotRevs(aggregates), registryVersion: await snapshot.registryVersion() });
+  // Nothing to write: no need to ask whether a newer generation exists (a newer generation's own
+  // watermark record supersedes this one, supersedeOlder; the check below guards writes only).
+  const resolving = decision.state === 'Programmed' || decision.state === 'GenerationNotObservable';
+  if (!resolving && (sameDecision(record.decision, decision) || recentSameVerdict(record.decision, decision, now, deps.decisionRefreshMs ?? 0))) return { outcome: 'unchanged', record };
   const supersededBy = await newerGeneration(deps, candidate);
-  if (supersededBy !== undefined) decision = { ...(record.decision ?? decision), supersededBy, decidedAt: now, evaluatedRev: Math.max(decision.evaluatedRev, record.decision?.evaluatedRev ?? 0) };
+  if (supersededBy !== undefined) {
+    const evaluatedRevs = maxEvaluatedRevs(decision.evaluatedRevs, record.decision?.evaluatedRevs);
+    decision = {
+      ...(record.decision ?? decision),
+      supersededBy,
+      decidedAt: now,
+      evaluatedRev: Math.max(decision.evaluatedRev, record.decision?.evaluatedRev ?? 0),
+      ...(evaluatedRevs === undefined ? {} : { evaluatedRevs, registryVersion: Math.max(decision.registryVersion ?? 0, record.decision?.registryVersion ?? 0) }),
+    };
+  }
   let outcome: EvaluationOutcome = 'unchanged';
   if (!sameDecision(record.decision, decision)) {
     const written = await deps.aggregates.writeDecision(record.object, record.generation, decision);
     outcome = written;
   }
-  const resolved = supersededBy !== undefined || decision.state === 'Programmed' || decision.state === 'GenerationNotObservable';
+  const resolved = supersededBy !== undefined || resolving;
   if (resolved) {
     for (const entry of pendingEntriesOf(record)) await deps.aggregates.deletePending(entry);
   }
   deps.logger.debug({ object: formatObjectRef(record.object), generation: record.generation, state: decision.state, programmed: decision.programmed, total: decision.total, outcome }, 'evaluated');
-  return supersededBy !== undefined ? 'superseded' : outcome;
+  return { outcome: supersededBy !== undefined ? 'superseded' : outcome, record: outcome === 'written' ? { ...record, decision } : record };
 }
 
 /**

@@ -88,6 +88,9 @@ export async function fleetPage(context: ViewContext, request: { limit: number; 
   };
 }
 
+/** Events shown on an Envoy's detail view. */
+const RECENT_EVENTS = 20;
+
 function eventView(event: EnvoyEvent) {
   return { outcome: event.outcome, type: shortTypeName(event.typeUrl), typeUrl: event.typeUrl, lineage: event.lineage, seq: event.seq, at: event.at, ...(event.message === undefined ? {} : { message: event.message }) };
 }
@@ -97,8 +100,10 @@ export async function envoyDetail(context: ViewContext, nodeId: string) {
   if (read.status === 'missing') throw new HttpError(404, 'EnvoyNotFound', `no Envoy with node id ${JSON.stringify(nodeId)}`);
   if (read.status === 'corrupt') throw new HttpError(500, 'CorruptItem', `the state of Envoy ${JSON.stringify(nodeId)} is unreadable: ${read.error}`);
   const lineages = await new LineageCache(context.store).forEnvoys([read.value]);
-  const events = await context.store.listEnvoyEvents(nodeId, { descending: true, limit: 20 });
-  return { ...envoySummary(read.value, lineages, context), metadata: read.value.metadata, recentEvents: events.items.map(eventView) };
+  // `limit` bounds items read, and an event-log item holds many events (docs/GATEWAY.md, "The event
+  // log"): the first descending page, with the events the STATE carries, is sorted newest first.
+  const events = await context.store.listEnvoyEvents(nodeId, { descending: true, limit: RECENT_EVENTS });
+  return { ...envoySummary(read.value, lineages, context), metadata: read.value.metadata, recentEvents: events.items.slice(0, RECENT_EVENTS).map(eventView) };
 }
 
 function blockerView(blocker: Blocker) {

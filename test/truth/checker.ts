@@ -18,7 +18,14 @@ export interface Violation {
 
 /** What each response contained (./content.ts), by type URL and version. */
 export interface ContentLookup {
-  sources(typeUrl: string, versionInfo: string): ReadonlySet<string> | undefined;
+  /**
+   * `nodeId`, `nonce`: whose response it was. Clients subscribing by name get, under one version_info,
+   * only their names, and after a subscription change another response at the same version_info, so
+   * their content is kept per client and response (nonce); wildcard subscribers share one per version.
+   */
+  sources(typeUrl: string, versionInfo: string, nodeId?: string, nonce?: string): ReadonlySet<string> | undefined;
+  /** Delta: what one resource at its own version contained. */
+  resourceSources?(typeUrl: string, name: string, version: string): ReadonlySet<string> | undefined;
 }
 
 export interface TruthInputs {
@@ -30,6 +37,16 @@ export interface TruthInputs {
   envoyHeartbeatMs: number;
   /** `group/kind/namespace/` prefix of the tracked objects' source refs. */
   sourcePrefix: string;
+  /**
+   * Which protocol an Envoy speaks (default SotW). A Delta Envoy's accepted content is its held
+   * resource set (every accepted response's upserts and removals applied in order), not one response.
+   */
+  protocolOf?: (nodeId: string) => 'sotw' | 'delta' | undefined;
+  /**
+   * Whether an Envoy's config is expected to hold `object` at all (default: every object). A client
+   * subscribing by name (a real gRPC xDS client resolving one fqdn) holds only its own object's.
+   */
+  concerns?: (nodeId: string, object: string) => boolean;
 }
 
 /** Slack for the gap between a write and the watch delivering it, and timer jitter. */
@@ -99,6 +116,66 @@ function generationIn(sources: ReadonlySet<string>, object: string): number | un
   return best;
 }
 
+type AcceptedRecords = ReadonlyArray<{ versionInfo: string; nonce?: string; acceptedAt: number; resources: ReadonlyArray<{ name: string; version: string }>; removed: readonly string[] }>;
+
+/** What an Envoy's accepted config held at `at` for one type, and the generation of `object` in it. */
+interface HeldView {
+  /** The generation of the object the accepted config reflects; undefined = not at all (or unknown). */
+  generation: number | undefined;
+  /** For a violation's detail. */
+  description: string;
+}
+
+/** SotW: the latest accepted response is the whole config of the type. */
+function sotwView(accepted: AcceptedRecords, at: number, typeUrl: string, object: string, contents: ContentLookup, nodeId?: string): HeldView {
+  let latest: AcceptedRecords[number] | undefined;
+  for (const record of accepted) if (record.acceptedAt <= at) latest = record;
+  const sources = latest ? contents.sources(typeUrl, latest.versionInfo, nodeId, latest.nonce) : undefined;
+  const generation = sources ? generationIn(sources, object) : undefined;
+  // "content unknown": the tap never decoded a response with that version (a checker gap, not the system's).
+  const content = sources ? `containing generation ${generation ?? 'none'} (${sources.size} stamps)` : 'content unknown';
+  // A short resource list helps read a named subscription's violation (which names it held, when).
+  const names = latest && latest.resources.length <= 4 ? ` [${latest.resources.map((r) => r.name).join(', ')}] accepted at ${latest.acceptedAt}` : '';
+  return { generation, description: latest ? `${latest.versionInfo} ${content}${names}` : 'nothing' };
+}
+
+/**
+ * Delta: the held set after applying, in order, every response accepted at or before `at` (a NACKed
+ * response changes nothing: Envoy rejects it whole). The object counts at generation G only if every
+ * held resource stamped with it is at G or later: a stale resource left behind (a removal never
+ * applied, a rejected update never re-sent) means the Envoy still serves the old generation.
+ */
+export function deltaView(accepted: AcceptedRecords, at: number, typeUrl: string, object: string, contents: ContentLookup): HeldView {
+  const held = new Map<string, string>();
+  let last: AcceptedRecords[number] | undefined;
+  for (const record of accepted) {
+    if (record.acceptedAt > at) break;
+    last = record;
+    for (const resource of record.resources) held.set(resource.name, resource.version);
+    for (const name of record.removed) held.delete(name);
+  }
+  let lowest: number | undefined;
+  const stale: string[] = [];
+  const unknown: string[] = [];
+  for (const [name, version] of held) {
+    const sources = contents.resourceSources?.(typeUrl, name, version);
+    if (!sources) {
+      unknown.push(`${name}@${version}`);
+      continue;
+    }
+    const generation = generationIn(sources, object);
+    if (generation === undefined) continue;
+    if (lowest === undefined || generation < lowest) lowest = generation;
+    stale.push(`${name}@${version}: ${generation}`);
+  }
+  // A held resource whose content was never seen on the wire cannot vouch for anything.
+  const generation = unknown.length > 0 ? undefined : lowest;
+  const description = last
+    ? `held set after ${last.versionInfo} (${held.size} resources; ${stale.length > 0 ? `object in ${stale.join(', ')}` : 'object in none'}${unknown.length > 0 ? `; content unknown for ${unknown.join(', ')}` : ''})`
+    : 'nothing';
+  return { generation, description };
+}
+
 /** Invariants 1 and 2 (its "never counts" half) on every True write. */
 export function checkTrueWrites(writes: readonly ConditionWrite[], inputs: TruthInputs): Violation[] {
   const violations: Violation[] = [];
@@ -119,12 +196,12 @@ export function checkTrueWrites(writes: readonly ConditionWrite[], inputs: Truth
     for (const nodeId of inputs.truth.nodeIds()) {
       const envoy = inputs.truth.envoyTruth(nodeId);
       if (!envoy || !liveAt(envoy.connections, write.at, inputs.envoyTtlMs, inputs.envoyHeartbeatMs, heardTimes(envoy))) continue;
+      if (inputs.concerns !== undefined && !inputs.concerns(nodeId, object)) continue;
+      const delta = inputs.protocolOf?.(nodeId) === 'delta';
       for (const typeUrl of types) {
         const accepted = envoy.types.get(typeUrl)?.accepted ?? [];
-        let latest: (typeof accepted)[number] | undefined;
-        for (const record of accepted) if (record.acceptedAt <= write.at) latest = record;
-        const sources = latest ? inputs.contents.sources(typeUrl, latest.versionInfo) : undefined;
-        const has = sources ? generationIn(sources, object) : undefined;
+        const view = delta ? deltaView(accepted, write.at, typeUrl, object, inputs.contents) : sotwView(accepted, write.at, typeUrl, object, inputs.contents, nodeId);
+        const has = view.generation;
         if (has !== undefined && has >= generation) continue;
         const firstConnect = envoy.connections.find((event) => event.kind === 'connected');
         const joinedRecently = firstConnect !== undefined && write.at - firstConnect.at < JOIN_RACE_MS;
@@ -135,7 +212,7 @@ export function checkTrueWrites(writes: readonly ConditionWrite[], inputs: Truth
           known: joinedRecently,
           detail:
             `${write.name} True at generation ${generation} (seen ${new Date(write.at).toISOString()}) but ${nodeId} ` +
-            `had accepted ${shortName(typeUrl) ?? typeUrl} ${latest ? `${latest.versionInfo} containing generation ${has ?? 'none'}` : 'nothing'}` +
+            `had accepted ${shortName(typeUrl) ?? typeUrl}${delta ? ' (Delta)' : ''} ${view.description}` +
             `${lastNack ? `; its last NACK: ${lastNack.versionInfo} "${lastNack.message}"` : ''}` +
             `${joinedRecently ? ` (first connected ${write.at - (firstConnect?.at ?? 0)} ms earlier: the known join race)` : ''}`,
         });

@@ -6,13 +6,18 @@
 // Envoys received. The stamps are written by the reference control plane and relayed byte for byte,
 // so this is what the Envoy got, independent of the gateway's own bookkeeping.
 //
-// Keyed by type URL + SotW version_info: within one gateway lineage a version names exactly one
+// SotW: keyed by type URL + version_info: within one gateway lineage a version names exactly one
 // content (docs/ARCHITECTURE.md, "Gateway version"), and lineages differ per gateway boot.
-import { readProvenance, unpackAny, type AnyResource, type DiscoveryResponse } from '../../common/xds';
+// Delta: a response carries only changes, so content is kept per resource, keyed by type URL, name
+// and the resource's own version (the seq at which the gateway last changed it, lineage-encoded: one
+// version names one content). What a Delta Envoy holds is rebuilt from its ground truth (upserts and
+// removals of every response it accepted) and looked up here resource by resource.
+import { readProvenance, unpackAny, type AnyResource, type DeltaDiscoveryResponse, type DiscoveryResponse } from '../../common/xds';
 import { discoveryCodec } from '../../infra/local/envoys';
 
 export class ResponseContents {
   private readonly byVersion = new Map<string, ReadonlySet<string>>();
+  private readonly byResource = new Map<string, ReadonlySet<string>>();
   /** Responses whose resources could not be decoded (reported as violations, never ignored). */
   readonly undecodable: string[] = [];
 
@@ -21,17 +26,41 @@ export class ResponseContents {
     return this.byVersion.get(`${typeUrl}|${versionInfo}`);
   }
 
+  /** Delta: the sources stamped on resource `name` of `typeUrl` at its own `version`. */
+  resourceSources(typeUrl: string, name: string, version: string): ReadonlySet<string> | undefined {
+    return this.byResource.get(`${typeUrl}|${name}|${version}`);
+  }
+
+  recordDelta(response: DeltaDiscoveryResponse): void {
+    const typeUrl = response.type_url ?? '';
+    for (const resource of response.resources ?? []) {
+      const key = `${typeUrl}|${resource.name ?? ''}|${resource.version ?? ''}`;
+      if (this.byResource.has(key)) continue;
+      try {
+        // A Delta entry without a body (a name-only update) carries no content to record.
+        if (resource.resource) this.byResource.set(key, new Set(resourceSources(resource.resource)));
+      } catch (error) {
+        this.undecodable.push(`${key}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  }
+
   record(response: DiscoveryResponse): void {
     const key = `${response.type_url ?? ''}|${response.version_info ?? ''}`;
     if (this.byVersion.has(key)) return;
-    const sources = new Set<string>();
     try {
-      for (const resource of response.resources ?? []) for (const source of resourceSources(resource)) sources.add(source);
-      this.byVersion.set(key, sources);
+      this.byVersion.set(key, responseSources(response));
     } catch (error) {
       this.undecodable.push(`${key}: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
+}
+
+/** Every `group/kind/ns/name@generation` stamped in a SotW response; throws if a resource cannot be decoded. */
+export function responseSources(response: DiscoveryResponse): Set<string> {
+  const sources = new Set<string>();
+  for (const resource of response.resources ?? []) for (const source of resourceSources(resource)) sources.add(source);
+  return sources;
 }
 
 function resourceSources(resource: AnyResource): string[] {
@@ -48,6 +77,16 @@ function resourceSources(resource: AnyResource): string[] {
 }
 
 let installed: ResponseContents | undefined;
+let untappedSotwDecode: ((bytes: Buffer) => DiscoveryResponse) | undefined;
+
+/**
+ * Decodes a SotW response without recording it in the fleet's shared content (for decoders of other
+ * clients' traffic, ./real-clients.ts: a named subscription's response would shadow the wildcard
+ * content of the same version).
+ */
+export function decodeSotwResponseUntapped(bytes: Buffer): DiscoveryResponse {
+  return (untappedSotwDecode ?? discoveryCodec().decodeSotwResponse)(bytes);
+}
 
 /**
  * Installs the tap once per process (the codec is a process-wide singleton) and returns the shared
@@ -58,9 +97,16 @@ export function tapFleetResponses(): ResponseContents {
   const contents = new ResponseContents();
   const codec = discoveryCodec();
   const decode = codec.decodeSotwResponse;
+  untappedSotwDecode = decode;
   codec.decodeSotwResponse = (bytes: Buffer): DiscoveryResponse => {
     const response = decode(bytes);
     contents.record(response);
+    return response;
+  };
+  const decodeDelta = codec.decodeDeltaResponse;
+  codec.decodeDeltaResponse = (bytes: Buffer): DeltaDiscoveryResponse => {
+    const response = decodeDelta(bytes);
+    contents.recordDelta(response);
     return response;
   };
   installed = contents;

@@ -6,6 +6,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { XDS_ADDRESS_ANNOTATION } from '../../infra/local/control-plane/kube-lease-elector';
+import { LEASE_NAME, LEASE_NAMESPACE } from '../../infra/local/system/control-plane';
 import type { DynamoComponent } from '../../infra/local/system/dynamo';
 import type { TruthTimings } from './system';
 
@@ -21,8 +23,13 @@ export interface GatewayProcess {
 }
 
 /** The gateway flags the truth checker runs with, in-process (`system.ts`) or as a child process (here). */
-export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings }): Record<string, string> {
+export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string }): Record<string, string> {
+  // With a kubeconfig the gateway follows the control plane's Lease (the holder advertises its xDS
+  // address in an annotation), so a leader change (killed or stepped-down replica) moves its upstream.
+  const follow: Record<string, string> =
+    opts.kubeconfigPath === undefined ? {} : { kubeconfig: opts.kubeconfigPath, 'leader-lease': `${LEASE_NAMESPACE}/${LEASE_NAME}`, 'leader-target-annotation': XDS_ADDRESS_ANNOTATION };
   return {
+    ...follow,
     'listen-host': '127.0.0.1',
     'listen-port': String(opts.listenPort),
     'ops-host': '127.0.0.1',
@@ -54,7 +61,7 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startGatewayProcess(opts: { upstream: string; dynamo: DynamoComponent; timings: TruthTimings; logger: Logger }): Promise<GatewayProcess> {
+export async function startGatewayProcess(opts: { upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; logger: Logger }): Promise<GatewayProcess> {
   const [xdsPort, opsPort] = [await freePort(), await freePort()];
   const args = { ...truthGatewayArgs({ ...opts, listenPort: xdsPort, opsPort }), 'log-level': 'warn' };
   let child: ChildProcess | undefined;

@@ -3,11 +3,14 @@
 import type { Logger } from 'pino';
 import { DEFAULT_BEHAVIOUR, parseBehaviour, type SimEnvoy } from '../../infra/local/envoys';
 import { HTTPPROXY_API_PATH, SAMPLE_NAMESPACE, sampleCanaryService, sampleName, sampleProxy, sampleService, SAMPLE_SERVICE_PORT } from '../../infra/local/system/samples';
-import { statusStorm } from './competitor';
+import { streamFaultsFor, type StreamFaultSeam, type StreamFaultSettings } from '../../infra/local/dynamo/stream-faults';
+import type { RebuildLog } from '../../infra/local/control-plane/rebuild-log';
+import type { ConditionResyncReport } from '../../functions/lib/resync-conditions';
+import { statusStorm, tamperCondition } from './competitor';
 import type { ResponseContents } from './content';
 import type { ConditionObserver } from './observer';
-import type { FaultStep } from './schedule';
-import { SUBSCRIBED_TYPES, type TruthSystem } from './system';
+import type { FaultStep, TamperMode } from './schedule';
+import { CONDITION_TYPE, SUBSCRIBED_TYPES, type TruthSystem } from './system';
 
 export class Harness {
   readonly envoys: SimEnvoy[] = [];
@@ -19,8 +22,49 @@ export class Harness {
   private readonly storms: Array<Promise<void>> = [];
   /** 409s the competing status writer met (each one a write it lost to someone else). */
   stormConflicts = 0;
+  /** Stream delivery faults now in force (duplicates and reorders are independent windows). */
+  private streamFaultSettings: StreamFaultSettings = {};
 
-  /** Waits for every competing-writer window still running. */
+  /** The delivery fault seam of the project table's stream (every function's deliveries see it). */
+  streamFaults(): StreamFaultSeam {
+    return streamFaultsFor(this.system.dynamo.local.tableStreams.get(this.system.dynamo.storeEnv['TABLE_NAME'] ?? ''));
+  }
+
+  private setStreamFaults(change: StreamFaultSettings): void {
+    this.streamFaultSettings = { ...this.streamFaultSettings, ...change };
+    this.streamFaults().set(this.streamFaultSettings);
+  }
+
+  private clearStreamFaults(): void {
+    this.streamFaultSettings = {};
+    this.streamFaults().clear();
+  }
+
+  /**
+   * resourceVersions of the tampering competitor's writes: the watch event carrying one is its write,
+   * never ours (invariants 1, 2 and 4 are checked on our writes only).
+   */
+  readonly competitorVersions = new Set<string>();
+  /** Rebuild logs of control-plane replicas replaced by a leaderKill (still ground truth for their content). */
+  readonly retiredRebuildLogs: RebuildLog[] = [];
+
+  /** The resync function's condition pass (set by the runner), run once to repair a tampered condition. */
+  runConditionPass?: () => Promise<ConditionResyncReport>;
+
+  /** Whether a condition write (by its resourceVersion) was the tampering competitor's. */
+  isCompetitorWrite(resourceVersion: string | undefined): boolean {
+    return resourceVersion !== undefined && this.competitorVersions.has(resourceVersion);
+  }
+
+  /** One tamper with an object's condition; returns whether the competitor wrote. */
+  async tamper(object: number, mode: TamperMode): Promise<boolean> {
+    const report = await tamperCondition(this.system.kube.url, sampleName(object), CONDITION_TYPE, mode);
+    if (report.resourceVersion === undefined) return false;
+    this.competitorVersions.add(report.resourceVersion);
+    return true;
+  }
+
+  /** Waits for every competing-writer window (and Lease-renewal fault window) still running. */
   async stormsDone(): Promise<void> {
     await Promise.all(this.storms.splice(0));
   }
@@ -126,9 +170,37 @@ export class Harness {
         return true;
       case 'dynamoHeal':
         faults.clear();
+        this.clearStreamFaults();
         return false;
-      case 'leaderChange':
-        return false;
+      case 'streamDuplicate':
+        this.setStreamFaults({ duplicateRate: step.rate, seed: Math.floor(step.rate * 1e6) });
+        return true;
+      case 'streamReorder':
+        this.setStreamFaults({ reorderRate: step.rate, seed: Math.floor(step.rate * 1e6) });
+        return true;
+      case 'leaderKill': {
+        // The leader's pod replaced: stopped (Lease released, or left to expire as after a crash), a
+        // fresh replica with a new identity and address started in its slot. The gateway follows
+        // the Lease to whichever replica holds it next.
+        const controlPlane = this.system.controlPlane;
+        const leader = controlPlane.leader();
+        if (leader === undefined) return false;
+        const old = await controlPlane.replaceReplica(controlPlane.replicas.indexOf(leader), { release: step.release });
+        this.retiredRebuildLogs.push(old.controlPlane.rebuildLog);
+        return true;
+      }
+      case 'leaderStepDown': {
+        // The API server refuses the leader's Lease writes for a while: it steps down at its renew
+        // deadline and the other replica takes over once the Lease expires (if the window outlasts it).
+        const leader = this.system.controlPlane.leader();
+        if (leader === undefined) return false;
+        leader.failLeaseWritesUntil = Date.now() + step.ms;
+        // The heal waits for the window to end, like a competing-writer window.
+        this.storms.push(new Promise((resolve) => setTimeout(resolve, step.ms)));
+        return true;
+      }
+      case 'conditionTamper':
+        return this.tamper(step.object, step.mode);
       case 'statusStorm': {
         // Runs beside the rest of the schedule; the heal waits for it.
         const storm = statusStorm(this.system.kube.url, sampleName(step.object), step.ms).then((report) => {
@@ -148,6 +220,7 @@ export class Harness {
   /** Ends every fault: DynamoDB healthy, every Envoy default behaviour and connected, fleet size restored. */
   heal(targetEnvoys: number): void {
     this.system.dynamo.local.faults.clear();
+    this.clearStreamFaults();
     // A silent vanish leaves an open stream that never answers: to the gateway that is a stuck Envoy
     // on a live connection, which rightly blocks True forever. The partition "heals" when the
     // connection finally breaks (keepalive, RST): the streams are cancelled, and the TTL runs.
@@ -163,8 +236,11 @@ export class Harness {
   allProgrammed(): boolean {
     for (let index = 0; index < this.objects; index++) {
       const name = sampleName(index);
-      const condition = this.observer.current(name)?.condition;
+      const write = this.observer.current(name);
+      const condition = write?.condition;
       if (condition?.status !== 'True' || condition.observedGeneration !== this.generation(name)) return false;
+      // A True the competitor wrote is not ours: the system must write its own.
+      if (this.isCompetitorWrite(write?.resourceVersion)) return false;
     }
     return true;
   }
@@ -173,7 +249,8 @@ export class Harness {
     return Array.from({ length: this.objects }, (_, index) => {
       const name = sampleName(index);
       const condition = this.observer.current(name)?.condition;
-      return `${name} gen ${this.generation(name)}: ${condition ? `${condition.status}/${condition.reason}@${condition.observedGeneration} "${condition.message.slice(0, 160)}"` : 'no condition'}`;
+      const by = this.isCompetitorWrite(this.observer.current(name)?.resourceVersion) ? ' (written by the competitor)' : '';
+      return `${name} gen ${this.generation(name)}: ${condition ? `${condition.status}/${condition.reason}@${condition.observedGeneration} "${condition.message.slice(0, 160)}"${by}` : 'no condition'}`;
     }).join('\n  ');
   }
 

@@ -19,6 +19,17 @@ export interface ConditionWrite {
   /** metadata.generation at that moment. */
   generation: number;
   condition: ObservedCondition;
+  /** The object's resourceVersion in the event that carried this condition (attributes the write). */
+  resourceVersion?: string;
+  /** The resourceVersion of the write or removal this one replaced (a repair replaces a competitor's). */
+  replacedResourceVersion?: string;
+}
+
+/** Our condition disappeared from an object (only a competing writer does that; we never remove it). */
+export interface ConditionRemoval {
+  name: string;
+  at: number;
+  resourceVersion?: string;
 }
 
 const conditionSchema = z.object({
@@ -41,6 +52,9 @@ export class ConditionObserver {
   readonly writes: ConditionWrite[] = [];
   /** Lines the watch delivered that were not a valid watch event (reported, not fatal). */
   readonly malformed: string[] = [];
+  readonly removals: ConditionRemoval[] = [];
+  /** Per object, the resourceVersion of the last removal not yet followed by a write. */
+  private readonly removedAt = new Map<string, string | undefined>();
   private readonly latest = new Map<string, ConditionWrite>();
   private readonly abort = new AbortController();
   private resourceVersion: string | undefined;
@@ -137,6 +151,13 @@ export class ConditionObserver {
     if (parsed.type !== 'ADDED' && parsed.type !== 'MODIFIED') return;
     const name = metadata.name;
     const found = parsed.object.status?.conditions?.find((c) => c.type === this.conditionType);
+    if (name && !found && this.latest.has(name)) {
+      this.latest.delete(name);
+      this.removals.push({ name, at: Date.now(), ...(metadata.resourceVersion ? { resourceVersion: metadata.resourceVersion } : {}) });
+      this.removedAt.set(name, metadata.resourceVersion);
+      for (const listener of [...this.listeners]) listener();
+      return;
+    }
     if (!name || !found) return;
     const condition: ObservedCondition = { status: found.status, reason: found.reason, message: found.message, observedGeneration: found.observedGeneration };
     const previous = this.latest.get(name);
@@ -147,7 +168,16 @@ export class ConditionObserver {
       previous.condition.message === condition.message &&
       previous.condition.observedGeneration === condition.observedGeneration;
     if (!same) {
-      const write = { name, at: Date.now(), generation: metadata.generation ?? 0, condition };
+      const replaced = previous ? previous.resourceVersion : this.removedAt.get(name);
+      this.removedAt.delete(name);
+      const write: ConditionWrite = {
+        name,
+        at: Date.now(),
+        generation: metadata.generation ?? 0,
+        condition,
+        ...(metadata.resourceVersion ? { resourceVersion: metadata.resourceVersion } : {}),
+        ...(replaced ? { replacedResourceVersion: replaced } : {}),
+      };
       this.writes.push(write);
       this.latest.set(name, write);
     } else if (previous) {

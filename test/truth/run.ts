@@ -4,6 +4,15 @@
 import { Command, InvalidArgumentError } from 'commander';
 import pino from 'pino';
 import { runTruth, type ScheduleResult } from './runner';
+import { DEFAULT_FLEET_MIX_TEXT, parseFleetMix, type FleetMix } from './fleet-mix';
+
+function fleetMix(value: string): FleetMix {
+  try {
+    return parseFleetMix(value);
+  } catch (error) {
+    throw new InvalidArgumentError(error instanceof Error ? error.message : String(error));
+  }
+}
 
 function positiveInt(value: string): number {
   const parsed = Number(value);
@@ -30,9 +39,12 @@ async function main(): Promise<void> {
     .option('--write-bound <n>', 'invariant 4: max condition writes per object per generation', positiveInt, 6)
     .option('--recovery-budget-ms <n>', 'invariant 3: heal → every object True (default: TTL + 5 s = 9000)', positiveInt)
     .option('--gateway-kill', 'run the gateway as a child process and SIGKILL + restart it in schedules', false)
+    .option('--no-leader-change', 'leave control-plane leader changes (leaderKill, leaderStepDown) out of the schedules')
+    .option('--real-clients <n>', 'real @grpc/grpc-js-xds clients among the Envoys (ground truth from a tap on their xDS stream)', positiveInt, 1)
+    .option('--fleet-mix <mix>', 'Envoy modes and weights: ads-sotw, ads-delta, per-type-sotw, per-type-delta (e.g. "ads-sotw" alone)', fleetMix, parseFleetMix(DEFAULT_FLEET_MIX_TEXT))
     .option('--log-level <level>', 'pino level for the system under test', 'silent')
     .parse();
-  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; logLevel: string }>();
+  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; logLevel: string }>();
   process.stdout.write(`truth: ${opts.schedules} schedules from seed ${opts.seed}, ${opts.envoys} Envoys, ${opts.objects} objects, ${opts.steps} steps each\n`);
   const started = Date.now();
   const report = await runTruth({
@@ -44,6 +56,9 @@ async function main(): Promise<void> {
     scheduleDurationMs: opts.durationMs,
     writeBound: opts.writeBound,
     gatewayKill: opts.gatewayKill,
+    leaderChange: opts.leaderChange,
+    fleetMix: opts.fleetMix,
+    realClients: opts.realClients,
     ...(opts.recoveryBudgetMs === undefined ? {} : { recoveryBudgetMs: opts.recoveryBudgetMs }),
     logger: pino({ level: opts.logLevel }),
     onSchedule: (result) => {
@@ -59,6 +74,12 @@ async function main(): Promise<void> {
       `violations ${report.violations}, known races ${report.knownRaces}, max recovery ${report.maxRecoveryMs} ms, ` +
       `max writes per object per generation ${report.maxWritesPerGeneration}, competing-writer 409s ${report.stormConflicts}, elapsed ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
   );
+  process.stdout.write(`fleet: ${report.fleet}\n`);
+  process.stdout.write(
+    `control-plane Lease transitions ${report.leaseTransitions}; tampering competitor: ${report.competitorWrites} writes, ${report.repairs} repaired by us, max repair ${report.maxRepairMs} ms (post-recovery tamper + one resync condition pass)\n`,
+  );
+  const stream = report.streamFaults;
+  process.stdout.write(`stream delivery faults applied: ${stream.duplicatedBatches} batches (${stream.duplicatedRecords} records) delivered again, ${stream.reorderedBatches} batches (${stream.reorderedRecords} records moved) reordered across items\n`);
   process.stdout.write(`faults by kind: ${Object.entries(report.faultsByKind).sort().map(([kind, count]) => `${kind} ${count}`).join(', ')}\n`);
   if (report.failedSeeds.length > 0) process.stdout.write(`failing seeds: ${report.failedSeeds.join(', ')}\n`);
   process.exitCode = report.violations > 0 ? 1 : 0;

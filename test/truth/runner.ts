@@ -6,15 +6,25 @@ import pino, { type Logger } from 'pino';
 import { buildFunctionContext } from '../../functions/lib/context';
 import type { ConvergenceDeps } from '../../functions/lib/convergence-batch';
 import { checkAggregatesMatchRecount } from './recount';
+import { describeDecisions } from './diagnostics';
+import { runConditionResync } from '../../functions/lib/resync-conditions';
+import { buildConditionResync } from '../../functions/lib/resync-conditions-context';
+import { LEASE_NAME, LEASE_NAMESPACE } from '../../infra/local/system/control-plane';
+import { checkRemovals, isRepair, ourWrites, tamperAndRepair } from './tamper';
 import { iteratePages } from '../../common/store';
 import { sampleCanaryService, sampleName } from '../../infra/local/system/samples';
 import { HTTPPROXY_TRACKED_KIND } from '../../infra/local/system/system';
+import { DEFAULT_BEHAVIOUR } from '../../infra/local/envoys';
 import { checkRejectedMessages, checkTrueWrites, checkWriteCounts, type TruthInputs, type Violation } from './checker';
 import { tapFleetResponses } from './content';
 import { Harness } from './harness';
 import { ConditionObserver } from './observer';
 import { describeStep, generateSchedule, type Schedule, type ScheduleShape } from './schedule';
 import { CONDITION_TYPE, DEFAULT_TIMINGS, startTruthSystem, SUBSCRIBED_TYPES, type TruthTimings } from './system';
+import { DEFAULT_FLEET_MIX, describeMix, ENVOY_MODES, protocolOf, type EnvoyMode, type FleetMix } from './fleet-mix';
+import type { StreamFaultCounts } from '../../infra/local/dynamo/stream-faults';
+import { RealClients, XdsTap } from './real-clients';
+import { sampleFqdn } from '../../infra/local/system/samples';
 
 export interface TruthRunOptions {
   schedules: number;
@@ -34,6 +44,12 @@ export interface TruthRunOptions {
   timings?: TruthTimings;
   /** Run the gateway as a child process and include SIGKILL + restart in the schedules. */
   gatewayKill?: boolean;
+  /** Transport/protocol mix of the simulated fleet (default: every mode, mostly ADS SotW). */
+  fleetMix?: FleetMix;
+  /** Real @grpc/grpc-js-xds clients (each resolving one object's fqdn through a recording tap). Default 0. */
+  realClients?: number;
+  /** Include control-plane leader changes (leaderKill, leaderStepDown) in the schedules (default true). */
+  leaderChange?: boolean;
   logger?: Logger;
   /** Progress lines (the command prints them). */
   onSchedule?: (result: ScheduleResult) => void;
@@ -53,6 +69,11 @@ export interface ScheduleResult {
   nacksSeen: number;
   /** 409s the competing status writer met in this schedule. */
   stormConflicts: number;
+  /** Writes of the tampering competitor (filtered out of invariants 1, 2, 4), and our repairs of them. */
+  competitorWrites?: number;
+  repairs?: number;
+  /** ms from the post-recovery tamper to our condition back (one resync condition pass). */
+  repairMs?: number;
 }
 
 export interface TruthRunReport {
@@ -66,6 +87,15 @@ export interface TruthRunReport {
   trueWritesChecked: number;
   stormConflicts: number;
   failedSeeds: number[];
+  /** Envoys per mode over the run (replacements included), e.g. "ads-sotw 4, ads-delta 2". */
+  fleet: string;
+  /** Injected stream delivery faults actually applied (duplicated / reordered batches and records). */
+  streamFaults: StreamFaultCounts;
+  /** Control-plane Lease holder changes over the run (the Lease's own leaseTransitions counter). */
+  leaseTransitions: number;
+  competitorWrites: number;
+  repairs: number;
+  maxRepairMs: number;
 }
 
 const OBJECT_PREFIX = 'projectcontour.io/HTTPProxy/default/';
@@ -75,24 +105,42 @@ export async function runTruth(options: TruthRunOptions): Promise<TruthRunReport
   const logger = options.logger ?? pino({ level: 'silent' });
   const timings = options.timings ?? DEFAULT_TIMINGS;
   const contents = tapFleetResponses();
-  const system = await startTruthSystem({ objects: options.objects, envoys: 0, timings, gatewayAsProcess: options.gatewayKill ?? false, logger });
+  const system = await startTruthSystem({ objects: options.objects, envoys: 0, timings, gatewayAsProcess: options.gatewayKill ?? false, fleetMix: options.fleetMix ?? DEFAULT_FLEET_MIX, mixSeed: options.seed, logger });
   const observer = new ConditionObserver(system.kube.url, CONDITION_TYPE);
   const resyncContext = buildFunctionContext(
     { ...system.dynamo.storeEnv, ENVOY_TTL_MS: String(timings.envoyTtlMs), ACK_TIMEOUT_MS: String(timings.ackTimeoutMs), CONDITION_TYPE, TRACKED_KINDS: JSON.stringify([HTTPPROXY_TRACKED_KIND]), KUBECONFIG_PATH: system.kube.kubeconfigPath },
     logger.child({ component: 'truth-resync' }),
   );
   const harness = new Harness(system, observer, contents, options.objects, logger);
+  // The resync function's condition pass, run by the repair phase of each schedule (./tamper.ts).
+  const conditionResync = buildConditionResync(
+    { ...system.dynamo.storeEnv, CONDITION_TYPE, TRACKED_KINDS: JSON.stringify([HTTPPROXY_TRACKED_KIND]), KUBECONFIG_PATH: system.kube.kubeconfigPath },
+    logger.child({ component: 'truth-resync-conditions' }),
+    { aggregates: resyncContext.aggregates },
+  );
+  if (conditionResync !== undefined) harness.runConditionPass = () => runConditionResync(conditionResync.deps);
+  let leaseTransitions = 0;
   const results: ScheduleResult[] = [];
+  let fleet = '';
+  let streamFaults: StreamFaultCounts = { duplicatedBatches: 0, duplicatedRecords: 0, reorderedBatches: 0, reorderedRecords: 0 };
+  let tap: XdsTap | undefined;
   try {
     observer.start();
     for (let index = 0; index < options.envoys; index++) harness.addEnvoy();
+    if ((options.realClients ?? 0) > 0) {
+      tap = new XdsTap(system.gatewayAddress, system.fleet.truth, logger.child({ component: 'xds-tap' }));
+      tapsOf.set(harness, tap);
+      const real = new RealClients(await tap.start(), sampleFqdn);
+      realClientsOf.set(harness, real);
+      for (let index = 0; index < (options.realClients ?? 0); index++) real.add(index % options.objects, 'ingress');
+    }
     await harness.createObjects();
     await observer.waitFor(() => harness.allProgrammed(), 30_000, `initial convergence:\n  ${harness.describeObjects()}`).catch((error: unknown) => {
       throw new Error(`the system did not converge before any fault: ${String(error)}`);
     });
-    results.push(await nackProbe(harness, options.envoys, timings, options.recoveryBudgetMs ?? timings.envoyTtlMs + 5000));
+    results.push(await nackProbe(harness, options.envoys, timings, options.recoveryBudgetMs ?? timings.envoyTtlMs + 5000, options.objects));
     options.onSchedule?.(results[results.length - 1] as ScheduleResult);
-    const shape: ScheduleShape = { envoys: options.envoys, objects: options.objects, steps: options.stepsPerSchedule, durationMs: options.scheduleDurationMs, leaderChange: false, gatewayKill: options.gatewayKill ?? false };
+    const shape: ScheduleShape = { envoys: options.envoys, objects: options.objects, steps: options.stepsPerSchedule, durationMs: options.scheduleDurationMs, leaderChange: options.leaderChange ?? true, gatewayKill: options.gatewayKill ?? false };
     for (let index = 0; index < options.schedules; index++) {
       const schedule = generateSchedule(options.seed + index, shape);
       const result = await runSchedule(harness, schedule, options, timings, resyncContext.deps);
@@ -100,7 +148,19 @@ export async function runTruth(options: TruthRunOptions): Promise<TruthRunReport
       options.onSchedule?.(result);
     }
   } finally {
+    fleet = describeMix(harness.envoys.map((envoy) => system.modeOf(envoy.id)).filter((mode): mode is EnvoyMode => mode !== undefined));
+    const real = realClientsOf.get(harness);
+    if (real) {
+      // What the tap recorded for them: proof they took part (ACKs and NACKs of their own).
+      const answers = real.clients.map((client) => [...(system.fleet.truth.envoyTruth(client.nodeId)?.types.values() ?? [])].reduce((n, t) => n + t.accepted.length + t.nacks.length, 0));
+      fleet += `, grpc-js-xds ${real.clients.length} (ACKs/NACKs recorded by the tap: ${answers.join(', ')})`;
+    }
+    streamFaults = { ...harness.streamFaults().counts };
+    leaseTransitions = await readLeaseTransitions(system.kube.url);
     await observer.stop();
+    realClientsOf.get(harness)?.close();
+    tap?.close();
+    conditionResync?.close();
     resyncContext.close();
     await system.close();
   }
@@ -119,54 +179,109 @@ export async function runTruth(options: TruthRunOptions): Promise<TruthRunReport
     trueWritesChecked: results.reduce((sum, r) => sum + r.trueWritesChecked, 0),
     stormConflicts: results.reduce((sum, r) => sum + r.stormConflicts, 0),
     failedSeeds: results.filter((r) => r.violations.length > 0).map((r) => r.seed),
+    fleet,
+    streamFaults,
+    leaseTransitions,
+    competitorWrites: results.reduce((sum, r) => sum + (r.competitorWrites ?? 0), 0),
+    repairs: results.reduce((sum, r) => sum + (r.repairs ?? 0), 0),
+    maxRepairMs: Math.max(0, ...results.map((r) => (r.repairMs === undefined || Number.isNaN(r.repairMs) ? 0 : r.repairMs))),
   };
 }
 
+/** The control-plane Lease's leaseTransitions (0 when unreadable: reported, never failing a run). */
+async function readLeaseTransitions(kubeUrl: string): Promise<number> {
+  try {
+    const response = await fetch(`${kubeUrl}/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases/${LEASE_NAME}`);
+    const body = (await response.json()) as { spec?: { leaseTransitions?: unknown } };
+    return typeof body.spec?.leaseTransitions === 'number' ? body.spec.leaseTransitions : 0;
+  } catch {
+    return 0;
+  }
+}
+
 /**
- * Invariant 2, the "shows Envoy's message" half, deterministically: one Envoy rejects object 0's
- * next cluster; the object must turn Rejected quoting that Envoy's own NACK message (and never True,
- * which the I1 check covers), then recover once the rejected change is replaced.
+ * Invariant 2, the "shows Envoy's message" half, deterministically, once per Envoy mode in the fleet
+ * (ADS/per-type × SotW/Delta): one Envoy of that mode rejects object 0's next cluster; the object must
+ * turn Rejected quoting that Envoy's own NACK message (and never True, which the I1 check covers).
+ * For Delta Envoys another object then changes: the Envoy ACKs that unrelated diff while still lacking
+ * the rejected cluster, so a system that let a later Delta ACK clear the NACK would write True for
+ * object 0 and fail I1. Then the rejected change is replaced and everything must recover.
  */
-async function nackProbe(harness: Harness, targetEnvoys: number, timings: TruthTimings, recoveryBudgetMs: number): Promise<ScheduleResult> {
+async function nackProbe(harness: Harness, targetEnvoys: number, timings: TruthTimings, recoveryBudgetMs: number, objects: number): Promise<ScheduleResult> {
   const { observer } = harness;
+  const { fleet } = harness.system;
   const firstWrite = observer.writes.length;
   const violations: Violation[] = [];
-  const envoy = harness.envoyAt(0);
-  const steps = ['nack envoy=0 object=0', 'specChange object=0 canary=true', 'wait Rejected quoting the Envoy', 'heal', 'specChange object=0 canary=false'];
-  if (!envoy) throw new Error('NACK probe: no Envoy');
-  await harness.apply({ kind: 'nack', envoy: 0, object: 0 });
-  await harness.changeSpec(0, true);
-  const name = sampleName(0);
-  const generation = harness.generation(name);
-  const quotes = (): boolean => {
-    const condition = observer.current(name)?.condition;
-    return condition?.observedGeneration === generation && condition.reason === 'Rejected' && condition.message.includes(`${envoy.id} rejected CDS: truth-checker: cluster ${sampleCanaryService(0)} rejected`);
+  const steps: string[] = [];
+  const faultsByKind: Record<string, number> = {};
+  const count = (kind: string): void => {
+    faultsByKind[kind] = (faultsByKind[kind] ?? 0) + 1;
   };
-  try {
-    await observer.waitFor(quotes, timings.ackTimeoutMs + 10_000, 'Rejected');
-  } catch {
-    violations.push({ invariant: 'I2-nack-shown', detail: `${name}@${generation} never showed ${envoy.id}'s NACK message; last: ${harness.describeObjects()}` });
+  const name = sampleName(0);
+  const cds = SUBSCRIBED_TYPES[0] ?? '';
+  const probed: string[] = [];
+  for (const mode of ENVOY_MODES) {
+    const index = harness.envoys.findIndex((e) => harness.system.modeOf(e.id) === mode);
+    const envoy = harness.envoys[index];
+    if (!envoy) continue;
+    probed.push(envoy.id);
+    steps.push(`nack envoy=${index} (${mode}) object=0`, 'specChange object=0 canary=true', `wait Rejected quoting ${envoy.id}`);
+    await harness.apply({ kind: 'nack', envoy: index, object: 0 });
+    count('nack');
+    await harness.changeSpec(0, true);
+    count('specChange');
+    const generation = harness.generation(name);
+    const quotes = (): boolean => {
+      const condition = observer.current(name)?.condition;
+      return condition?.observedGeneration === generation && condition.reason === 'Rejected' && condition.message.includes(`${envoy.id} rejected CDS: truth-checker: cluster ${sampleCanaryService(0)} rejected`);
+    };
+    try {
+      await observer.waitFor(quotes, timings.ackTimeoutMs + 10_000, 'Rejected');
+    } catch {
+      violations.push({ invariant: 'I2-nack-shown', detail: `${name}@${generation} never showed ${envoy.id}'s (${mode}) NACK message; last: ${harness.describeObjects()}` });
+    }
+    if (protocolOf(mode) === 'delta' && objects > 1) {
+      // An unrelated CDS change the Delta Envoy accepts while the rejected cluster stays missing.
+      const answeredBefore = fleet.truth.acceptedVersions(envoy.id, cds).length + fleet.truth.nacks(envoy.id, cds).length;
+      steps.push('specChange object=1 canary=false', `wait ${envoy.id} answers the CDS diff`);
+      await harness.changeSpec(1, false);
+      count('specChange');
+      await fleet
+        .waitFor(() => fleet.truth.acceptedVersions(envoy.id, cds).length + fleet.truth.nacks(envoy.id, cds).length > answeredBefore, { timeoutMs: 10_000 })
+        .catch(() => violations.push({ invariant: 'checker', detail: `NACK probe: ${envoy.id} never answered the CDS change of object 1` }));
+      // Give convergence a stream batch or two to (wrongly) flip object 0; the I1 check below judges.
+      await sleep(timings.batchWindowMs * 10 + 500);
+    }
+    envoy.setBehaviour(DEFAULT_BEHAVIOUR);
+    steps.push('heal envoy', 'specChange object=0 canary=false', 'wait object 0 True');
+    await harness.changeSpec(0, false);
+    count('specChange');
+    // The next round must start from a clean slate: a Rejected condition is written once per
+    // generation (invariant 4), so a NACK still open from this round would be the one it quotes.
+    const fixed = harness.generation(name);
+    await observer
+      .waitFor(() => observer.current(name)?.condition.status === 'True' && observer.current(name)?.condition.observedGeneration === fixed, recoveryBudgetMs, 'object 0 True after a probe round')
+      .catch(() => violations.push({ invariant: 'I3-recovery', detail: `after the ${mode} probe round: ${harness.describeObjects()}` }));
   }
   harness.heal(targetEnvoys);
   const healedAt = Date.now();
-  await harness.changeSpec(0, false);
   await observer.waitFor(() => harness.allProgrammed(), recoveryBudgetMs, 'recovery after the NACK probe').catch(() => {
-    violations.push({ invariant: 'I3-recovery', detail: `after the NACK probe: ${harness.describeObjects()}` });
+    violations.push({ invariant: 'I3-recovery', detail: `after the NACK probe: ${harness.describeObjects()}\n  ${harness.describeEnvoys()}` });
   });
   const writes = observer.writes.slice(firstWrite);
   const trueChecks = checkTrueWrites(writes, truthInputs(harness, timings));
-  violations.push(...trueChecks.filter((v) => !v.known), ...checkRejectedMessages(writes, harness.system.fleet.truth));
+  violations.push(...trueChecks.filter((v) => !v.known), ...checkRejectedMessages(writes, fleet.truth));
   return {
     seed: -1,
     steps,
-    faultsInjected: 1,
-    faultsByKind: { nack: 1, specChange: 1 },
+    faultsInjected: faultsByKind['nack'] ?? 0,
+    faultsByKind,
     recoveryMs: Date.now() - healedAt,
     violations,
     knownRaces: trueChecks.filter((v) => v.known),
     maxWritesPerGeneration: checkWriteCounts(writes, Number.MAX_SAFE_INTEGER).max,
     trueWritesChecked: writes.filter((w) => w.condition.status === 'True').length,
-    nacksSeen: harness.system.fleet.truth.nacks(envoy.id, SUBSCRIBED_TYPES[0] ?? '').length,
+    nacksSeen: probed.reduce((sum, id) => sum + fleet.truth.nacks(id, cds).length, 0),
     stormConflicts: 0,
   };
 }
@@ -176,7 +291,11 @@ async function describeStoredStates(deps: ConvergenceDeps): Promise<string> {
   const now = Date.now();
   const parts: string[] = [];
   try {
-    for await (const state of iteratePages((cursor) => deps.store.listEnvoyStates(cursor === undefined ? {} : { cursor }), () => undefined)) {
+    // Unreadable states are shown too: convergence skips them, so they can hold the denominator open.
+    const onCorrupt = (corrupt: ReadonlyArray<{ key?: { pk: string; sk: string }; error: string }>): void => {
+      for (const item of corrupt) parts.push(`UNREADABLE ${item.key === undefined ? '?' : `${item.key.pk}/${item.key.sk}`}: ${item.error.slice(0, 300)}`);
+    };
+    for await (const state of iteratePages((cursor) => deps.store.listEnvoyStates(cursor === undefined ? {} : { cursor }), onCorrupt)) {
       parts.push(`${state.nodeId} ${state.status} seen ${now - state.lastSeenAt} ms ago on ${state.lineage} rev ${state.rev}`);
     }
   } catch (error) {
@@ -185,15 +304,33 @@ async function describeStoredStates(deps: ConvergenceDeps): Promise<string> {
   return parts.join('; ');
 }
 
+/** The real clients of a run, by harness (the harness itself knows only simulated Envoys). */
+const realClientsOf = new WeakMap<Harness, RealClients>();
+const tapsOf = new WeakMap<Harness, XdsTap>();
+
 function truthInputs(harness: Harness, timings: TruthTimings): TruthInputs {
+  const real = realClientsOf.get(harness);
+  const tap = tapsOf.get(harness);
   return {
+    contents: {
+      sources: (typeUrl, versionInfo, nodeId, nonce) =>
+        tap !== undefined && nodeId !== undefined && nonce !== undefined && tap.serves(nodeId) ? tap.sources(nodeId, typeUrl, nonce) : harness.contents.sources(typeUrl, versionInfo),
+      resourceSources: (typeUrl, name, version) => harness.contents.resourceSources(typeUrl, name, version),
+    },
+    concerns: (nodeId, object) => {
+      const index = real?.objectOf.get(nodeId);
+      return index === undefined || object === `${OBJECT_PREFIX}${sampleName(index)}`;
+    },
     truth: harness.system.fleet.truth,
-    contents: harness.contents,
-    rebuildLogs: harness.system.controlPlane.replicas.map((replica) => replica.controlPlane.rebuildLog),
+    rebuildLogs: [...harness.system.controlPlane.replicas.map((replica) => replica.controlPlane.rebuildLog), ...harness.retiredRebuildLogs],
     subscribedTypes: SUBSCRIBED_TYPES,
     envoyTtlMs: timings.envoyTtlMs,
     envoyHeartbeatMs: timings.envoyHeartbeatMs,
     sourcePrefix: OBJECT_PREFIX,
+    protocolOf: (nodeId) => {
+      const mode = harness.system.modeOf(nodeId);
+      return mode === undefined ? undefined : protocolOf(mode);
+    },
   };
 }
 
@@ -201,6 +338,7 @@ async function runSchedule(harness: Harness, schedule: Schedule, options: TruthR
   const { system, observer } = harness;
   const firstWrite = observer.writes.length;
   const conflictsBefore = harness.stormConflicts;
+  const competitorWritesBefore = harness.competitorVersions.size;
   const startedAt = Date.now();
   let faultsInjected = 0;
   const faultsByKind: Record<string, number> = {};
@@ -234,20 +372,27 @@ async function runSchedule(harness: Harness, schedule: Schedule, options: TruthR
   if (!harness.allProgrammed() || recoveryMs > recoveryBudgetMs) {
     violations.push({
       invariant: 'I3-recovery',
-      detail: `not every object True at its final generation within ${recoveryBudgetMs} ms (took ${recoveryMs} ms):\n  ${harness.describeObjects()}\n  ${harness.describeEnvoys()}\n  stored states: ${await describeStoredStates(resyncDeps)}`,
+      detail: `not every object True at its final generation within ${recoveryBudgetMs} ms (took ${recoveryMs} ms):\n  ${harness.describeObjects()}\n  ${harness.describeEnvoys()}\n  stored states: ${await describeStoredStates(resyncDeps)}\n  decisions: ${await describeDecisions(resyncDeps, Array.from({ length: options.objects }, (_, index) => ({ group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: sampleName(index) })))}`,
     });
   }
   // Invariant 5: the aggregates equal a from-scratch recount of the Envoy states (read-only; the
   // resync function, which would repair drift, never runs during a run).
   violations.push(...(await checkAggregatesMatchRecount(resyncDeps)));
-  const writes = observer.writes.slice(firstWrite);
+  // Then a buggy controller tampers with one object's condition; one resync condition pass (what its
+  // schedule would run) must bring our condition back within the same budget (./tamper.ts).
+  const repair = harness.runConditionPass ? await tamperAndRepair(harness, schedule.seed, options.objects, recoveryBudgetMs, harness.runConditionPass) : undefined;
+  if (repair) violations.push(...repair.violations);
+  violations.push(...checkRemovals(harness, startedAt));
+  const allWrites = observer.writes.slice(firstWrite);
+  // Invariants 1, 2 and 4 judge our writes only; a repair of a competitor's write is not churn.
+  const writes = ourWrites(harness, allWrites);
   const inputs = truthInputs(harness, timings);
   const trueChecks = checkTrueWrites(writes, inputs);
   violations.push(...trueChecks.filter((v) => !v.known));
   violations.push(...checkRejectedMessages(writes, system.fleet.truth));
-  const counts = checkWriteCounts(writes, options.writeBound);
+  const counts = checkWriteCounts(writes.filter((write) => !isRepair(harness, write)), options.writeBound);
   violations.push(...counts.violations);
-  for (const undecodable of harness.contents.undecodable.splice(0)) violations.push({ invariant: 'checker', detail: `undecodable response ${undecodable}` });
+  for (const undecodable of [...harness.contents.undecodable.splice(0), ...(tapsOf.get(harness)?.undecodable() ?? [])]) violations.push({ invariant: 'checker', detail: `undecodable response ${undecodable}` });
   const nacksSeen = system.fleet.truth.nodeIds().reduce((sum, id) => sum + [...(system.fleet.truth.envoyTruth(id)?.types.values() ?? [])].reduce((s, t) => s + t.nacks.filter((n) => n.at >= startedAt).length, 0), 0);
   return {
     seed: schedule.seed,
@@ -261,5 +406,9 @@ async function runSchedule(harness: Harness, schedule: Schedule, options: TruthR
     trueWritesChecked: writes.filter((w) => w.condition.status === 'True').length,
     nacksSeen,
     stormConflicts: harness.stormConflicts - conflictsBefore,
+    // Deletions included (they are no condition write, so count the competitor's own record).
+    competitorWrites: harness.competitorVersions.size - competitorWritesBefore,
+    repairs: writes.filter((write) => isRepair(harness, write)).length,
+    ...(repair?.tampered ? { repairMs: repair.repairMs } : {}),
   };
 }

@@ -16,9 +16,22 @@ export type FaultStep =
   | { kind: 'dynamoErrors'; rate: number; afterWrite: boolean }
   | { kind: 'dynamoLatency'; ms: number }
   | { kind: 'dynamoHeal' }
-  | { kind: 'leaderChange' }
+  // Stream delivery faults (infra/local/dynamo/stream-faults.ts), windows like the DynamoDB ones:
+  // on until the next dynamoHeal or the heal.
+  | { kind: 'streamDuplicate'; rate: number }
+  | { kind: 'streamReorder'; rate: number }
+  // Control-plane leader change: the leader's pod replaced (Lease released on a graceful stop, or
+  // left to expire after a crash), or its Lease renewals refused by the API server for `ms`.
+  | { kind: 'leaderKill'; release: boolean }
+  | { kind: 'leaderStepDown'; ms: number }
+  // A buggy controller rewriting our condition (test/truth/competitor.ts, tamper mode).
+  | { kind: 'conditionTamper'; object: number; mode: TamperMode }
   | { kind: 'gatewayKill' }
   | { kind: 'statusStorm'; object: number; ms: number };
+
+/** How the tampering competitor changes our condition (everything else on the object kept). */
+export type TamperMode = 'delete' | 'flip' | 'lowerGeneration';
+export const TAMPER_MODES: readonly TamperMode[] = ['delete', 'flip', 'lowerGeneration'];
 
 export interface ScheduledStep {
   atMs: number;
@@ -73,8 +86,16 @@ export function generateSchedule(seed: number, shape: ScheduleShape): Schedule {
     [1, () => ({ kind: 'dynamoErrors', rate: 0.05 + random() * 0.2, afterWrite: random() < 0.5 })],
     [0.5, () => ({ kind: 'dynamoLatency', ms: 5 + int(60) })],
     [1, () => ({ kind: 'dynamoHeal' })],
+    [0.7, () => ({ kind: 'streamDuplicate', rate: 0.2 + random() * 0.5 })],
+    [0.7, () => ({ kind: 'streamReorder', rate: 0.3 + random() * 0.7 })],
     [1, () => ({ kind: 'statusStorm', object: object(), ms: 300 + int(900) })],
-    ...(shape.leaderChange ? ([[0.3, () => ({ kind: 'leaderChange' })]] as Array<[number, () => FaultStep]>) : []),
+    [0.8, () => ({ kind: 'conditionTamper', object: object(), mode: TAMPER_MODES[int(TAMPER_MODES.length)] ?? 'delete' })],
+    ...(shape.leaderChange
+      ? ([
+          [0.3, () => ({ kind: 'leaderKill', release: random() < 0.5 })],
+          [0.3, () => ({ kind: 'leaderStepDown', ms: 2500 + int(1000) })],
+        ] as Array<[number, () => FaultStep]>)
+      : []),
     ...(shape.gatewayKill ? ([[0.6, () => ({ kind: 'gatewayKill' })]] as Array<[number, () => FaultStep]>) : []),
   ];
   const total = makers.reduce((sum, [weight]) => sum + weight, 0);

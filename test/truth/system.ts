@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../common/core';
 import { Fleet, type SimEnvoy } from '../../infra/local/envoys';
-import { startControlPlaneComponent, type ControlPlaneComponent } from '../../infra/local/system/control-plane';
+import { startControlPlaneComponent, type ControlPlaneComponent, type LeaseTimings } from '../../infra/local/system/control-plane';
 import { startDynamoComponent, type DynamoComponent } from '../../infra/local/system/dynamo';
 import { startBackendComponent, type BackendComponent } from '../../infra/local/system/fleet';
 import { startFunctionsComponent, type FunctionsComponent } from '../../infra/local/system/functions';
@@ -20,8 +20,11 @@ import { SAMPLE_NAMESPACE, sampleCanaryService, sampleService } from '../../infr
 import { parseGatewayConfig } from '../../xds-gateway/ops/config';
 import { startGateway, type Gateway } from '../../xds-gateway/ops/gateway';
 import { startGatewayProcess, truthGatewayArgs, type GatewayProcess } from './gateway-process';
+import { DEFAULT_FLEET_MIX, modeForEnvoy, protocolOf, transportOf, type EnvoyMode, type FleetMix } from './fleet-mix';
 
 export const CONDITION_TYPE = 'EnvoyProgrammed';
+/** Control-plane Lease timings of the truth system (client-go rules: duration > renew deadline > retry). */
+export const TRUTH_LEASE_TIMINGS: LeaseTimings = { leaseDurationSeconds: 2, renewDeadlineMs: 1500, retryPeriodMs: 250 };
 export const SUBSCRIBED_TYPES = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL];
 
 /** Timing of the system under test. TTL must exceed the gateway's Envoy heartbeat (else idle Envoys expire). */
@@ -51,12 +54,14 @@ export interface TruthSystem {
   gatewayAddress: string;
   /** Set when the gateway runs as a child process: a SIGKILL + restart fault is available. */
   gatewayProcess?: GatewayProcess;
-  /** Creates, connects and returns a new simulated Envoy (ADS SotW, all four types). */
+  /** Creates, connects and returns a new simulated Envoy (all four types; its mode from the fleet mix). */
   addEnvoy(): SimEnvoy;
+  /** The mode (transport + protocol) of a simulated Envoy this system created. */
+  modeOf(nodeId: string): EnvoyMode | undefined;
   close(): Promise<void>;
 }
 
-export async function startGatewayForTruth(opts: { port: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; logger: Logger }): Promise<Gateway> {
+export async function startGatewayForTruth(opts: { port: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; logger: Logger }): Promise<Gateway> {
   const args = truthGatewayArgs({ ...opts, listenPort: opts.port, opsPort: 0 });
   const parsed = parseGatewayConfig(Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]), {});
   if (parsed.kind !== 'ok') throw new Error(`gateway configuration: ${parsed.kind === 'error' ? parsed.message : 'help requested'}`);
@@ -72,7 +77,7 @@ export async function startGatewayForTruth(opts: { port: number; upstream: strin
   return gateway;
 }
 
-export async function startTruthSystem(opts: { objects: number; envoys: number; timings?: TruthTimings; gatewayAsProcess?: boolean; logger: Logger }): Promise<TruthSystem> {
+export async function startTruthSystem(opts: { objects: number; envoys: number; timings?: TruthTimings; gatewayAsProcess?: boolean; fleetMix?: FleetMix; mixSeed?: number; logger: Logger }): Promise<TruthSystem> {
   const timings = opts.timings ?? DEFAULT_TIMINGS;
   const logger = opts.logger;
   const stateDir = mkdtempSync(join(tmpdir(), 'xp-truth-'));
@@ -93,17 +98,18 @@ export async function startTruthSystem(opts: { objects: number; envoys: number; 
     const endpoints = Array.from({ length: opts.objects }, (_, index) =>
       [sampleService(index), sampleCanaryService(index)].map((service) => ({ service, namespace: SAMPLE_NAMESPACE, ip: backend.backend.host, port: backend.backend.port })),
     ).flat();
-    const controlPlane = await startControlPlaneComponent({ replicas: 2, port: () => 0, kubeConfig: kube.kubeConfig, endpoints, logger });
+    // A 2 s Lease (renew deadline 1.5 s, retry 250 ms): a leader change costs a schedule ~2 s, not 5.
+    const controlPlane = await startControlPlaneComponent({ replicas: 2, port: () => 0, kubeConfig: kube.kubeConfig, endpoints, logger, lease: TRUTH_LEASE_TIMINGS });
     closers.push(() => controlPlane.close());
     let gatewayAddress: string;
     let gatewayProcess: GatewayProcess | undefined;
     if (opts.gatewayAsProcess) {
-      const child = await startGatewayProcess({ upstream: controlPlane.addresses[0] ?? '', dynamo, timings, logger });
+      const child = await startGatewayProcess({ upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, logger });
       closers.push(() => child.close());
       gatewayAddress = child.address;
       gatewayProcess = child;
     } else {
-      const gateway = await startGatewayForTruth({ port: 0, upstream: controlPlane.addresses[0] ?? '', dynamo, timings, logger });
+      const gateway = await startGatewayForTruth({ port: 0, upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, logger });
       closers.push(() => gateway.close());
       gatewayAddress = `127.0.0.1:${gateway.xdsPort}`;
     }
@@ -128,12 +134,16 @@ export async function startTruthSystem(opts: { objects: number; envoys: number; 
     const fleet = new Fleet({ target: gatewayAddress, channels: 2, logger: logger.child({ component: 'fleet' }) });
     closers.push(async () => fleet.close());
     let nextIndex = 0;
+    const modes = new Map<string, EnvoyMode>();
     const addEnvoy = (): SimEnvoy => {
       const index = nextIndex++;
+      const mode = modeForEnvoy(opts.fleetMix ?? DEFAULT_FLEET_MIX, index, opts.mixSeed ?? 0);
+      const id = `envoy-${index}`;
+      modes.set(id, mode);
       const envoy = fleet.add({
-        node: { id: `envoy-${index}`, cluster: 'ingress', userAgentName: 'envoy' },
-        transport: 'ads',
-        protocol: 'sotw',
+        node: { id, cluster: 'ingress', userAgentName: 'envoy' },
+        transport: transportOf(mode),
+        protocol: protocolOf(mode),
         subscriptions: SUBSCRIBED_TYPES.map((typeUrl) => ({ typeUrl })),
         reconnectOnError: true,
         reconnectDelayMs: 200,
@@ -142,7 +152,7 @@ export async function startTruthSystem(opts: { objects: number; envoys: number; 
       return envoy;
     };
     for (let index = 0; index < opts.envoys; index++) addEnvoy();
-    return { timings, dynamo, kube, controlPlane, functions, fleet, gatewayAddress, ...(gatewayProcess ? { gatewayProcess } : {}), addEnvoy, close: closeAll };
+    return { timings, dynamo, kube, controlPlane, functions, fleet, gatewayAddress, ...(gatewayProcess ? { gatewayProcess } : {}), addEnvoy, modeOf: (nodeId) => modes.get(nodeId), close: closeAll };
   } catch (error) {
     await closeAll();
     throw error;

@@ -157,5 +157,17 @@ describe('truth checker against the in-process system (small budget)', () => {
     // At least the final True of every object in every schedule.
     expect(report.trueWritesChecked).toBeGreaterThanOrEqual(5 * 3);
     expect(report.schedules.reduce((sum, s) => sum + s.nacksSeen, 0)).toBeGreaterThan(0);
+    // The tampering competitor: every schedule ends with a tamper and one resync condition pass, and
+    // each time our condition came back (a failed repair is an I3 violation above).
+    expect(report.competitorWrites).toBeGreaterThanOrEqual(5);
+    expect(report.schedules.filter((s) => s.repairMs !== undefined)).toHaveLength(5);
+    // Leader changes, when these seeds plan any (schedules are pure: the plan is known up front).
+    const shape = { envoys: 5, objects: 3, steps: 12, durationMs: 2000, leaderChange: true, gatewayKill: false };
+    const planned = Array.from({ length: 5 }, (_, i) => generateSchedule(7001 + i, shape).steps).flat();
+    const plannedKills = planned.filter((s) => s.step.kind === 'leaderKill').length;
+    if (plannedKills > 0) {
+      expect(report.faultsByKind['leaderKill'] ?? 0).toBeGreaterThan(0);
+      expect(report.leaseTransitions).toBeGreaterThan(0);
+    }
   }, 180_000);
 });

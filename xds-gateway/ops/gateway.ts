@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { groupByCluster, groupByMetadata, type Clock, type NodeGroupKeyFn } from '../../common/core';
 import { createEventStore, documentOperations, DynamoAggregateStore, ensureTable, registerLineageHeartbeats, type DynamoEventStore, type StoreClientSeams } from '../../common/store';
 import { startRelay, type Relay, type RelayListenTls, type RelayUpstreamTls } from '../relay';
+import type { UpstreamContent } from '../relay/relay-group';
 import { ObservedGenerationBarrier } from '../tracking/barrier';
 import { EnvoyTracker } from '../tracking/envoy-tracker';
 import { mergeEnvoyState } from '../tracking/envoy-state-merge';
@@ -151,6 +152,10 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     logger: log.child({ component: 'recorder' }),
     clock,
     flushIntervalMs: config.flushIntervalMs,
+    eventLogMode: config.eventLogMode,
+    // A state that only records "a response was sent" waits for its ACK to share one write; never
+    // longer than half the ACK timeout, so a STUCK report is never delayed past it.
+    pendingStateHoldMs: Math.min(1000, config.ackTimeoutMs / 2),
     highWaterEvents: config.queueHighWater,
     stateWriteConcurrency: config.stateWriteConcurrency,
     mergeEnvoyState,
@@ -181,6 +186,17 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     instanceId: config.instanceId,
     bootId,
     groupBy: groupByFrom(config.groupBy),
+    // Provenance watermarks promise monotone content per lineage; the guard refuses a response that
+    // would break one (a lagging replica) and the relay moves the group to a new lineage.
+    ...(provenance === undefined ? {} : { monotonicityGuard: (content: UpstreamContent) => provenance.regressionOf(content) }),
+    onLineageRetired: (group, lineage) => {
+      metrics.lineageMoved(group);
+      tracker.retireLineage(lineage);
+      provenance?.forgetLineage(lineage);
+    },
+    // Stream admission: a new stream's first response waits until the recorder wrote the Envoy's
+    // state for it, so its lineage's envoysRecorded counts it (docs/GATEWAY.md, "Stream admission").
+    admission: ({ nodeId }) => recorder.whenStateWritten(nodeId),
     observer: tracker,
     clock,
     logger: log.child({ component: 'relay' }),

@@ -20,6 +20,8 @@ export interface GatewayMetrics {
   barrier: BarrierMetrics;
   /** Backpressure: the relay was paused (true) or resumed (false). */
   relayPaused(paused: boolean): void;
+  /** A node group moved to a new lineage (docs/PROVENANCE.md §6). */
+  lineageMoved(group: string): void;
   /** Gauges read from these at scrape time. */
   attach(sources: { tracker: EnvoyTracker; recorder: Recorder; openStreams?: () => number }): void;
 }
@@ -44,6 +46,7 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
   const watermarks = new Counter({ name: 'xds_gateway_barrier_watermarks_total', help: 'watermarks recorded by barriers', registers: [registry] });
   const pauses = new Counter({ name: 'xds_gateway_relay_pauses_total', help: 'times downstream streams were paused because the recorder queue reached its high-water mark', registers: [registry] });
   const paused = new Gauge({ name: 'xds_gateway_relay_paused', help: '1 while downstream streams are paused by backpressure', registers: [registry] });
+  const lineageMoves = new Counter({ name: 'xds_gateway_lineage_moves_total', help: 'node groups moved to a new lineage because upstream content could go back (target change, provenance guard)', labelNames: ['group'], registers: [registry] });
   const redone = new Counter({ name: 'xds_gateway_barrier_redone_total', help: 'barriers re-done because the leader changed', registers: [registry] });
 
   new Gauge({
@@ -170,6 +173,9 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
       redone() {
         redone.inc();
       },
+    },
+    lineageMoved(group) {
+      lineageMoves.inc({ group });
     },
     relayPaused(now) {
       paused.set(now ? 1 : 0);

@@ -11,8 +11,11 @@
 //   again in full, and if it no longer exists it is reported in removed_resources.
 // - The first request for a type is always answered once the cache has data, even with nothing new,
 //   so the tracking sees an ACK at our current version.
-// - What we send is recorded as held when sent, so a NACK is never answered by resending the same
-//   resource versions; only a later change resends them.
+// - What we send is recorded as held when sent, and rolled back if the client NACKs it: Envoy rejects
+//   a Delta response whole, so after a NACK it still holds what it held before (found by the truth
+//   checker: with the rejected resources kept as held, a later ACK of an unrelated diff cleared the
+//   NACK and the object turned True on an Envoy lacking its cluster). A NACK is never answered by
+//   resending the same response; the next change of the type resends the rejected resources with it.
 import * as grpc from '@grpc/grpc-js';
 import { classifyRequest, parseVersion, recordSent, type SentRecord } from '../../common/core';
 import type { DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaResource, ResourceTypeUrl } from '../../common/xds';
@@ -28,6 +31,10 @@ interface DeltaTypeState {
   needsResponse: boolean;
   /** Type seq of the last response sent; -1 before any. */
   sentSeq: number;
+  /** What the response awaiting an answer changed in `held`: name → previous version (undefined = not held). */
+  unanswered: Map<string, string | undefined> | undefined;
+  /** Type seq of the last NACKed response: nothing is sent at that seq again (see maybeSend). */
+  rejectedSeq: number;
 }
 
 type DeltaCall = grpc.ServerDuplexStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse>;
@@ -65,7 +72,7 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     if (state === undefined) {
       checkTypeCount(this.types.size, this.context.limits);
       // Legacy wildcard: the first request for a type names nothing.
-      state = { wildcard: subscribe.length === 0, names: new Set(), held: new Map(), record: undefined, pending: false, needsResponse: true, sentSeq: -1 };
+      state = { wildcard: subscribe.length === 0, names: new Set(), held: new Map(), record: undefined, pending: false, needsResponse: true, sentSeq: -1, unanswered: undefined, rejectedSeq: -1 };
       this.types.set(typeUrl, state);
       group.subscribe(typeUrl, this);
     }
@@ -99,9 +106,17 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
         break;
       case 'ack':
         state.pending = false;
+        state.unanswered = undefined;
         break;
       case 'nack':
         state.pending = false;
+        // Envoy applied none of it: it holds what it held before this response.
+        for (const [name, previous] of state.unanswered ?? []) {
+          if (previous === undefined) state.held.delete(name);
+          else state.held.set(name, previous);
+        }
+        state.rejectedSeq = state.sentSeq;
+        state.unanswered = undefined;
         this.context.logger.info(
           { streamId, nodeId: identity.nodeId, typeUrl, version: classification.version, message: classification.message.slice(0, 500) },
           'relay: NACK from Envoy',
@@ -119,10 +134,16 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
 
   protected maybeSend(typeUrl: string, state: DeltaTypeState): void {
     const stream = this.stream;
-    if (stream === undefined || state.pending || this.context.paused()) return;
+    if (stream === undefined || state.pending || this.context.paused() || !this.admitted) return;
     const snapshot = stream.group.cache.snapshot(typeUrl);
     if (snapshot === undefined || !snapshot.hasData) return;
     const resources: DeltaResource[] = [];
+    // While the cache is still at a NACKed seq nothing is sent: the rejected content would only be
+    // rejected again (go-control-plane does not resend on NACK either), and any other response at
+    // that seq would be ACKed *at* the rejected version, which clears the NACK in the tracking
+    // although the rejected resources are still missing. Names subscribed meanwhile are served with
+    // the type's next change (or on a new stream).
+    if (!state.needsResponse && snapshot.seq === state.rejectedSeq) return;
     const consider = (name: string): void => {
       const cached = snapshot.resources.get(name);
       if (cached !== undefined && state.held.get(name) !== cached.version) {
@@ -143,8 +164,17 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     const nonce = this.nextNonce();
     const version = snapshot.version;
     const response: DeltaDiscoveryResponse = { system_version_info: version, type_url: typeUrl, resources, removed_resources: removed, nonce };
-    for (const resource of resources) state.held.set(resource.name as string, resource.version as string);
-    for (const name of removed) state.held.delete(name);
+    const unanswered = new Map<string, string | undefined>();
+    for (const resource of resources) {
+      const name = resource.name as string;
+      unanswered.set(name, state.held.get(name));
+      state.held.set(name, resource.version as string);
+    }
+    for (const name of removed) {
+      if (!unanswered.has(name)) unanswered.set(name, state.held.get(name));
+      state.held.delete(name);
+    }
+    state.unanswered = unanswered;
     state.record = recordSent(state.record, { nonce, version });
     state.pending = true;
     state.needsResponse = false;

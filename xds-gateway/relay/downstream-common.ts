@@ -27,6 +27,14 @@ export interface LiveStream {
   setPaused(paused: boolean): void;
 }
 
+/**
+ * Stream admission (docs/GATEWAY.md, "Stream admission"): called once a stream's first request named
+ * its node, right after the observer heard the stream open. A promise holds every response on the
+ * stream until it resolves (the gateway resolves it once the recorder durably wrote the Envoy's state
+ * for this connection, so its lineage's `envoysRecorded` counts it); undefined admits at once.
+ */
+export type StreamAdmission = (stream: { streamId: string; nodeId: string; lineage: string }) => Promise<void> | undefined;
+
 export interface RelayContext {
   observer: RelayObserver;
   clock: Clock;
@@ -42,6 +50,8 @@ export interface RelayContext {
    * requests nor send responses, so no new pending/ACK work is created.
    */
   paused(): boolean;
+  /** Absent: every stream is admitted at once. */
+  admission?: StreamAdmission;
 }
 
 export class RequestError extends Error {
@@ -140,6 +150,8 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
   protected stream: StreamIdentity | undefined;
   protected readonly types = new Map<string, State>();
   protected ended = false;
+  /** False until the stream's admission resolved: no response is sent before (maybeSend checks it). */
+  protected admitted = true;
   private nonceCounter = 0;
   private untrack: (() => void) | undefined;
   private readonly rate: RequestRateLimit | undefined;
@@ -246,6 +258,35 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
         at: this.context.clock.now(),
       }),
     );
+    this.awaitAdmission(stream, group.lineage);
     return stream;
+  }
+
+  /**
+   * Why: an Envoy that got a response before its lineage's count included it could hold (or NACK)
+   * config while convergence, not seeing it in `envoysRecorded`, decides without it (invariant 1; the
+   * join race in docs/RELIABILITY.md). Holding the first response until it is counted makes that
+   * impossible by construction: an uncounted Envoy holds nothing from this lineage.
+   */
+  private awaitAdmission(stream: StreamIdentity, lineage: string): void {
+    let waiting: Promise<void> | undefined;
+    try {
+      waiting = this.context.admission?.({ streamId: stream.streamId, nodeId: stream.identity.nodeId, lineage });
+    } catch (error) {
+      this.context.logger.error({ err: error, streamId: stream.streamId }, 'relay: stream admission threw; admitting the stream');
+    }
+    if (waiting === undefined) return;
+    this.admitted = false;
+    waiting.then(
+      () => {
+        if (this.ended) return;
+        this.admitted = true;
+        for (const [typeUrl, state] of this.types) this.maybeSend(typeUrl, state);
+      },
+      (error: unknown) => {
+        this.context.logger.error({ err: error, streamId: stream.streamId, nodeId: stream.identity.nodeId }, 'relay: stream admission failed');
+        this.end(grpc.status.UNAVAILABLE, 'the gateway could not record this stream; reconnect');
+      },
+    );
   }
 }

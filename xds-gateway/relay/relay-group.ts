@@ -10,17 +10,39 @@ import { RequestError } from './downstream-common';
 import type { RelayGroupInfo, RelayObserver, ReopenResult, UpstreamStateName } from './observer';
 import { DISCOVERY_RESOURCE_WRAPPER_TYPE_URL, resourceNameOf } from './resource-name';
 import { GroupCache } from './type-cache';
-import { UpstreamTypeStream, type BackoffOptions } from './upstream-stream';
+import { UpstreamTypeStream, type BackoffOptions, type ResponseArrival } from './upstream-stream';
 
 /** A downstream stream's hook: the cache of `typeUrl` changed. Must not throw or block. */
 export interface TypeSubscriber {
   onTypeChanged(typeUrl: string): void;
+  /** Ends the stream (the group moved to a new lineage: the Envoy reconnects, as after a restart). */
+  end(code: grpc.status, details: string): void;
 }
+
+/** One upstream response, validated but not yet cached, as the monotonicity guard sees it. */
+export interface UpstreamContent {
+  group: string;
+  lineage: Lineage;
+  typeUrl: string;
+  resources: readonly { name: string; value: Buffer }[];
+  firstOnReplacementStream: boolean;
+  /** Whether the response differs from the type's cached content (it would take a new seq); compares bytes, so asked only when needed. */
+  changesContent(): boolean;
+}
+
+/**
+ * Says why `content` cannot be served on its lineage without breaking a watermark already recorded
+ * there (it would take content backwards at a higher seq), or undefined when it can. Must not throw.
+ */
+export type MonotonicityGuard = (content: UpstreamContent) => string | undefined;
 
 // Envoy's recommended ADS update order (xDS protocol, "Eventual consistency considerations"): CDS,
 // then EDS, then LDS, then RDS, so a route never points at a cluster Envoy does not have yet and a
 // cluster is not left warming without its endpoints. SDS first: listeners and clusters reference it.
 const TYPE_PUSH_ORDER = [SDS_TYPE_URL, CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL];
+
+/** How long a barrier re-open waits for the first answer of a type that has no data yet (once). */
+const FIRST_ANSWER_WAIT_MS = 5000;
 
 export function pushOrder(typeUrls: Iterable<string>): string[] {
   const rank = (typeUrl: string): number => {
@@ -49,6 +71,13 @@ export interface RelayGroupDeps {
   maxTypes: number;
   /** Window (ms) to gather upstream changes before pushing them in ADS order; 0 = end of this turn. */
   pushCoalesceMs: number;
+  /** Checked before each upstream response is cached (provenance mode); undefined: no check. */
+  guard?: MonotonicityGuard;
+  /**
+   * Called (once, on a later turn) when the guard refused a response: the relay replaces this group
+   * with one on a new lineage (relay.ts). Until then the group caches nothing more.
+   */
+  requestNewLineage: (reason: string) => void;
 }
 
 export class RelayGroup {
@@ -62,6 +91,10 @@ export class RelayGroup {
   private queuedReopen: Promise<ReopenResult> | undefined;
   private runningReopen: Promise<ReopenResult> | undefined;
   private closed = false;
+  /** Types with no data that did not answer within FIRST_ANSWER_WAIT_MS of a re-open. */
+  private readonly silentTypes = new Set<string>();
+  /** Set when the guard refused content: nothing more is cached on this lineage. */
+  private abandoned = false;
 
   constructor(private readonly deps: RelayGroupDeps) {
     this.cache = new GroupCache(deps.group, deps.lineage);
@@ -89,6 +122,8 @@ export class RelayGroup {
   }
 
   subscribe(typeUrl: string, subscriber: TypeSubscriber): void {
+    // A stream that identified on this group before it was retired: it must reconnect to the new one.
+    if (this.closed) throw new RequestError(grpc.status.UNAVAILABLE, `node group ${this.group} moved to a new lineage; reconnect`);
     if (!this.upstreams.has(typeUrl) && this.upstreams.size >= this.deps.maxTypes) {
       throw new RequestError(grpc.status.RESOURCE_EXHAUSTED, `node group subscribes to at most ${this.deps.maxTypes} type URLs upstream`);
     }
@@ -113,7 +148,7 @@ export class RelayGroup {
       typeUrl,
       node: () => this.deps.upstreamNode,
       open: this.deps.openUpstream,
-      apply: (response) => this.applyUpstream(typeUrl, response),
+      apply: (response, arrival) => this.applyUpstream(typeUrl, response, arrival),
       onStateChange: () => this.reportState(),
       backoff: this.deps.backoff,
       logger: this.deps.logger,
@@ -126,7 +161,9 @@ export class RelayGroup {
    * Validates and caches one upstream response. Returns the reason to NACK it, or undefined. The
    * per-resource name is read from the bytes once here; Envoys get the Any untouched.
    */
-  private applyUpstream(typeUrl: string, response: DiscoveryResponse): string | undefined {
+  private applyUpstream(typeUrl: string, response: DiscoveryResponse, arrival: ResponseArrival): string | undefined {
+    // Retired or abandoned: the response is not ours to cache any more (and not wrong, so no NACK).
+    if (this.closed || this.abandoned) return undefined;
     const responseType = response.type_url ?? '';
     if (responseType !== '' && responseType !== typeUrl) return `response type_url ${responseType} on the ${typeUrl} subscription`;
     const resources = response.resources ?? [];
@@ -150,6 +187,18 @@ export class RelayGroup {
       seen.add(name);
       incoming.push({ name, resource: { type_url: resource.type_url, value: toBuffer(resource.value) } });
     }
+    // Invariant 1 rests on content being monotone per lineage: W(X, G) is the first seq reflecting
+    // X@G and every later seq must too. A response that would take an object with a watermark on this
+    // lineage back (another or a restarted control-plane replica that is behind) is never given a seq
+    // here; the group is replaced by one on a new lineage whose watermarks come from its own content.
+    const refusal = this.checkMonotone(typeUrl, incoming, arrival);
+    if (refusal !== undefined) {
+      this.abandoned = true;
+      this.deps.logger.warn({ group: this.group, lineage: this.lineage, typeUrl, reason: refusal }, 'relay: upstream content would go back on this lineage; starting a new lineage');
+      // On a later turn: the retirement closes the upstream stream whose handler we are inside.
+      setImmediate(() => this.deps.requestNewLineage(refusal));
+      return undefined;
+    }
     const { changed, seq } = this.cache.apply(typeUrl, incoming);
     const at = this.deps.clock.now();
     try {
@@ -170,6 +219,25 @@ export class RelayGroup {
     this.deps.logger.debug({ group: this.group, typeUrl, seq, changed, resources: incoming.length }, 'relay: upstream response applied');
     if (changed) this.markDirty(typeUrl);
     return undefined;
+  }
+
+  private checkMonotone(typeUrl: string, incoming: readonly { name: string; resource: AnyResource }[], arrival: ResponseArrival): string | undefined {
+    const guard = this.deps.guard;
+    if (guard === undefined) return undefined;
+    try {
+      return guard({
+        group: this.group,
+        lineage: this.lineage,
+        typeUrl,
+        resources: incoming.map(({ name, resource }) => ({ name, value: resource.value as Buffer })),
+        firstOnReplacementStream: arrival.firstOnReplacementStream,
+        changesContent: () => this.cache.wouldChange(typeUrl, incoming),
+      });
+    } catch (error) {
+      // A broken guard must not let possibly-regressing content through silently, nor stop the relay.
+      this.deps.logger.error({ err: error, group: this.group, typeUrl }, 'relay: monotonicity guard threw; starting a new lineage to be safe');
+      return `monotonicity guard failed: ${(error as Error).message}`;
+    }
   }
 
   private markDirty(typeUrl: string): void {
@@ -240,20 +308,60 @@ export class RelayGroup {
     this.epoch += 1;
     const upstreams = [...this.upstreams];
     this.deps.logger.info({ group: this.group, epoch: this.epoch, types: upstreams.length }, 'relay: re-opening upstream streams');
-    // Every stream is re-opened, but only types that already have data are waited for: a type with
-    // no data yet has served no version to anyone, and its first response will come from a request
-    // sent after this moment anyway. Waiting for it could block every barrier of the group forever
-    // (e.g. an opaque type URL the control plane refuses).
+    // Every stream is re-opened. Types that already have data are waited for. A type with no data
+    // yet has served no version to anyone, and its first response will come from a request sent
+    // after this moment anyway, so not waiting is sound (its version in the result is 0); but on a
+    // fresh lineage (a group that just moved to a new lineage has no data at all) the watermark would
+    // then name no content. So such a type is waited for up to FIRST_ANSWER_WAIT_MS, once: a type
+    // that did not answer by then (an opaque type URL the control plane ignores or refuses) is not
+    // waited for again, so it cannot hold every barrier of the group back.
     const waits = upstreams.map(([typeUrl, upstream]) => {
       const done = upstream.reopen();
       if (this.cache.snapshot(typeUrl)?.hasData === true) return done;
       done.catch(() => undefined);
-      return Promise.resolve();
+      if (this.silentTypes.has(typeUrl)) return Promise.resolve();
+      return this.firstAnswer(typeUrl, done);
     });
     await Promise.all(waits);
+    // A response the guard refused was not cached: this seq does not reflect it, so it is no barrier.
+    if (this.closed || this.abandoned) throw new Error(`relay group ${this.group} moved to a new lineage during the re-open`);
     const types: Record<string, number> = {};
     for (const typeUrl of this.upstreams.keys()) types[typeUrl] = this.cache.snapshot(typeUrl)?.seq ?? 0;
     return { lineage: this.lineage, seq: this.cache.currentSeq, types };
+  }
+
+  /**
+   * Retires the group for a new lineage: its upstream streams close and every downstream stream of
+   * the group ends with UNAVAILABLE, so its Envoys reconnect (to the group's successor) exactly as
+   * after a gateway restart, re-sending their versions, which are then of another lineage (full send).
+   */
+  retire(reason: string): void {
+    if (this.closed) return;
+    const streams = new Set<TypeSubscriber>();
+    for (const set of this.subscribers.values()) for (const subscriber of set) streams.add(subscriber);
+    this.close();
+    for (const stream of streams) {
+      try {
+        stream.end(grpc.status.UNAVAILABLE, `xds-programmed gateway: node group moved to a new lineage (${reason.slice(0, 200)}); reconnect`);
+      } catch (error) {
+        this.deps.logger.error({ err: error, group: this.group }, 'relay: ending a stream of a retired group failed');
+      }
+    }
+  }
+
+  private firstAnswer(typeUrl: string, done: Promise<void>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), FIRST_ANSWER_WAIT_MS);
+      timer.unref();
+    });
+    return Promise.race([done.then(() => 'answered' as const, () => 'answered' as const), timedOut]).then((outcome) => {
+      if (timer !== undefined) clearTimeout(timer);
+      if (outcome === 'timeout') {
+        this.silentTypes.add(typeUrl);
+        this.deps.logger.info({ group: this.group, typeUrl, waitedMs: FIRST_ANSWER_WAIT_MS }, 'relay: upstream type has not answered; barriers no longer wait for it');
+      }
+    });
   }
 
   close(): void {

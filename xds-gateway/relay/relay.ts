@@ -25,9 +25,9 @@ import {
   type XdsNode,
 } from '../../common/xds';
 import { DeltaDownstream } from './delta-downstream';
-import { RequestError, type DownstreamLimits, type LiveStream, type RelayContext } from './downstream-common';
+import { RequestError, type DownstreamLimits, type LiveStream, type RelayContext, type StreamAdmission } from './downstream-common';
 import type { RelayControl, RelayObserver } from './observer';
-import { RelayGroup } from './relay-group';
+import { RelayGroup, type MonotonicityGuard } from './relay-group';
 import { SotwDownstream } from './sotw-downstream';
 import type { RequestRateLimit } from './token-bucket';
 import type { BackoffOptions } from './upstream-stream';
@@ -71,6 +71,15 @@ export interface RelayOptions {
   bootId: string;
   /** Node group of an Envoy (default: node.cluster). */
   groupBy?: NodeGroupKeyFn;
+  /**
+   * Checked before each upstream response is cached (the provenance watermarks implement it); a
+   * refusal moves the group to a new lineage. Undefined: only upstream target changes do.
+   */
+  monotonicityGuard?: MonotonicityGuard;
+  /** Called after a group left `lineage` for a new one (its Envoys were sent away). Must not throw. */
+  onLineageRetired?: (group: string, lineage: string) => void;
+  /** Holds a new stream's responses until it resolves (downstream-common StreamAdmission). Absent: none held. */
+  admission?: StreamAdmission;
   observer: RelayObserver;
   clock: Clock;
   logger: Logger;
@@ -101,6 +110,8 @@ export interface RelayOptions {
 
 export interface Relay {
   port: number;
+  /** Lineages started so far per group beyond its first (target changes, guard refusals). */
+  lineageEpochs(): Record<string, number>;
   control: RelayControl;
   /** Per group and type: upstream streams opened so far (diagnostics and tests). */
   upstreamStreamsOpened(): Record<string, Record<string, number>>;
@@ -198,7 +209,6 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     for (const client of clients.perType.values()) client.close();
   };
   let clients = makeClients(options.upstream.target);
-  const retiredClients: UpstreamClients[] = [];
 
   const openUpstream = (typeUrl: string): { call: SotwStream; target: string } => {
     const current = clients;
@@ -208,6 +218,33 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   };
 
   const groups = new Map<string, RelayGroup>();
+  /** group key → how many times the group moved to a new lineage (0: its first). */
+  const lineageEpochs = new Map<string, number>();
+  // The boot part of a lineage after the group's first: a suffix keeps it unique within this boot
+  // (bootId is random per process) and inside the part's [a-z0-9-]{1,63}.
+  const bootPartFor = (epoch: number): string => {
+    if (epoch === 0) return bootId;
+    const suffix = `-l${epoch}`;
+    return `${bootId.slice(0, 63 - suffix.length)}${suffix}`;
+  };
+
+  /**
+   * Replaces `group` by a successor on a new lineage (created when its first Envoy reconnects). Used
+   * whenever the content served on the group's lineage could stop being monotone (docs/PROVENANCE.md,
+   * "Switching upstreams"); the old lineage keeps the watermarks its own content earned.
+   */
+  const startNewLineage = (group: RelayGroup, reason: string): void => {
+    if (closing || groups.get(group.group) !== group) return;
+    groups.delete(group.group);
+    lineageEpochs.set(group.group, (lineageEpochs.get(group.group) ?? 0) + 1);
+    logger.warn({ group: group.group, lineage: group.lineage, reason }, 'relay: node group moves to a new lineage; its Envoys reconnect');
+    group.retire(reason);
+    try {
+      options.onLineageRetired?.(group.group, group.lineage);
+    } catch (error) {
+      logger.error({ err: error, group: group.group }, 'relay: onLineageRetired threw');
+    }
+  };
   const liveStreams = new Set<LiveStream>();
   let streamCounter = 0;
   let closing = false;
@@ -219,10 +256,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     const existing = groups.get(key);
     if (existing !== undefined) return existing;
     if (groups.size >= maxGroups) throw new RequestError(grpc.status.RESOURCE_EXHAUSTED, `relay serves at most ${maxGroups} node groups`);
-    const lineage = makeLineage(instanceId, bootId, lineageGroupId(key));
+    const lineage = makeLineage(instanceId, bootPartFor(lineageEpochs.get(key) ?? 0), lineageGroupId(key));
     if (!lineage.ok) throw new RequestError(grpc.status.INTERNAL, lineage.error);
     const upstreamNode = options.upstream.node?.(key, node) ?? { ...node, id: `${identity.nodeId}.via.${instanceId}` };
-    const group = new RelayGroup({
+    const group: RelayGroup = new RelayGroup({
       group: key,
       lineage: lineage.value,
       upstreamNode,
@@ -235,6 +272,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       maxResourcesPerResponse,
       maxTypes: options.limits.maxTypesPerGroup ?? DEFAULT_RELAY_LIMITS.maxTypesPerGroup,
       pushCoalesceMs: options.pushCoalesceMs ?? 0,
+      ...(options.monotonicityGuard === undefined ? {} : { guard: options.monotonicityGuard }),
+      requestNewLineage: (reason) => startNewLineage(group, reason),
     });
     groups.set(key, group);
     logger.info({ group: key, lineage: lineage.value, upstreamNodeId: upstreamNode.id }, 'relay: new node group');
@@ -253,6 +292,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       return () => liveStreams.delete(stream);
     },
     paused: () => paused,
+    ...(options.admission === undefined ? {} : { admission: options.admission }),
   };
 
   const serverOptions: grpc.ServerOptions = { 'grpc.max_receive_message_length': options.limits.maxMessageBytes };
@@ -305,15 +345,14 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       logger.info({ from: clients.target, to: target }, 'relay: switching upstream target');
       const previous = clients;
       clients = makeClients(target);
-      retiredClients.push(previous);
-      const reopened = [...groups.values()].map((group) => group.reopen());
-      void Promise.allSettled(reopened).then(() => {
-        const index = retiredClients.indexOf(previous);
-        if (index >= 0) {
-          retiredClients.splice(index, 1);
-          closeClients(previous);
-        }
-      });
+      // The new target (another control-plane replica) may be behind the old one: its content, relayed
+      // on the same lineage at higher seqs, would pass watermarks the old content earned while Envoys
+      // run older config (invariant 1). So every group starts a new lineage, fed only by the new
+      // target; this holds for provenance and barrier watermarks alike (a barrier's watermark is
+      // about the status writer's content, which the lineage no longer serves).
+      for (const group of [...groups.values()]) startNewLineage(group, `upstream target changed to ${target}`);
+      // The retired groups cancelled their calls; the old channel has nothing left to carry.
+      closeClients(previous);
     },
     groups: () => [...groups.values()].map((group) => group.info()),
     setPaused: (next) => {
@@ -339,7 +378,6 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       server.forceShutdown();
       for (const group of groups.values()) group.close();
       closeClients(clients);
-      for (const retired of retiredClients.splice(0)) closeClients(retired);
       logger.info({ port }, 'relay: closed');
     },
   };
@@ -347,6 +385,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   return {
     port,
     control,
+    lineageEpochs: () => Object.fromEntries(lineageEpochs),
     upstreamStreamsOpened: () => Object.fromEntries([...groups].map(([key, group]) => [key, group.upstreamStreamsOpened()])),
     openStreams: () => liveStreams.size,
   };

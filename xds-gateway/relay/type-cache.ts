@@ -66,23 +66,24 @@ export class GroupCache {
     return Object.fromEntries([...this.history].map(([typeUrl, seqs]) => [typeUrl, [...seqs]]));
   }
 
+  /** Whether applying `incoming` would change the type (and so take a new seq). */
+  wouldChange(typeUrl: string, incoming: readonly { name: string; resource: AnyResource }[]): boolean {
+    const previous = this.types.get(typeUrl);
+    if (previous === undefined || !previous.hasData || previous.resources.size !== incoming.length) return true;
+    for (const { name, resource } of incoming) {
+      const old = previous.resources.get(name);
+      if (old === undefined || !sameAny(old.resource, resource)) return true;
+    }
+    return false;
+  }
+
   /**
    * Applies one upstream response (already validated: unique names). Changed when it is the type's
    * first data, or a name was added/removed, or any resource's type URL or bytes differ.
    */
   apply(typeUrl: string, incoming: readonly { name: string; resource: AnyResource }[]): ApplyResult {
     const previous = this.types.get(typeUrl);
-    let changed = previous === undefined || !previous.hasData || previous.resources.size !== incoming.length;
-    if (!changed && previous !== undefined) {
-      for (const { name, resource } of incoming) {
-        const old = previous.resources.get(name);
-        if (old === undefined || !sameAny(old.resource, resource)) {
-          changed = true;
-          break;
-        }
-      }
-    }
-    if (!changed && previous !== undefined) return { changed: false, seq: previous.seq };
+    if (!this.wouldChange(typeUrl, incoming) && previous !== undefined) return { changed: false, seq: previous.seq };
 
     const seq = this.currentSeqValue + 1;
     this.currentSeqValue = seq;

@@ -26,10 +26,21 @@ export interface UpstreamStreamDeps {
   /** Opens a SotW stream for the type on the current upstream target. */
   open: (typeUrl: string) => { call: SotwStream; target: string };
   /** Applies a response to the cache; returns why it was rejected (→ NACK), or undefined if applied. */
-  apply: (response: DiscoveryResponse) => string | undefined;
+  apply: (response: DiscoveryResponse, arrival: ResponseArrival) => string | undefined;
   onStateChange: () => void;
   backoff: BackoffOptions;
   logger: Logger;
+}
+
+/** Where a response came from, for the lineage's monotonicity guard (relay-group.ts). */
+export interface ResponseArrival {
+  /**
+   * The first response on a stream that replaced an earlier one (reconnect after an error, barrier
+   * re-open). Such a stream may have reached another control-plane replica (a Service in front of
+   * several), or a restarted one, whose content can be older than what this lineage already served.
+   * Later responses on the same stream come from the same replica, whose snapshot only moves forward.
+   */
+  firstOnReplacementStream: boolean;
 }
 
 interface Waiter {
@@ -116,9 +127,13 @@ export class UpstreamTypeStream {
     // A stream retrying after a failure stays 'unavailable' until it gets a response, so observers
     // do not see the state flap on every retry.
     if (this.stateValue !== 'unavailable') this.setState('connecting');
+    const replacement = this.opened > 1;
+    let answered = false;
     call.on('data', (response: DiscoveryResponse) => {
       if (this.call !== call) return;
-      this.onResponse(call, response);
+      const arrival: ResponseArrival = { firstOnReplacementStream: replacement && !answered };
+      answered = true;
+      this.onResponse(call, response, arrival);
     });
     call.on('error', (error: grpc.ServiceError) => {
       if (this.call !== call) return;
@@ -139,15 +154,17 @@ export class UpstreamTypeStream {
     logger.debug({ group: this.deps.group, typeUrl, target }, 'relay: upstream stream opened');
   }
 
-  private onResponse(call: SotwStream, response: DiscoveryResponse): void {
+  private onResponse(call: SotwStream, response: DiscoveryResponse, arrival: ResponseArrival): void {
     const nonce = response.nonce ?? '';
     const version = response.version_info ?? '';
     let rejection: string | undefined;
     try {
-      rejection = this.deps.apply(response);
+      rejection = this.deps.apply(response, arrival);
     } catch (error) {
       rejection = `relay failed to apply the response: ${(error as Error).message}`;
     }
+    // apply() may have closed this stream (its group moved to a new lineage): nothing more to say.
+    if (this.closed || this.call !== call) return;
     if (rejection === undefined) {
       this.lastAcceptedVersion = version;
       call.write({ type_url: this.deps.typeUrl, version_info: version, response_nonce: nonce, resource_names: [] });

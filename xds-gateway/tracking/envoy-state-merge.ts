@@ -5,7 +5,7 @@
 //  - types on our lineage are ours: we saw every request on them;
 //  - a type we have no entry for keeps the stored entry (another gateway's stream, or an old
 //    lineage's until the Envoy subscribes again on ours — the LINEAGE heartbeat tells readers
-//    whether that old lineage is still alive);
+//    whether that old lineage is still alive, and evaluation stops counting it once it is not);
 //  - if we have no open stream left but the stored state is another gateway's live connection,
 //    that gateway owns the Envoy now: keep the stored state.
 import type { EnvoyState } from '../../common/core';
@@ -19,9 +19,9 @@ export function mergeEnvoyState(ours: EnvoyState, stored: EnvoyState | undefined
   for (const [typeUrl, type] of Object.entries(stored.types)) {
     if (types[typeUrl] === undefined && type.lineage !== ours.lineage) types[typeUrl] = type;
   }
-  const merged: EnvoyState = { ...ours, types, lastSeenAt: Math.max(ours.lastSeenAt, stored.lastSeenAt) };
-  // programmedThrough speaks about one lineage; with foreign types mixed in it is unknown.
-  const mixed = Object.values(types).some((type) => type.subscribed && type.lineage !== ours.lineage);
-  if (mixed) delete merged.programmedThrough;
-  return merged;
+  // programmedThrough stays ours: computed over our lineage's types only (the tracker never holds
+  // foreign ones). The foreign types make the member `split`; evaluation blocks on them while their
+  // lineage is live and ignores them once it left the live set, and then needs this value
+  // (core memberFromEnvoyState / memberBlocker; docs/CONVERGENCE.md, "Split across lineages").
+  return { ...ours, types, lastSeenAt: Math.max(ours.lastSeenAt, stored.lastSeenAt) };
 }

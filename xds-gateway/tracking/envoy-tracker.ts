@@ -298,6 +298,15 @@ export class EnvoyTracker implements RelayObserver {
     }
   }
 
+  /**
+   * The relay moved a group off `lineage` (docs/PROVENANCE.md §6): it serves nothing more and its
+   * Envoys were sent away, so stop heartbeating it; like a dead gateway's lineage it then leaves the
+   * live set after the TTL, and evaluations stop reading its shards.
+   */
+  retireLineage(lineage: string): void {
+    this.lineages.delete(lineage);
+  }
+
   heartbeatLineages(now = this.clock.now()): void {
     for (const [lineage, state] of this.lineages) {
       const next = { ...state, heartbeatAt: Math.max(state.heartbeatAt, now) };

@@ -4,6 +4,9 @@
 // `spec.holderIdentity`, infra/local/control-plane/kube-lease-elector.ts). We watch that Lease
 // (read-only), map the holder to an upstream address, point the relay there, and bump an epoch so
 // barriers that raced with the change are re-done.
+// Pointing the relay at another replica moves every node group to a new lineage (relay.ts,
+// setUpstreamTarget): the new leader may be behind, and its content must never be relayed at higher
+// seqs of a lineage whose watermarks the old leader's content earned (docs/PROVENANCE.md §6).
 import { CoordinationV1Api, makeInformer, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { RelayControl } from '../relay/observer';

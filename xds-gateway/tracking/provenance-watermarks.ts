@@ -10,6 +10,7 @@ import { currentTypeVersions, formatObjectRef, parseSourceRef, type Clock, type 
 import { CDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../common/core';
 import { readProvenance, unpackAny } from '../../common/xds';
 import type { UpstreamAppliedEvent } from '../relay/observer';
+import type { UpstreamContent } from '../relay/relay-group';
 import type { Recorder } from './recorder';
 
 /** Types whose resources can carry a stamp (EDS and SDS messages have no metadata field). */
@@ -43,6 +44,11 @@ export function resourceSources(typeUrl: string, resource: Record<string, unknow
 
 export class ProvenanceWatermarks {
   private readonly lineages = new Map<string, LineageCache>();
+  /**
+   * Sources per resource bytes: the guard decodes a response before it is cached, upstreamApplied
+   * after; the relay hands both the same Buffer, so each resource is decoded once.
+   */
+  private readonly decoded = new WeakMap<Buffer, string[]>();
 
   constructor(private readonly options: ProvenanceWatermarksOptions) {}
 
@@ -53,20 +59,82 @@ export class ProvenanceWatermarks {
     if (!e.changed && previous !== undefined) return;
     const resources = new Map<string, string[]>();
     for (const resource of e.resources) {
-      try {
-        resources.set(resource.name, resourceSources(e.typeUrl, unpackAny({ type_url: e.typeUrl, value: resource.value })));
-      } catch (error) {
-        // One undecodable resource must not stop the others (the relay forwards bytes untouched).
-        this.options.logger.warn({ group: e.group, typeUrl: e.typeUrl, resource: resource.name.slice(0, 200), err: String(error) }, 'cannot decode resource for provenance');
-      }
+      const sources = this.sourcesOf(e.group, e.typeUrl, resource);
+      if (sources !== undefined) resources.set(resource.name, sources);
     }
     cache.byType.set(e.typeUrl, resources);
     this.recordSettled(e.lineage, cache);
   }
 
+  /**
+   * The relay's monotonicity guard (relay-group.ts): why this not-yet-cached response would take
+   * back a watermark already recorded on its lineage, or undefined. W(X, G) promises that every seq
+   * from it on reflects X at G or later, so the response is refused when
+   *  - a resource names X at a generation below the highest one recorded for X here (a replica that
+   *    is behind: the leader changed, or a reconnect through a Service reached another replica), or
+   *  - it is the first response on a replacement stream (reconnect, re-open) and drops X from a type
+   *    whose cached resources name it: that stream may have reached a replica that does not have X
+   *    yet. On a stream that has already answered, a drop is the same replica moving forward (X
+   *    deleted or no longer contributing to the type), which is fine.
+   *  - it is the first response on a replacement stream for a type without stamps (EDS, SDS, any
+   *    other) and changes that type: nothing says whether it is older or newer, and every watermark
+   *    of the lineage carries the type's version (an Envoy ACKing an older EDS would pass them).
+   * A refused response is never given a seq on this lineage; the relay starts a new one.
+   */
+  regressionOf(content: UpstreamContent): string | undefined {
+    const cache = this.lineages.get(content.lineage);
+    if (cache === undefined || cache.recorded.size === 0) return undefined;
+    if (!STAMPED_TYPES.has(content.typeUrl)) {
+      return content.firstOnReplacementStream && content.changesContent() ? `unstamped ${content.typeUrl} changed on the first response of a new upstream stream` : undefined;
+    }
+    const incoming = new Map<string, number>(); // object key → lowest generation the response names
+    for (const resource of content.resources) {
+      for (const text of this.sourcesOf(content.group, content.typeUrl, resource) ?? []) {
+        const parsed = parseSourceRef(text);
+        if (!parsed.ok) continue;
+        const key = formatObjectRef(parsed.value.object);
+        incoming.set(key, Math.min(incoming.get(key) ?? Number.POSITIVE_INFINITY, parsed.value.generation));
+      }
+    }
+    for (const [key, lowest] of incoming) {
+      const recorded = cache.recorded.get(key);
+      if (recorded !== undefined && lowest < recorded) return `${key} at generation ${lowest} after the watermark of generation ${recorded}`;
+    }
+    if (!content.firstOnReplacementStream) return undefined;
+    for (const sources of cache.byType.get(content.typeUrl)?.values() ?? []) {
+      for (const text of sources) {
+        const parsed = parseSourceRef(text);
+        if (!parsed.ok) continue;
+        const key = formatObjectRef(parsed.value.object);
+        if (cache.recorded.has(key) && !incoming.has(key)) return `${key} missing from the first response of a new upstream stream`;
+      }
+    }
+    return undefined;
+  }
+
+  /** The relay left `lineage` for a new one: nothing more arrives on it, so drop its cache. */
+  forgetLineage(lineage: string): void {
+    this.lineages.delete(lineage);
+  }
+
   /** Highest generation recorded for `ref` on `lineage` (tests, diagnostics). */
   recordedGeneration(lineage: string, ref: ObjectRef): number | undefined {
     return this.lineages.get(lineage)?.recorded.get(formatObjectRef(ref));
+  }
+
+  /** The sources a resource names, decoded once per Buffer; undefined when it cannot be decoded. */
+  private sourcesOf(group: string, typeUrl: string, resource: { name: string; value: Buffer }): string[] | undefined {
+    const known = this.decoded.get(resource.value);
+    if (known !== undefined) return known;
+    try {
+      const sources = resourceSources(typeUrl, unpackAny({ type_url: typeUrl, value: resource.value }));
+      this.decoded.set(resource.value, sources);
+      return sources;
+    } catch (error) {
+      // One undecodable resource must not stop the others (the relay forwards bytes untouched).
+      this.options.logger.warn({ group, typeUrl, resource: resource.name.slice(0, 200), err: String(error) }, 'cannot decode resource for provenance');
+      return undefined;
+    }
   }
 
   private cacheOf(lineage: string): LineageCache {

@@ -1,10 +1,15 @@
 // The recorder: everything the gateway learns goes through here to the store port (DESIGN §3.4).
 // Callers (the relay's synchronous observer callbacks) only enqueue; a flush loop writes:
-//   1. events (ACK/NACK/STUCK) with putEvents (BatchWriteItem inside the store, 25 per request);
-//   2. then Envoy states, coalesced per node (many ACKs of one Envoy within a flush → one write),
-//      conditional on `rev`; a node whose events are still queued keeps its state queued, so a stored
-//      state never claims an ACK the event log does not have yet;
-//   3. lineage states (coalesced per lineage) and watermarks (first write wins in the store).
+//   1. Envoy states, coalesced per node (many changes of one Envoy within a flush → one write),
+//      conditional on `rev`, each *carrying the node's new ACK/NACK/STUCK events* (`unlogged`): one
+//      item write records both the state and the events that justify it, so a stored state can never
+//      claim an ACK the event log lacks (docs/GATEWAY.md, "The event log"). When a state would carry
+//      more than the bound (core event-log.ts `planCarry`), its events first go to event-log items
+//      (putEventLogs, BatchWriteItem), and only once those are confirmed does the state drop them.
+//      A state that only records a response being sent (`awaitsAnswerOnly`) is held up to
+//      `pendingStateHoldMs`: the ACK usually follows within milliseconds and one write then records
+//      both;
+//   2. lineage states (coalesced per lineage) and watermarks (first write wins in the store).
 // The denominator (docs/CONVERGENCE.md, "The denominator"): every Envoy state is stamped with its
 // `incarnation` on its lineage (1, +1 on a new connection, on a state less programmed than the last,
 // or on reviving an EXPIRED state), and each LINEAGE item carries `envoysRecorded`, the sum of the
@@ -13,13 +18,27 @@
 // item at any moment — which convergence relies on to tell whether its aggregates hold every Envoy.
 // Failures: the SDK retries throttling itself; items the store still reports as failed, and whole
 // calls that reject, are re-queued and retried after a full-jitter backoff. Nothing is dropped:
-// writes are idempotent (deterministic event keys, conditional state writes, first-wins watermarks),
-// so replaying them is harmless. Above the high-water mark `pressure()` turns true; the gateway
-// reports not-ready and stops acknowledging work it cannot record (docs/GATEWAY.md, "Backpressure").
+// writes are idempotent (event-log keys derived from their events, carried events deduplicated by
+// identity, conditional state writes, first-wins watermarks), so replaying them is harmless. Above
+// the high-water mark `pressure()` turns true; the gateway reports not-ready and stops acknowledging
+// work it cannot record (docs/GATEWAY.md, "Backpressure").
 import type { Logger } from 'pino';
 import {
+  DEFAULT_EVENT_LOG_LIMITS,
+  awaitsAnswerOnly,
+  carriedEventIdentity,
+  checkCarriedEvent,
+  eventLogBatches,
+  mergeCarried,
+  planCarry,
+  toCarriedEvent,
+  withoutCarried,
+  withoutExpired,
+  type CarriedEvent,
   type Clock,
   type EnvoyEvent,
+  type EventLogBatch,
+  type EventLogLimits,
   type EnvoyState,
   type EventStore,
   type ItemRead,
@@ -48,8 +67,19 @@ export interface RecorderOptions {
   flushIntervalMs?: number;
   /** Queued events above which `pressure()` is true. Nothing is dropped above it. */
   highWaterEvents?: number;
-  /** Events per putEvents call (the store splits it into BatchWriteItem requests of 25). */
-  maxEventsPerFlush?: number;
+  /** Bounds on the events one STATE write carries before they move to an event-log item. */
+  eventLog?: EventLogLimits;
+  /**
+   * How long a state that only records a response being sent may wait for the ACK to join it in one
+   * write (0: never held). Far below the ACK timeout; SIGTERM (close) writes held states at once.
+   */
+  pendingStateHoldMs?: number;
+  /**
+   * `carried` (default): events ride in the STATE write and move to event-log items in groups.
+   * `items`: the format before issue 9, one item per event written before the state (and no state
+   * held); kept as a fallback and as the baseline the bench compares with (bench/recorder-writes.ts).
+   */
+  eventLogMode?: 'carried' | 'items';
   /** Parallel conditional writes of Envoy states per flush. */
   stateWriteConcurrency?: number;
   retryBaseMs?: number;
@@ -120,7 +150,17 @@ interface LineageCount {
   confirmed: number;
 }
 
-const MAX_EVENT_CHUNKS_PER_FLUSH = 10;
+/** One Envoy's write in a flush: its state and the new events it carries. */
+interface EnvoyWrite {
+  state: EnvoyState;
+  /** New events taken from the queue (valid), confirmed when the write carrying them succeeds. */
+  events: EnvoyEvent[];
+  carried: CarriedEvent[];
+  /** Identities written to event-log items in this flush: the state no longer carries them. */
+  logged: Set<string>;
+  /** The node's enqueue count when this state was taken (stream admission, whenStateWritten). */
+  enqueued?: number;
+}
 
 export class Recorder {
   private readonly store: EventStore;
@@ -132,18 +172,29 @@ export class Recorder {
   private readonly random: () => number;
   private readonly flushIntervalMs: number;
   private readonly highWaterEvents: number;
-  private readonly maxEventsPerFlush: number;
+  private readonly eventLogLimits: EventLogLimits;
+  private readonly pendingStateHoldMs: number;
+  private readonly eventLogMode: 'carried' | 'items';
   private readonly stateWriteConcurrency: number;
   private readonly retryBaseMs: number;
   private readonly retryMaxMs: number;
   private readonly merge: (ours: EnvoyState, stored: EnvoyState | undefined) => EnvoyState;
   private readonly metrics: RecorderMetrics | undefined;
 
-  private events: EnvoyEvent[] = [];
-  /** Events handed to the store and not yet confirmed (still ours to re-queue). */
-  private inFlightEvents = 0;
-  private readonly queuedEventsByNode = new Map<string, number>();
+  /** New events per node, in arrival order, not yet confirmed by the store. */
+  private readonly nodeEvents = new Map<string, EnvoyEvent[]>();
+  /** Events queued or in flight (the backpressure measure). */
+  private unconfirmedEvents = 0;
   private readonly envoyStates = new Map<string, EnvoyState>();
+  /**
+   * Queued states that only await an answer (pendingStateHoldMs): since when held, and the state object
+   * last found so (an unchanged queued state is not compared again at every flush).
+   */
+  private readonly heldSince = new Map<string, { since: number; state: EnvoyState }>();
+  /** Per node: states enqueued so far, the enqueue count of the last one written, and waiters (whenStateWritten). */
+  private readonly stateEnqueues = new Map<string, number>();
+  private readonly statesWritten = new Map<string, number>();
+  private readonly stateWaiters = new Map<string, { target: number; resolve: () => void }[]>();
   private readonly lineageStates = new Map<string, LineageState>();
   private objectWrites: ObjectWrite[] = [];
   private readonly envoyRevs = new Map<string, KnownRev<EnvoyState>>();
@@ -169,7 +220,9 @@ export class Recorder {
     this.random = options.random ?? Math.random;
     this.flushIntervalMs = options.flushIntervalMs ?? 100;
     this.highWaterEvents = options.highWaterEvents ?? 50_000;
-    this.maxEventsPerFlush = options.maxEventsPerFlush ?? 1000;
+    this.eventLogLimits = options.eventLog ?? DEFAULT_EVENT_LOG_LIMITS;
+    this.eventLogMode = options.eventLogMode ?? 'carried';
+    this.pendingStateHoldMs = this.eventLogMode === 'items' ? 0 : (options.pendingStateHoldMs ?? 1000);
     this.stateWriteConcurrency = options.stateWriteConcurrency ?? 64;
     this.retryBaseMs = options.retryBaseMs ?? 100;
     this.retryMaxMs = options.retryMaxMs ?? 10_000;
@@ -181,8 +234,10 @@ export class Recorder {
   // Enqueueing: synchronous, never awaits I/O.
 
   enqueueEvent(event: EnvoyEvent): void {
-    this.events.push(event);
-    this.queuedEventsByNode.set(event.nodeId, (this.queuedEventsByNode.get(event.nodeId) ?? 0) + 1);
+    const queue = this.nodeEvents.get(event.nodeId);
+    if (queue === undefined) this.nodeEvents.set(event.nodeId, [event]);
+    else queue.push(event);
+    this.unconfirmedEvents++;
     this.checkPressure();
     this.schedule();
   }
@@ -190,7 +245,40 @@ export class Recorder {
   /** Latest wins per node: states queued within one flush window become one write. */
   enqueueEnvoyState(state: EnvoyState): void {
     this.envoyStates.set(state.nodeId, state);
+    this.stateEnqueues.set(state.nodeId, (this.stateEnqueues.get(state.nodeId) ?? 0) + 1);
     this.schedule();
+  }
+
+  /**
+   * Resolves once a state of `nodeId` enqueued no earlier than this call is durably written (the
+   * latest one queued now, or a later one that superseded it). A written state is counted by its
+   * lineage's stored `envoysRecorded` (write-ahead, above), so the relay's stream admission waits
+   * on this before a new stream's first response: no Envoy ever holds config from a lineage whose
+   * count leaves it out (docs/GATEWAY.md, "Stream admission"; invariant 1 at start-up). Never
+   * rejects; pending waiters are dropped when the recorder is closed (the relay ends its streams).
+   */
+  whenStateWritten(nodeId: string): Promise<void> {
+    const target = this.stateEnqueues.get(nodeId) ?? 0;
+    const written = this.statesWritten.get(nodeId) ?? 0;
+    if (target === 0 || written >= target) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waiters = this.stateWaiters.get(nodeId) ?? [];
+      waiters.push({ target, resolve });
+      this.stateWaiters.set(nodeId, waiters);
+    });
+  }
+
+  private stateWritten(nodeId: string, enqueued: number | undefined): void {
+    if (enqueued === undefined) return;
+    const written = Math.max(this.statesWritten.get(nodeId) ?? 0, enqueued);
+    this.statesWritten.set(nodeId, written);
+    const waiters = this.stateWaiters.get(nodeId);
+    if (waiters === undefined) return;
+    const due = waiters.filter((waiter) => waiter.target <= written);
+    const left = waiters.filter((waiter) => waiter.target > written);
+    if (left.length === 0) this.stateWaiters.delete(nodeId);
+    else this.stateWaiters.set(nodeId, left);
+    for (const waiter of due) waiter.resolve();
   }
 
   enqueueLineageState(state: LineageState): void {
@@ -211,7 +299,7 @@ export class Recorder {
 
   /** True while more events are queued than the high-water mark. */
   pressure(): boolean {
-    return this.events.length + this.inFlightEvents >= this.highWaterEvents;
+    return this.unconfirmedEvents >= this.highWaterEvents;
   }
 
   onPressureChange(listener: (pressure: boolean) => void): void {
@@ -230,7 +318,7 @@ export class Recorder {
 
   stats(): RecorderStats {
     return {
-      queuedEvents: this.events.length + this.inFlightEvents,
+      queuedEvents: this.unconfirmedEvents,
       queuedEnvoyStates: this.envoyStates.size,
       queuedLineageStates: this.lineageStates.size,
       queuedWatermarks: this.objectWrites.length,
@@ -243,7 +331,7 @@ export class Recorder {
   }
 
   isEmpty(): boolean {
-    return this.events.length === 0 && this.envoyStates.size === 0 && this.lineageStates.size === 0 && this.objectWrites.length === 0;
+    return this.nodeEvents.size === 0 && this.envoyStates.size === 0 && this.lineageStates.size === 0 && this.objectWrites.length === 0;
   }
 
   /** Resolves when every queue is empty and no flush is running. */
@@ -262,7 +350,7 @@ export class Recorder {
     this.timer = undefined;
     const deadline = Date.now() + timeoutMs;
     while (!this.isEmpty() && Date.now() < deadline) {
-      await this.flushNow();
+      await this.flushNow(true);
       if (!this.isEmpty() && this.counters.consecutiveFailures > 0) {
         await sleep(Math.min(this.backoffMs(), Math.max(0, deadline - Date.now())));
       }
@@ -272,10 +360,10 @@ export class Recorder {
     return this.stats();
   }
 
-  /** Runs one flush now (waits for a running one first). */
-  async flushNow(): Promise<void> {
+  /** Runs one flush now (waits for a running one first); `writeHeld` also writes states being held. */
+  async flushNow(writeHeld = false): Promise<void> {
     while (this.flushing !== undefined) await this.flushing;
-    this.flushing = this.flushOnce().finally(() => {
+    this.flushing = this.flushOnce(writeHeld).finally(() => {
       this.flushing = undefined;
     });
     await this.flushing;
@@ -317,14 +405,8 @@ export class Recorder {
     return Math.max(1, fullJitterDelay(this.counters.consecutiveFailures, this.retryBaseMs, this.retryMaxMs, this.random));
   }
 
-  private async flushOnce(): Promise<void> {
-    let failed = false;
-    // Drain a backlog in several calls before the states (which wait for their Envoy's events), so
-    // state writes are not starved under sustained load; bounded so one flush cannot run forever.
-    for (let chunk = 0; chunk < MAX_EVENT_CHUNKS_PER_FLUSH && this.events.length > 0 && !failed; chunk++) {
-      failed = !(await this.flushEvents());
-    }
-    failed = !(await this.flushEnvoyStates()) || failed;
+  private async flushOnce(writeHeld: boolean): Promise<void> {
+    let failed = !(await this.flushEnvoys(writeHeld));
     failed = !(await this.flushLineageStates()) || failed;
     failed = !(await this.flushObjectWrites()) || failed;
     if (failed) {
@@ -337,83 +419,218 @@ export class Recorder {
     if (this.isEmpty()) this.resolveIdle();
   }
 
+  /** Takes a node's queued events, dropping (with a log line) any that cannot be stored. */
+  private takeEvents(nodeId: string): { events: EnvoyEvent[]; carried: CarriedEvent[] } {
+    const queued = this.nodeEvents.get(nodeId) ?? [];
+    this.nodeEvents.delete(nodeId);
+    const events: EnvoyEvent[] = [];
+    const carried: CarriedEvent[] = [];
+    for (const event of queued) {
+      const compact = toCarriedEvent(event);
+      const problem = event.nodeId === nodeId ? checkCarriedEvent(compact) : 'node id mismatch';
+      if (problem !== undefined) {
+        this.counters.eventsRejected++;
+        this.unconfirmedEvents--;
+        this.logger.error({ nodeId, typeUrl: event.typeUrl, outcome: event.outcome, seq: event.seq, error: problem }, 'refusing to store an invalid event; not retrying');
+        continue;
+      }
+      events.push(event);
+      carried.push(compact);
+    }
+    return { events, carried };
+  }
+
+  /**
+   * The state we last stored for a node, to carry events that came without a state change (STUCK).
+   * Only one on a lineage whose count includes the node: a state read back from another writer (another
+   * gateway's lineage) is not ours to re-write.
+   */
+  private ownStoredState(nodeId: string): EnvoyState | undefined {
+    const stored = this.envoyRevs.get(nodeId)?.stored;
+    if (stored === undefined || this.recorded.get(stored.lineage)?.nodes.has(nodeId) !== true) return undefined;
+    return stored;
+  }
+
+  /** Puts events back at the front of their node's queue (their write failed; nothing is dropped). */
+  private requeueEvents(nodeId: string, events: readonly EnvoyEvent[]): void {
+    if (events.length === 0) return;
+    this.nodeEvents.set(nodeId, [...events, ...(this.nodeEvents.get(nodeId) ?? [])]);
+  }
+
+  private requeueState(state: EnvoyState): void {
+    // A newer state queued meanwhile supersedes this one.
+    if (!this.envoyStates.has(state.nodeId)) this.envoyStates.set(state.nodeId, state);
+  }
+
+  private confirmEvents(events: readonly EnvoyEvent[]): void {
+    if (events.length === 0) return;
+    this.unconfirmedEvents -= events.length;
+    this.counters.eventsWritten += events.length;
+    this.metrics?.eventsWritten(events);
+  }
+
   /** Returns false if anything must be retried. */
-  private async flushEvents(): Promise<boolean> {
-    if (this.events.length === 0) return true;
-    const batch = this.events.splice(0, this.maxEventsPerFlush);
-    const started = performanceSeconds();
-    this.inFlightEvents = batch.length;
-    try {
-      const result = await this.store.putEvents(batch);
-      this.metrics?.writeLatency('putEvents', performanceSeconds() - started);
-      const retry: EnvoyEvent[] = [];
-      const failedEvents = new Set<EnvoyEvent>();
-      for (const failure of result.failed) {
-        failedEvents.add(failure.event);
-        const retryable = (failure as { retryable?: boolean }).retryable !== false;
-        if (retryable) {
-          retry.push(failure.event);
-        } else {
-          this.counters.eventsRejected++;
-          this.logger.error(
-            { nodeId: failure.event.nodeId, typeUrl: failure.event.typeUrl, outcome: failure.event.outcome, seq: failure.event.seq, error: failure.error },
-            'store refused an invalid event; not retrying',
-          );
+  private async flushEnvoys(writeHeld: boolean): Promise<boolean> {
+    if (this.envoyStates.size === 0 && this.nodeEvents.size === 0) return true;
+    const now = this.clock.now();
+    const ready: EnvoyState[] = [];
+    const taken = new Map<string, { events: EnvoyEvent[]; carried: CarriedEvent[] }>();
+    /** Events of Envoys with no state to carry them (never written by us): straight to event-log items. */
+    const orphans = new Map<string, { events: EnvoyEvent[]; carried: CarriedEvent[] }>();
+    /** Per node taken from the queue: its enqueue count then (whenStateWritten). */
+    const enqueuedAt = new Map<string, number>();
+    for (const nodeId of new Set([...this.envoyStates.keys(), ...this.nodeEvents.keys()])) {
+      const queued = this.envoyStates.get(nodeId);
+      const hasEvents = this.nodeEvents.has(nodeId);
+      if (queued !== undefined && !hasEvents && !writeHeld && this.pendingStateHoldMs > 0) {
+        const held = this.heldSince.get(nodeId);
+        if (held?.state === queued || awaitsAnswerOnly(this.envoyRevs.get(nodeId)?.stored, queued)) {
+          const since = held?.since ?? now;
+          this.heldSince.set(nodeId, { since, state: queued });
+          if (now - since < this.pendingStateHoldMs) continue;
         }
       }
-      const written = batch.filter((event) => !failedEvents.has(event));
-      const retrySet = new Set(retry);
-      for (const event of batch) if (!retrySet.has(event)) this.decrementNode(event.nodeId);
-      this.counters.eventsWritten += written.length;
-      if (written.length > 0) this.metrics?.eventsWritten(written);
-      if (retry.length > 0) {
-        this.metrics?.writeFailed('putEvents');
-        this.logger.warn({ unwritten: retry.length }, 'some events were not written; re-queued');
-        this.events = [...retry, ...this.events];
-        return false;
+      this.heldSince.delete(nodeId);
+      const state = queued ?? this.ownStoredState(nodeId);
+      const events = this.takeEvents(nodeId);
+      if (state === undefined) {
+        if (events.events.length > 0) orphans.set(nodeId, events);
+        continue;
       }
-      return true;
-    } catch (error) {
-      this.metrics?.writeFailed('putEvents');
-      this.logger.warn({ err: describeError(error), events: batch.length }, 'putEvents failed; re-queued for retry');
-      this.events = [...batch, ...this.events];
-      return false;
-    } finally {
-      this.inFlightEvents = 0;
-    }
-  }
-
-  private decrementNode(nodeId: string): void {
-    const left = (this.queuedEventsByNode.get(nodeId) ?? 1) - 1;
-    if (left <= 0) this.queuedEventsByNode.delete(nodeId);
-    else this.queuedEventsByNode.set(nodeId, left);
-  }
-
-  private async flushEnvoyStates(): Promise<boolean> {
-    if (this.envoyStates.size === 0) return true;
-    const ready: EnvoyState[] = [];
-    for (const [nodeId, state] of this.envoyStates) {
-      // Events first: the state must never be ahead of the event log.
-      if (this.queuedEventsByNode.has(nodeId)) continue;
-      ready.push(state);
       this.envoyStates.delete(nodeId);
+      ready.push(state);
+      taken.set(nodeId, events);
+      if (queued !== undefined) enqueuedAt.set(nodeId, this.stateEnqueues.get(nodeId) ?? 0);
     }
     let ok = await this.countNewEnvoys(ready);
-    const counted = ready.filter((state) => {
-      if (this.isCounted(state)) return true;
-      // Its lineage's count could not be written: the state waits (never ahead of the count).
-      if (!this.envoyStates.has(state.nodeId)) this.envoyStates.set(state.nodeId, state);
-      return false;
-    });
-    await runPool(counted, this.stateWriteConcurrency, async (state) => {
-      const written = await this.writeEnvoyState(state);
-      if (!written) {
+    const writes: EnvoyWrite[] = [];
+    for (const state of ready) {
+      const events = taken.get(state.nodeId) ?? { events: [], carried: [] };
+      if (!this.isCounted(state)) {
+        // Its lineage's count could not be written: the state and its events wait (never ahead of the count).
+        this.requeueState(state);
+        this.requeueEvents(state.nodeId, events.events);
+        continue;
+      }
+      const enqueued = enqueuedAt.get(state.nodeId);
+      writes.push({ state, events: events.events, carried: events.carried, logged: new Set(), ...(enqueued === undefined ? {} : { enqueued }) });
+    }
+    if (this.eventLogMode === 'items') {
+      ok = (await this.writeEventItems(writes, orphans)) && ok;
+      return ok;
+    }
+    ok = (await this.writeEventLogs(writes, orphans)) && ok;
+    await runPool(writes, this.stateWriteConcurrency, async (write) => {
+      const written = await this.writeEnvoyState(write);
+      if (written) {
+        this.confirmEvents(write.events);
+        this.stateWritten(write.state.nodeId, write.enqueued);
+      } else {
         ok = false;
-        // A newer state queued meanwhile supersedes this one; otherwise retry this one.
-        if (!this.envoyStates.has(state.nodeId)) this.envoyStates.set(state.nodeId, state);
+        this.requeueState(write.state);
+        this.requeueEvents(write.state.nodeId, write.events);
       }
     });
     return ok;
+  }
+
+  /**
+   * eventLogMode `items`: every event is its own item, written (putEvents) before the state that
+   * reflects it; a node whose events fail keeps its state queued (never ahead of the log).
+   */
+  private async writeEventItems(writes: EnvoyWrite[], orphans: Map<string, { events: EnvoyEvent[]; carried: CarriedEvent[] }>): Promise<boolean> {
+    const events = [...writes.flatMap((write) => write.events), ...[...orphans.values()].flatMap((orphan) => orphan.events)];
+    let failedNodes = new Set<string>();
+    let ok = true;
+    if (events.length > 0) {
+      const started = performanceSeconds();
+      try {
+        const result = await this.store.putEvents(events);
+        this.metrics?.writeLatency('putEvents', performanceSeconds() - started);
+        failedNodes = new Set(result.failed.map((failure) => failure.event.nodeId));
+      } catch (error) {
+        this.logger.warn({ err: describeError(error), events: events.length }, 'putEvents failed; re-queued for retry');
+        failedNodes = new Set(events.map((event) => event.nodeId));
+      }
+      if (failedNodes.size > 0) {
+        ok = false;
+        this.metrics?.writeFailed('putEvents');
+      }
+    }
+    for (const [nodeId, orphan] of orphans) {
+      if (failedNodes.has(nodeId)) this.requeueEvents(nodeId, orphan.events);
+      else this.confirmEvents(orphan.events);
+    }
+    const stateWrites: EnvoyWrite[] = [];
+    for (const write of writes) {
+      if (failedNodes.has(write.state.nodeId)) {
+        this.requeueState(write.state);
+        this.requeueEvents(write.state.nodeId, write.events);
+      } else {
+        this.confirmEvents(write.events);
+        stateWrites.push({ ...write, events: [], carried: [] });
+      }
+    }
+    await runPool(stateWrites, this.stateWriteConcurrency, async (write) => {
+      if (!(await this.writeEnvoyState(write))) {
+        ok = false;
+        this.requeueState(write.state);
+      } else {
+        this.stateWritten(write.state.nodeId, write.enqueued);
+      }
+    });
+    return ok;
+  }
+
+  /**
+   * Moves carried events to event-log items where a state would carry too many (planCarry), and writes
+   * orphan events. A node whose log items fail keeps everything carried (its state write still goes
+   * ahead, so no event waits on the log; the move is retried with its next write).
+   */
+  private async writeEventLogs(writes: EnvoyWrite[], orphans: Map<string, { events: EnvoyEvent[]; carried: CarriedEvent[] }>): Promise<boolean> {
+    const batches: EventLogBatch[] = [];
+    const batchesOf = new Map<string, { write?: EnvoyWrite; batches: EventLogBatch[] }>();
+    for (const write of writes) {
+      const stored = withoutExpired(this.envoyRevs.get(write.state.nodeId)?.stored?.unlogged ?? [], this.clock.now());
+      const plan = planCarry(stored, write.carried, this.eventLogLimits);
+      if (plan.log.length === 0) continue;
+      const nodeBatches = eventLogBatches(write.state.nodeId, plan.log);
+      batches.push(...nodeBatches);
+      batchesOf.set(write.state.nodeId, { write, batches: nodeBatches });
+    }
+    for (const [nodeId, orphan] of orphans) {
+      const nodeBatches = eventLogBatches(nodeId, orphan.carried);
+      batches.push(...nodeBatches);
+      batchesOf.set(nodeId, { batches: nodeBatches });
+    }
+    if (batches.length === 0) return true;
+    const started = performanceSeconds();
+    let failedBatches: Set<EventLogBatch>;
+    try {
+      const result = await this.store.putEventLogs(batches);
+      this.metrics?.writeLatency('putEvents', performanceSeconds() - started);
+      failedBatches = new Set(result.failed.map((failure) => failure.batch));
+      for (const failure of result.failed) {
+        this.logger.warn({ nodeId: failure.batch.nodeId, lineage: failure.batch.lineage, events: failure.batch.events.length, retryable: failure.retryable, error: failure.error }, 'event-log item not written; its events stay carried');
+      }
+    } catch (error) {
+      this.logger.warn({ err: describeError(error), items: batches.length }, 'putEventLogs failed; events stay carried');
+      failedBatches = new Set(batches);
+    }
+    if (failedBatches.size > 0) this.metrics?.writeFailed('putEvents');
+    for (const [nodeId, entry] of batchesOf) {
+      const allWritten = entry.batches.every((batch) => !failedBatches.has(batch));
+      if (entry.write === undefined) {
+        const orphan = orphans.get(nodeId);
+        if (orphan === undefined) continue;
+        if (allWritten) this.confirmEvents(orphan.events);
+        else this.requeueEvents(nodeId, orphan.events);
+        continue;
+      }
+      // All or nothing per node: dropping part of the carried set would need the rest logged anyway.
+      if (allWritten) for (const batch of entry.batches) for (const event of batch.events) entry.write.logged.add(carriedEventIdentity(event));
+    }
+    return failedBatches.size === 0;
   }
 
   /**
@@ -475,14 +692,19 @@ export class Recorder {
     return stored?.status === 'EXPIRED' && ours.status !== 'EXPIRED' && stored.lineage === ours.lineage && (stored.incarnation ?? 1) >= (ours.incarnation ?? 1);
   }
 
-  private async writeEnvoyState(ours: EnvoyState): Promise<boolean> {
+  private async writeEnvoyState(write: EnvoyWrite): Promise<boolean> {
+    const ours = write.state;
     const known = this.envoyRevs.get(ours.nodeId) ?? { rev: undefined };
     let expectedRev = known.rev;
     let stored = known.stored;
     // A conflict means someone else wrote (another gateway, the expire function, our previous life):
     // merge with what is stored and retry with its rev (ports.ts: updateEnvoyState contract).
     for (let attempt = 0; attempt < 4; attempt++) {
-      const state = { ...this.merge(ours, stored), rev: (expectedRev ?? -1) + 1 };
+      // Carried events: whatever the state we replace carries (ours or another writer's: the write is
+      // conditional on its rev, so this is exactly what is stored), plus ours, minus what is logged now.
+      const carry = withoutCarried(mergeCarried(withoutExpired(stored?.unlogged ?? [], this.clock.now()), write.carried), write.logged);
+      const { unlogged: _replaced, ...merged } = this.merge(ours, stored);
+      const state: EnvoyState = { ...merged, ...(carry.length === 0 ? {} : { unlogged: carry }), rev: (expectedRev ?? -1) + 1 };
       const started = performanceSeconds();
       try {
         const result = await this.store.updateEnvoyState(state, expectedRev);
@@ -600,7 +822,7 @@ export class Recorder {
     const pressure = this.pressure();
     if (pressure === this.lastPressure) return;
     this.lastPressure = pressure;
-    this.logger.warn({ queuedEvents: this.events.length + this.inFlightEvents, highWater: this.highWaterEvents, pressure }, 'recorder backpressure changed');
+    this.logger.warn({ queuedEvents: this.unconfirmedEvents, highWater: this.highWaterEvents, pressure }, 'recorder backpressure changed');
     for (const listener of this.pressureListeners) listener(pressure);
   }
 

@@ -6,7 +6,12 @@
 //  - every write is a replace carrying the resourceVersion we read: a concurrent writer gets 409 and
 //    loses that round (optimistic concurrency, no lost update);
 //  - a leader that cannot renew within renewDeadlineMs steps down; on stop it releases the lease
-//    (holderIdentity cleared, leaseDurationSeconds 1) so a successor need not wait for expiry.
+//    (holderIdentity cleared, leaseDurationSeconds 1) so a successor need not wait for expiry
+//    (client-go's ReleaseOnCancel), unless told not to (a crashed pod releases nothing: the Lease
+//    expires);
+//  - an elector can be started again after stop(): it forgets what it observed and competes afresh,
+//    like a new process (client-go builds a new LeaderElector per run; the seam lets tests and the
+//    truth checker model a pod that lost leadership and came back).
 import { ApiException, CoordinationV1Api, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { LeaderElector } from './leader-election';
@@ -18,8 +23,31 @@ import type { LeaderElector } from './leader-election';
  */
 export const XDS_ADDRESS_ANNOTATION = 'xds-programmed.dev/xds-address';
 
+/**
+ * The three Lease calls the elector makes. The default is the Kubernetes API; a wrapper can inject
+ * API-server errors on one replica's calls (the truth checker's leader step-down: renewals fail, the
+ * leader steps down at its renew deadline and another replica takes over once the Lease expires).
+ * Failures must be thrown as `ApiException` (404 on read means "no Lease", 409 on write a lost race).
+ */
+export interface LeaseClient {
+  read(namespace: string, name: string): Promise<V1Lease>;
+  create(namespace: string, body: V1Lease): Promise<V1Lease>;
+  replace(namespace: string, name: string, body: V1Lease): Promise<V1Lease>;
+}
+
+export function kubeLeaseClient(kubeConfig: KubeConfig): LeaseClient {
+  const api = kubeConfig.makeApiClient(CoordinationV1Api);
+  return {
+    read: (namespace, name) => api.readNamespacedLease({ name, namespace }),
+    create: (namespace, body) => api.createNamespacedLease({ namespace, body }),
+    replace: (namespace, name, body) => api.replaceNamespacedLease({ name, namespace, body }),
+  };
+}
+
 export interface KubeLeaseElectorOptions {
   kubeConfig: KubeConfig;
+  /** Replaces the API client built from `kubeConfig` (fault injection). */
+  leaseClient?: LeaseClient;
   namespace: string;
   leaseName: string;
   identity: string;
@@ -31,7 +59,7 @@ export interface KubeLeaseElectorOptions {
 }
 
 export class KubeLeaseElector implements LeaderElector {
-  private readonly api: CoordinationV1Api;
+  private readonly api: LeaseClient;
   private readonly leaseDurationSeconds: number;
   private readonly renewDeadlineMs: number;
   private readonly retryPeriodMs: number;
@@ -44,10 +72,11 @@ export class KubeLeaseElector implements LeaderElector {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private stopped = false;
+  private active = false;
   private advertisedAddress: string | undefined;
 
   constructor(private readonly options: KubeLeaseElectorOptions) {
-    this.api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.api = options.leaseClient ?? kubeLeaseClient(options.kubeConfig);
     this.leaseDurationSeconds = options.leaseDurationSeconds ?? 15;
     this.renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
     this.retryPeriodMs = options.retryPeriodMs ?? 2_000;
@@ -72,24 +101,38 @@ export class KubeLeaseElector implements LeaderElector {
     this.listeners.push(listener);
   }
 
-  /** Runs the first attempt now, then every retry period. */
+  /** Runs the first attempt now, then every retry period. Also restarts an elector after stop(). */
   async start(): Promise<void> {
+    if (this.active) return; // already running: never two retry loops
+    this.active = true;
+    this.stopped = false;
+    // A fresh start knows nothing: expiry is judged from what this run observes (client-go's
+    // observedTime starts at zero in a new elector), never from before the stop.
+    this.observedRecord = '';
+    this.observedAt = 0;
+    this.lastRenewAt = 0;
     await this.tick();
   }
 
-  /** Stops trying; releases the lease if held. */
-  async stop(): Promise<void> {
+  /**
+   * Stops trying. If held, the Lease is released (holder cleared) so a successor takes over at its
+   * next attempt; with `release: false` it is left as is and expires (a crashed replica).
+   */
+  async stop(options: { release?: boolean } = {}): Promise<void> {
     this.stopped = true;
+    this.active = false;
     if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
     await this.running;
-    if (this.leader) {
+    if (this.leader && options.release === false) {
+      this.setLeader(false);
+    } else if (this.leader) {
       try {
         const lease = await this.read();
         if (lease?.spec?.holderIdentity === this.options.identity) {
-          await this.api.replaceNamespacedLease({
-            name: this.options.leaseName,
-            namespace: this.options.namespace,
-            body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new Date(this.now()) } },
+          await this.api.replace(this.options.namespace, this.options.leaseName, {
+            ...lease,
+            spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new Date(this.now()) },
           });
         }
       } catch (error) {
@@ -114,7 +157,7 @@ export class KubeLeaseElector implements LeaderElector {
 
   private async read(): Promise<V1Lease | undefined> {
     try {
-      return await this.api.readNamespacedLease({ name: this.options.leaseName, namespace: this.options.namespace });
+      return await this.api.read(this.options.namespace, this.options.leaseName);
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return undefined;
       throw error;
@@ -138,7 +181,7 @@ export class KubeLeaseElector implements LeaderElector {
         },
       };
       try {
-        await this.api.createNamespacedLease({ namespace, body });
+        await this.api.create(namespace, body);
       } catch (error) {
         if (error instanceof ApiException && error.code === 409) return; // someone else created it first
         throw error;
@@ -173,7 +216,7 @@ export class KubeLeaseElector implements LeaderElector {
     };
     try {
       // `lease.metadata.resourceVersion` is sent back: a concurrent write makes this a 409.
-      await this.api.replaceNamespacedLease({ name: leaseName, namespace, body });
+      await this.api.replace(namespace, leaseName, body);
     } catch (error) {
       if (error instanceof ApiException && error.code === 409) {
         this.options.logger.debug('lease changed while we wrote it; retrying next period');

@@ -8,6 +8,7 @@ import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 
 import pino, { type Logger } from 'pino';
 import { z } from 'zod';
 import type { ChangeLogReader, StartingPosition, TableChangeLog } from './change-log';
+import { streamFaultsFor, type StreamFaultSeam } from './stream-faults';
 
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
 
@@ -50,6 +51,11 @@ export interface StreamDeliveryOptions {
   /** Backoff between retries: initialMs doubling per attempt up to maxMs, with jitter. */
   retryBackoff?: { initialMs?: number; maxMs?: number };
   logger?: Logger;
+  /**
+   * Injected delivery faults (duplicates, reorders across items; ./stream-faults.ts). Default: the
+   * seam attached to `source` (`streamFaultsFor(source)`), inactive until someone sets it.
+   */
+  faults?: StreamFaultSeam;
 }
 
 export interface DeliveryStats {
@@ -90,6 +96,7 @@ export function createStreamDelivery(opts: StreamDeliveryOptions): StreamDeliver
   if (!Number.isInteger(maxRetries) || maxRetries < -1) throw new Error(`maximumRetryAttempts must be -1 or more, got ${maxRetries}`);
 
   const reader: ChangeLogReader = opts.source.openReader(opts.startingPosition ?? 'TRIM_HORIZON');
+  const faults = opts.faults ?? streamFaultsFor(opts.source);
   const stats: DeliveryStats = { invocations: 0, failedInvocations: 0, deliveredRecords: 0, droppedRecords: 0 };
   const inFlight = new Set<number>();
   let draining = false;
@@ -139,7 +146,9 @@ export function createStreamDelivery(opts: StreamDeliveryOptions): StreamDeliver
     let response: unknown;
     try {
       // A copy per invocation: a handler that mutates its event cannot change what a retry sees.
-      response = await withTimeout(opts.handler({ Records: structuredClone(records) }), opts.functionTimeoutMs);
+      // The handler may see the records shuffled across items (an injected fault); failures below
+      // are still mapped to the shard's order, since Lambda checkpoints by sequence number.
+      response = await withTimeout(opts.handler({ Records: structuredClone([...faults.arrange(records)]) }), opts.functionTimeoutMs);
     } catch (error) {
       return { kind: 'error', error };
     }
@@ -196,6 +205,9 @@ export function createStreamDelivery(opts: StreamDeliveryOptions): StreamDeliver
     const bisectEnds: number[] = [];
     // Failed invocations with the record at the cursor at the head of the batch.
     let attempts = 0;
+    // The offset whose checkpoint an injected duplicate skipped last: each batch start is redelivered
+    // at most once, so a duplicate rate of 1 still makes progress.
+    let duplicatedAt = -1;
     const advance = (count: number): void => {
       reader.advance(i, count);
       offset += count;
@@ -223,6 +235,11 @@ export function createStreamDelivery(opts: StreamDeliveryOptions): StreamDeliver
       if (outcome.kind === 'success') {
         stats.deliveredRecords += records.length;
         attempts = 0;
+        if (duplicatedAt !== offset && faults.loseCheckpoint(records)) {
+          // Injected at-least-once: the checkpoint is lost, the same records come again.
+          duplicatedAt = offset;
+          continue;
+        }
         advance(records.length);
         continue;
       }

@@ -152,6 +152,11 @@ export class RealXdsClient {
     });
   }
 
+  /** Starts resolution, and with it the xDS stream, without waiting for READY (no backend needed). */
+  connect(): void {
+    this.client.getChannel().getConnectivityState(true);
+  }
+
   /** Connectivity state without triggering a connection attempt. */
   state(): grpc.connectivityState {
     return this.client.getChannel().getConnectivityState(false);

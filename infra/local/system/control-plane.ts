@@ -3,10 +3,10 @@
 // replica that writes status (Valid with observedGeneration). Provenance stamps are on, so the gateway
 // gets exact watermarks from whichever replica it follows (docs/PROVENANCE.md).
 // The local API server serves no core/v1 Endpoints, so Endpoints come from an in-memory source.
-import type { KubeConfig } from '@kubernetes/client-node';
+import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
-import { KubeLeaseElector } from '../control-plane/kube-lease-elector';
+import { KubeLeaseElector, kubeLeaseClient, type LeaseClient } from '../control-plane/kube-lease-elector';
 import { KubeRouteSource } from '../control-plane/kube-route-source';
 import { KubeStatusWriter } from '../control-plane/kube-status-writer';
 import { InMemoryRouteSource } from '../control-plane/route-source';
@@ -16,16 +16,60 @@ export const LEASE_NAMESPACE = 'default';
 export const LEASE_NAME = 'xds-control-plane';
 
 export interface ControlPlaneReplica {
+  /** The elector's identity (a Contour pod name): a replacement replica gets a new one. */
+  replicaId: string;
   controlPlane: ControlPlane;
   elector: KubeLeaseElector;
   source: KubeRouteSource;
+  /**
+   * Fault seam: every Lease create/replace this replica's elector makes fails with 503 until
+   * `Date.now()` passes this time (reads still work), so a leader cannot renew and steps down.
+   */
+  failLeaseWritesUntil: number;
 }
+
+/** client-go leader-election timings (seconds for the Lease itself, as in the API). */
+export interface LeaseTimings {
+  leaseDurationSeconds: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+/** Short lease so that stopping the leader (or a replica crash in a demo) hands over in seconds. */
+export const DEFAULT_LEASE_TIMINGS: LeaseTimings = { leaseDurationSeconds: 5, renewDeadlineMs: 3000, retryPeriodMs: 500 };
 
 export interface ControlPlaneComponent extends Component {
   replicas: ControlPlaneReplica[];
-  /** xDS addresses, replica order. */
+  /** xDS addresses, replica order (a replaced replica's slot gets its successor's address). */
   addresses: string[];
   leader(): ControlPlaneReplica | undefined;
+  /**
+   * A control-plane pod replaced (Deployment semantics): the replica in `slot` is stopped (its Lease
+   * released, or with `release: false` left to expire, as after a crash), and a fresh replica with a
+   * new identity and a new port takes its slot. Resolves with the stopped replica (its rebuild log
+   * stays readable) once the new one serves xDS.
+   */
+  replaceReplica(slot: number, options: { release: boolean }): Promise<ControlPlaneReplica>;
+}
+
+/** A Lease client whose writes fail with 503 while the replica's fault switch is on. */
+function faultableLeaseClient(inner: LeaseClient, fault: { failWritesUntil: number }): LeaseClient {
+  const check = (): void => {
+    if (Date.now() < fault.failWritesUntil) {
+      throw new ApiException(503, 'injected: the API server is unavailable for this replica', { kind: 'Status', code: 503 }, {});
+    }
+  };
+  return {
+    read: (namespace, name) => inner.read(namespace, name),
+    create: async (namespace, body) => {
+      check();
+      return inner.create(namespace, body);
+    },
+    replace: async (namespace, name, body) => {
+      check();
+      return inner.replace(namespace, name, body);
+    },
+  };
 }
 
 export interface ServiceEndpoint {
@@ -41,47 +85,47 @@ export async function startControlPlaneComponent(opts: {
   kubeConfig: KubeConfig;
   endpoints: ServiceEndpoint[];
   logger: Logger;
+  lease?: LeaseTimings;
 }): Promise<ControlPlaneComponent> {
   const replicas: ControlPlaneReplica[] = [];
-  const closeReplica = async (replica: ControlPlaneReplica): Promise<void> => {
-    await replica.elector.stop();
+  const lease = opts.lease ?? DEFAULT_LEASE_TIMINGS;
+  let started = 0;
+  // A replaced replica whose successor failed to start stays in its slot, already closed.
+  const closed = new WeakSet<ControlPlaneReplica>();
+  const closeReplica = async (replica: ControlPlaneReplica, release = true): Promise<void> => {
+    if (closed.has(replica)) return;
+    closed.add(replica);
+    await replica.elector.stop({ release });
     await replica.controlPlane.close();
     await replica.source.close();
   };
-  const component: ControlPlaneComponent = {
-    name: 'control-plane',
-    replicas,
-    addresses: [],
-    leader: () => replicas.find((replica) => replica.elector.isLeader()),
-    async close() {
-      for (const replica of [...replicas].reverse()) await closeReplica(replica);
-    },
-  };
-  try {
-    for (let index = 0; index < opts.replicas; index++) {
-      const replicaId = `cp-${index + 1}`;
-      const logger = opts.logger.child({ component: 'control-plane', replicaId });
-      const endpoints = new InMemoryRouteSource();
-      for (const endpoint of opts.endpoints) {
-        endpoints.applyEndpoints({
-          metadata: { name: endpoint.service, namespace: endpoint.namespace },
-          subsets: [{ addresses: [{ ip: endpoint.ip }], ports: [{ port: endpoint.port }] }],
-        });
-      }
-      const source = new KubeRouteSource({ kubeConfig: opts.kubeConfig, logger, endpointsAndSecrets: endpoints });
-      // Short lease so that stopping the leader (or a replica crash in a demo) hands over in seconds.
-      const elector = new KubeLeaseElector({
-        kubeConfig: opts.kubeConfig,
-        namespace: LEASE_NAMESPACE,
-        leaseName: LEASE_NAME,
-        identity: replicaId,
-        leaseDurationSeconds: 5,
-        renewDeadlineMs: 3000,
-        retryPeriodMs: 500,
-        logger,
+  const startReplica = async (slot: number): Promise<ControlPlaneReplica> => {
+    // The first generation of replicas keeps the ids cp-1, cp-2; replacements are cp-<slot>-r<n>.
+    const replicaId = started < opts.replicas ? `cp-${slot + 1}` : `cp-${slot + 1}-r${started}`;
+    started++;
+    const logger = opts.logger.child({ component: 'control-plane', replicaId });
+    const endpoints = new InMemoryRouteSource();
+    for (const endpoint of opts.endpoints) {
+      endpoints.applyEndpoints({
+        metadata: { name: endpoint.service, namespace: endpoint.namespace },
+        subsets: [{ addresses: [{ ip: endpoint.ip }], ports: [{ port: endpoint.port }] }],
       });
-      const controlPlane = await startControlPlane({
-        port: opts.port(index),
+    }
+    const source = new KubeRouteSource({ kubeConfig: opts.kubeConfig, logger, endpointsAndSecrets: endpoints });
+    const leaseFault = { failWritesUntil: 0 };
+    const elector = new KubeLeaseElector({
+      kubeConfig: opts.kubeConfig,
+      leaseClient: faultableLeaseClient(kubeLeaseClient(opts.kubeConfig), leaseFault),
+      namespace: LEASE_NAMESPACE,
+      leaseName: LEASE_NAME,
+      identity: replicaId,
+      ...lease,
+      logger,
+    });
+    let controlPlane: ControlPlane;
+    try {
+      controlPlane = await startControlPlane({
+        port: opts.port(slot),
         host: '127.0.0.1',
         replicaId,
         source,
@@ -94,11 +138,49 @@ export async function startControlPlaneComponent(opts: {
         holdoffMaxMs: 250,
         logger,
       });
-      const replica = { controlPlane, elector, source };
-      elector.advertise(controlPlane.address);
-      await elector.start();
+    } catch (error) {
+      await source.close().catch(() => undefined);
+      throw error;
+    }
+    const replica: ControlPlaneReplica = {
+      replicaId,
+      controlPlane,
+      elector,
+      source,
+      get failLeaseWritesUntil() {
+        return leaseFault.failWritesUntil;
+      },
+      set failLeaseWritesUntil(until: number) {
+        leaseFault.failWritesUntil = until;
+      },
+    };
+    elector.advertise(controlPlane.address);
+    await elector.start();
+    return replica;
+  };
+  const component: ControlPlaneComponent = {
+    name: 'control-plane',
+    replicas,
+    addresses: [],
+    leader: () => replicas.find((replica) => replica.elector.isLeader()),
+    async close() {
+      for (const replica of [...replicas].reverse()) await closeReplica(replica);
+    },
+    async replaceReplica(slot, options) {
+      const old = replicas[slot];
+      if (old === undefined) throw new Error(`no control-plane replica in slot ${slot}`);
+      await closeReplica(old, options.release);
+      const fresh = await startReplica(slot);
+      replicas[slot] = fresh;
+      component.addresses[slot] = fresh.controlPlane.address;
+      return old;
+    },
+  };
+  try {
+    for (let index = 0; index < opts.replicas; index++) {
+      const replica = await startReplica(index);
       replicas.push(replica);
-      component.addresses.push(controlPlane.address);
+      component.addresses.push(replica.controlPlane.address);
     }
     // Readiness: one replica holds the Lease (someone will write Valid status).
     const deadline = Date.now() + 15_000;

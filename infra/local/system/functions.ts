@@ -5,7 +5,7 @@
 // environment instead of process.env.
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { Logger } from 'pino';
-import { handleConvergence } from '../../../functions/convergence';
+import { configureDecisionRefresh, handleConvergence } from '../../../functions/convergence';
 import { handleExpire } from '../../../functions/expire';
 import { buildFunctionContext } from '../../../functions/lib/context';
 import { createQueryHandler } from '../../../functions/query';
@@ -34,6 +34,10 @@ export interface FunctionsComponentOptions {
   expireEveryMs: number;
   resyncEveryMs: number;
   batchWindowMs: number;
+  /** The status mapping's window (default: batchWindowMs). */
+  statusBatchWindowMs?: number;
+  /** Convergence DECISION_REFRESH_MS (default LOCAL_DECISION_REFRESH_MS). */
+  decisionRefreshMs?: number;
   queryPort: number;
   queryToken: string;
   logger: Logger;
@@ -56,6 +60,9 @@ function filtered(handler: StreamHandler, keep: (record: DynamoDBRecord) => bool
 }
 
 const CONVERGENCE_PREFIXES = ['ENVOY#', 'OBJECT#', 'LINEAGE#'];
+
+/** The local system's DECISION_REFRESH_MS when not given (options.ts; bench/README.md for why). */
+export const LOCAL_DECISION_REFRESH_MS = 1000;
 
 /** A schedule like EventBridge `rate(...)`, but never overlapping itself (the next run waits for this one). */
 function every(ms: number, run: () => Promise<unknown>, name: string, logger: Logger): { stop(): Promise<void> } {
@@ -92,6 +99,7 @@ export async function startFunctionsComponent(opts: FunctionsComponentOptions): 
   const log = (name: string): Logger => opts.logger.child({ component: 'functions', function: name });
   // One context per function, as each Lambda function has its own containers.
   const convergenceContext = buildFunctionContext(env, log('convergence'));
+  configureDecisionRefresh(convergenceContext, opts.decisionRefreshMs ?? LOCAL_DECISION_REFRESH_MS);
   const expireContext = buildFunctionContext(env, log('expire'));
   const resyncContext = buildFunctionContext(env, log('resync'));
   // Resync also re-asserts conditions another writer removed and collects deleted objects' items.
@@ -100,9 +108,9 @@ export async function startFunctionsComponent(opts: FunctionsComponentOptions): 
   const queryHandler = createQueryHandler({ env, logger: log('query') });
 
   const source = opts.tableStreams.get(opts.storeEnv['TABLE_NAME'] ?? '');
-  const mapping = (name: string) => ({
+  const mapping = (name: string, windowMs: number) => ({
     batchSize: 100,
-    maximumBatchingWindowMs: opts.batchWindowMs,
+    maximumBatchingWindowMs: windowMs,
     maximumRetryAttempts: 10,
     bisectBatchOnFunctionError: true,
     retryBackoff: { initialMs: 100, maxMs: 2000 },
@@ -114,12 +122,12 @@ export async function startFunctionsComponent(opts: FunctionsComponentOptions): 
   const convergence = createStreamDelivery({
     source,
     handler: filtered((event) => handleConvergence(event, convergenceContext), (record) => CONVERGENCE_PREFIXES.some((prefix) => partitionKey(record).startsWith(prefix))),
-    ...mapping('convergence'),
+    ...mapping('convergence', opts.batchWindowMs),
   });
   const status = createStreamDelivery({
     source,
     handler: filtered(statusHandler, (record) => (record.eventName === 'INSERT' || record.eventName === 'MODIFY') && partitionKey(record).startsWith('OBJECT#')),
-    ...mapping('status'),
+    ...mapping('status', opts.statusBatchWindowMs ?? opts.batchWindowMs),
   });
   const expire = every(opts.expireEveryMs, () => handleExpire(expireContext), 'expire', opts.logger);
   const resync = every(opts.resyncEveryMs, () => handleResync(resyncContext, conditionResync), 'resync', opts.logger);

@@ -8,8 +8,8 @@ export const localSystemOptionsSchema = z
     envoys: z.number().int().min(0).max(5000).default(8),
     /** Real @grpc/grpc-js-xds clients (each its own node id and ADS stream). */
     grpcClients: z.number().int().min(0).max(50).default(2),
-    /** Sample HTTPProxy objects applied at start. */
-    objects: z.number().int().min(0).max(500).default(3),
+    /** Sample HTTPProxy objects applied at start (created a few at a time; the bench goes to 10,000). */
+    objects: z.number().int().min(0).max(10_000).default(3),
     /** Fraction of the simulated Envoys that NACK the clusters of the first sample object. */
     nackRate: z.number().min(0).max(1).default(0),
     /** Simulated Envoys that ACK only after `slowAckMs` (longer than the ACK timeout: reported stuck first). */
@@ -35,8 +35,19 @@ export const localSystemOptionsSchema = z
     /** Local schedules (AWS: expire every minute, resync every 15 minutes). */
     expireEveryMs: z.number().int().positive().default(15_000),
     resyncEveryMs: z.number().int().positive().default(60_000),
-    /** Stream delivery batching window (AWS mapping in serverless.yml: 1 s). */
-    batchWindowMs: z.number().int().min(0).default(200),
+    /**
+     * Batching window of the convergence stream mapping (serverless.yml `batchWindow`). Each
+     * convergence batch re-evaluates every pending generation of the lineages it touches, so a longer
+     * window means fewer, larger batches (less work per change) and more latency (bench/README.md).
+     */
+    batchWindowMs: z.number().int().min(0).default(100),
+    /**
+     * Batching window of the status stream mapping. A status batch costs per object record, not per
+     * pending generation, so batching buys little: 0, as on AWS by default.
+     */
+    statusBatchWindowMs: z.number().int().min(0).default(0),
+    /** Convergence: count-only decision rewrites at most this often per generation (DECISION_REFRESH_MS). */
+    decisionRefreshMs: z.number().int().min(0).default(1000),
   })
   .strict();
 

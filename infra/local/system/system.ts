@@ -147,6 +147,8 @@ export async function startLocalSystem(input: LocalSystemOptions, context: Start
           expireEveryMs: options.expireEveryMs,
           resyncEveryMs: options.resyncEveryMs,
           batchWindowMs: options.batchWindowMs,
+          statusBatchWindowMs: options.statusBatchWindowMs,
+          decisionRefreshMs: options.decisionRefreshMs,
           queryPort: ports.query,
           queryToken,
           logger,

@@ -104,7 +104,7 @@ describe('serverless package (offline)', () => {
     for (const mapping of Object.values(mappings)) {
       expect(mapping).toMatchObject({
         EventSourceArn: { 'Fn::GetAtt': ['EventTable', 'StreamArn'] },
-        MaximumBatchingWindowInSeconds: 1,
+        MaximumBatchingWindowInSeconds: 0, // the AWS default: ~4 polls/s per shard (serverless.yml, docs/bench/README.md)
         BisectBatchOnFunctionError: true,
         MaximumRetryAttempts: 10,
         FunctionResponseTypes: ['ReportBatchItemFailures'],

@@ -118,6 +118,20 @@ async function storedAcks(gateway: Gateway, fleet: Fleet): Promise<number> {
   return total;
 }
 
+async function latestAcksStored(gateway: Gateway, fleet: Fleet): Promise<boolean> {
+  const versions = currentVersions(gateway);
+  for (const envoy of fleet.envoys()) {
+    const events = await envoyEvents(gateway.store, envoy.id);
+    const has = (typeUrl: string): boolean => {
+      const version = versions.get(typeUrl) ?? '';
+      const seq = Number(version.slice(version.lastIndexOf(':') + 1));
+      return events.some((e) => e.outcome === 'ACK' && e.typeUrl === typeUrl && e.seq === seq);
+    };
+    if (!ALL_TYPES.every(has)) return false;
+  }
+  return true;
+}
+
 async function ackRequestsCounted(gateway: Gateway): Promise<number> {
   const metric = await gateway.metrics.registry.getSingleMetric('xds_gateway_requests_total')?.get();
   return (metric?.values ?? []).filter((v) => v.labels['class'] === 'ack').reduce((sum, v) => sum + v.value, 0);
@@ -146,7 +160,13 @@ test('while DynamoDB throttles, paused streams keep the queue bounded; after, ev
   }
   // Faults gone: the queue drains below the low-water mark, streams resume, the Envoys catch up.
   await fleet.waitFor(() => allCurrent(fleet, gateway), { timeoutMs: 60_000 }, () => 'all Envoys ACK the latest config after the faults clear');
-  await gateway.recorder.whenIdle();
+  // An Envoy has accepted a version as soon as it sends the ACK; a paused stream may still hold that
+  // request unread, and reading it after a resume can pause once more. So wait until every latest ACK
+  // is stored (an ACK is stored together with the Envoy state it moves) and the relay runs again.
+  await eventually(async () => {
+    await gateway.recorder.whenIdle();
+    return (await latestAcksStored(gateway, fleet)) && !gateway.relay.control.paused() && gateway.recorder.stats().queuedEvents === 0;
+  }, 'every latest ACK stored and the relay resumed');
   const maxQueued = sampler.stop();
   if (process.env['BP_VERBOSE'] === '1') process.stderr.write(`paused run: max queued ${maxQueued}, bound ${BOUND}, pauses ${gateway.backpressure?.pauseCount() ?? 0}\n`);
   expect(maxQueued).toBeGreaterThanOrEqual(HIGH_WATER);

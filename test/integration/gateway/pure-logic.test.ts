@@ -59,11 +59,11 @@ describe('mergeEnvoyState', () => {
     rev: 4,
   });
 
-  test('our lineage wins per type; foreign types we do not serve are kept; programmedThrough dropped when mixed', () => {
+  test('our lineage wins per type; foreign types we do not serve are kept; programmedThrough stays ours (own-lineage types)', () => {
     const merged = mergeEnvoyState(ours(), stored());
     expect(merged.types[LDS_TYPE_URL]).toEqual({ lineage: 'gw.b2.edge', subscribed: true, acked: 3 });
     expect(merged.types[CDS_TYPE_URL]?.lineage).toBe('gw.b1.edge');
-    expect(merged.programmedThrough).toBeUndefined();
+    expect(merged.programmedThrough).toBe(3);
     expect(merged.lastSeenAt).toBe(200);
     expect(merged.lineage).toBe('gw.b2.edge');
   });
@@ -151,6 +151,16 @@ describe('parseGatewayConfig', () => {
     expect(parsed.config.upstreamAds).toBe(true);
     expect(parsed.config.watermarks).toEqual(['provenance']);
     expect(parsed.config.trackedKinds).toEqual([HTTPPROXY_KIND]);
+  });
+
+  test('event log mode: carried by default, items on request, anything else refused', () => {
+    const byDefault = parseGatewayConfig(required, {});
+    expect(byDefault.kind === 'ok' && byDefault.config.eventLogMode).toBe('carried');
+    const items = parseGatewayConfig(required, { EVENT_LOG_MODE: 'items' });
+    expect(items.kind === 'ok' && items.config.eventLogMode).toBe('items');
+    const bad = parseGatewayConfig([...required, '--event-log-mode', 'both'], {});
+    expect(bad.kind).toBe('error');
+    expect(bad.kind === 'error' && bad.message).toContain('--event-log-mode');
   });
 
   test('instance id from HOSTNAME when not given', () => {

@@ -96,7 +96,7 @@ describe('memberFromEnvoyState', () => {
     ['expired', envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 4, status: 'EXPIRED' }), { t: 4, live: false }],
     ['NACK kept', envoy('a', { [CDS]: { acked: 1, nack: { seq: 3, message: 'bad', at: T0 } } }, { programmedThrough: 2 }), { t: 2, b: { n: [{ u: CDS, q: 3, m: 'bad', a: T0 }] } }],
     ['waiting type', envoy('a', { [CDS]: { acked: 1, pending: { seq: 3, sentAt: T0 } } }, { programmedThrough: 2 }), { t: 2, b: { w: [{ u: CDS, s: T0, a: 1 }] } }],
-    ['split across lineages', envoy('a', { [CDS]: { acked: 1 }, [LDS]: { acked: 1, lineage: L2 } }, { programmedThrough: 2 }), { t: -1, b: { split: [L1, L2] } }],
+    ['split across lineages', envoy('a', { [CDS]: { acked: 1 }, [LDS]: { acked: 1, lineage: L2 } }, { programmedThrough: 2 }), { t: 2, a: { CDS: 1 }, b: { split: [L1, L2] } }],
     ['no subscription', envoy('a', {}), { t: -1, b: { none: true } }],
   ])('%s', (_name, state, expected) => {
     expect(memberFromEnvoyState(state)).toMatchObject(expected);
@@ -129,7 +129,8 @@ describe('evaluateFromAggregates', () => {
     ['not seen for the TTL', [at({ a: member(envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 4, lastSeenAt: T0 - 61_000 })) })], 'NoEnvoys', 0, 0, []],
     ['tombstones do not count', [at({ a: goneMember(3, T0) })], 'NoEnvoys', 0, 0, []],
     ['lineage without a watermark', [at({ a: member(envoy('a', { [CDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5, lineage: L2 })) }, L2)], 'Pending', 0, 1, ['a:noWatermark']],
-    ['split across lineages blocks (safe)', [at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) })], 'Pending', 0, 1, ['a:pending']],
+    ['split across live lineages blocks (safe)', [at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) }), at({}, L2)], 'Pending', 0, 1, ['a:pending']],
+    ['a type on a lineage out of the live set no longer counts', [at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) })], 'Programmed', 1, 1, []],
   ])('%s', (_name, aggregates, state, programmed, total, blockers) => {
     const result = evaluate(aggregates);
     expect(result.state).toBe(state);
@@ -139,7 +140,7 @@ describe('evaluateFromAggregates', () => {
   });
 
   it('names the split limitation in the blocker', () => {
-    const result = evaluate([at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) })]);
+    const result = evaluate([at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) }), at({}, L2)]);
     expect(result.blockers[0]).toEqual({ nodeId: 'a', reason: 'pending', typeUrls: [`split across gateway instances (${L1}, ${L2})`] });
   });
 

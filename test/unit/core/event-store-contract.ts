@@ -3,6 +3,7 @@
 // in-memory reference store runs it in event-store-contract.test.ts.
 import {
   newEnvoyState,
+  toCarriedEvent,
   applyAck,
   applySubscribe,
   type Condition,
@@ -85,6 +86,25 @@ export function describeEventStoreContract(name: string, open: () => Promise<Con
       expect(onlyL2.items.map((e) => e.seq)).toEqual([1]);
       const descending = await all((page) => store.listEnvoyEvents('e', { ...page, descending: true }), 10);
       expect(descending.items.map((e) => e.seq)).toEqual([1, 10, 9, 2]);
+    });
+
+    it('event log (issue 9): log items, events carried by the STATE and single items, listed once each; a replayed batch is one item', async () => {
+      const { store } = subject;
+      await store.putEvents([event('e', L1, 1, CDS, 'ACK')]);
+      const batch = { nodeId: 'e', lineage: L1, events: [event('e', L1, 2, RDS, 'NACK'), event('e', L1, 3, CDS, 'ACK')].map(toCarriedEvent) };
+      expect(await store.putEventLogs([batch])).toEqual({ written: 1, failed: [] });
+      expect(await store.putEventLogs([batch])).toEqual({ written: 1, failed: [] }); // replay
+      const base = applySubscribe(newEnvoyState({ identity: { nodeId: 'e', cluster: 'edge', metadata: {} }, group: 'edge', lineage: L1, now: T0 }), { typeUrl: CDS, lineage: L1, now: T0 });
+      const state = { ...applyAck(base, { typeUrl: CDS, version: { lineage: L1, seq: 4 }, now: T0 }), unlogged: [event('e', L1, 3, CDS, 'ACK'), event('e', L1, 4, CDS, 'ACK'), event('e', L2, 1, CDS, 'STUCK')].map(toCarriedEvent) };
+      expect(await store.updateEnvoyState(state, undefined)).toEqual({ ok: true });
+      expect(await store.getEnvoyState('e')).toEqual({ status: 'found', value: state });
+      const listed = await all((page) => store.listEnvoyEvents('e', page), 100);
+      expect(listed.items.map((e) => `${e.lineage === L1 ? 1 : 2}:${e.seq}:${e.outcome}`)).toEqual(['1:1:ACK', '1:2:NACK', '1:3:ACK', '1:4:ACK', '2:1:STUCK']);
+      expect(listed.items.find((e) => e.outcome === 'NACK')?.message).toBe('bad 2');
+      const onlyL2 = await all((page) => store.listEnvoyEvents('e', { ...page, lineage: L2 }), 100);
+      expect(onlyL2.items.map((e) => e.outcome)).toEqual(['STUCK']);
+      const scanned = await all((page) => store.scanItems({ ...page, kind: 'EnvoyEventLog' }), 100);
+      expect(scanned.items).toHaveLength(1);
     });
 
     it('watermarks: first write wins per lineage; not observable; conditions keep the first programmedAt', async () => {

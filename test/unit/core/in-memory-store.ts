@@ -8,7 +8,10 @@ import {
   objectGenerationKey,
   parseItem,
   toEnvoyEventItem,
+  toEnvoyEventLogItem,
   toEnvoyStateItem,
+  dedupeEvents,
+  fromCarriedEvent,
   toLineageStateItem,
   toObjectGenerationItem,
   envoyEventFromItem,
@@ -23,7 +26,9 @@ import {
   type ConditionalWriteResult,
   type EnvoyEvent,
   type EnvoyState,
+  type EventLogBatch,
   type EventStore,
+  type PutEventLogsResult,
   type ItemKey,
   type ItemRead,
   type LineageState,
@@ -101,18 +106,39 @@ export class InMemoryEventStore implements EventStore {
     return { written: events.length, failed: [] };
   }
 
+  async putEventLogs(batches: readonly EventLogBatch[]): Promise<PutEventLogsResult> {
+    for (const batch of batches) this.putRaw(toEnvoyEventLogItem(batch.nodeId, batch.lineage, batch.events));
+    return { written: batches.length, failed: [] };
+  }
+
   async getEnvoyState(nodeId: string): Promise<ItemRead<EnvoyState>> {
     return this.read(envoyStateKey(nodeId), 'EnvoyState', envoyStateFromItem);
   }
 
   async updateEnvoyState(state: EnvoyState, expectedRev: number | undefined): Promise<ConditionalWriteResult<EnvoyState>> {
-    if (this.putIfRev(toEnvoyStateItem(state), expectedRev)) return { ok: true };
+    const { unlogged, ...rest } = state;
+    // No events carried: no attribute (as the DynamoDB store writes it).
+    if (this.putIfRev(toEnvoyStateItem(unlogged === undefined || unlogged.length === 0 ? rest : state), expectedRev)) return { ok: true };
     return { ok: false, reason: 'conflict', current: await this.getEnvoyState(state.nodeId) };
   }
 
   async listEnvoyEvents(nodeId: string, options: PageRequest & { lineage?: string; descending?: boolean } = {}): Promise<Page<EnvoyEvent>> {
     const raws = this.partition(envoyPartitionKey(nodeId), envoyEventSkPrefix(options.lineage), options.descending === true);
-    return this.page(raws, options, (item) => (item.kind === 'EnvoyEvent' ? envoyEventFromItem(item) : undefined));
+    const descending = options.descending === true;
+    const page = this.page(raws, options, (item): EnvoyEvent[] | undefined =>
+      item.kind === 'EnvoyEvent' ? [envoyEventFromItem(item)] : item.kind === 'EnvoyEventLog' ? item.events.map((event) => fromCarriedEvent(nodeId, event)) : undefined,
+    );
+    const events = page.items.flat();
+    // The events the STATE still carries: on the first page when descending, on the last otherwise (ports.ts).
+    if (descending ? options.cursor === undefined : page.nextCursor === undefined) {
+      const state = await this.getEnvoyState(nodeId);
+      if (state.status === 'found') {
+        for (const event of state.value.unlogged ?? []) if (options.lineage === undefined || event.l === options.lineage) events.push(fromCarriedEvent(nodeId, event));
+      }
+    }
+    const result: Page<EnvoyEvent> = { items: dedupeEvents(events, descending), corrupt: page.corrupt };
+    if (page.nextCursor !== undefined) result.nextCursor = page.nextCursor;
+    return result;
   }
 
   async listEnvoyStates(options: PageRequest & { group?: string } = {}): Promise<Page<EnvoyState>> {

@@ -1,0 +1,59 @@
+// The query function's Envoy detail over the event log of issue 9: events in single-event items (the
+// format before it), in event-log items and still carried by the STATE are all shown, newest first,
+// at most 20, once each.
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+
+import { CDS_TYPE_URL, RDS_TYPE_URL, toCarriedEvent, type EnvoyEvent, type EnvoyState } from '../../../common/core';
+import { createEventStore, type StoreClients } from '../../../common/store';
+import { createQueryHandler } from '../../../functions/query';
+import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
+import { silentLogger } from './status-support';
+
+const NOW = 1_795_000_000_000;
+const LINEAGE = 'gw-0.boot-1.contour';
+const TTL = NOW / 1000 + 3600;
+
+function ack(seq: number, typeUrl = RDS_TYPE_URL): EnvoyEvent {
+  return { nodeId: 'envoy-1', outcome: 'ACK', lineage: LINEAGE, seq, typeUrl, at: NOW - 1000 + seq, ttl: TTL };
+}
+
+let fixture: StoreFixture;
+let clients: StoreClients;
+
+beforeAll(async () => {
+  fixture = await startStoreFixture();
+});
+afterAll(async () => {
+  clients.client.destroy();
+  await fixture.close();
+});
+
+test('GET /envoys/{id}: the 20 newest events from every part of the event log, once each', async () => {
+  const tableName = await fixture.newTable();
+  let store;
+  ({ store, clients } = createEventStore({ tableName, client: { region: 'us-east-1', endpoint: fixture.endpoint, credentials: { accessKeyId: 'l', secretAccessKey: 'l' } }, logger: silentLogger }));
+  // Seqs 1-2 as single items (before the upgrade), 3-40 in two log items, 41-43 carried by the STATE
+  // (43 also logged: a crash between the log write and the STATE write).
+  await store.putEvents([ack(1), ack(2, CDS_TYPE_URL)]);
+  const logged = Array.from({ length: 41 }, (_, i) => ack(i + 3)).map(toCarriedEvent);
+  expect(await store.putEventLogs([
+    { nodeId: 'envoy-1', lineage: LINEAGE, events: logged.slice(0, 20) },
+    { nodeId: 'envoy-1', lineage: LINEAGE, events: logged.slice(20, 38) },
+    { nodeId: 'envoy-1', lineage: LINEAGE, events: [ack(43)].map(toCarriedEvent) },
+  ])).toMatchObject({ written: 3, failed: [] });
+  const state: EnvoyState = {
+    nodeId: 'envoy-1', cluster: 'contour', group: 'contour', metadata: {}, lineage: LINEAGE, status: 'CONNECTED', connectedAt: NOW - 60_000, lastSeenAt: NOW - 1000,
+    types: { [RDS_TYPE_URL]: { lineage: LINEAGE, subscribed: true, acked: 43 } }, unlogged: [41, 42, 43].map((seq) => toCarriedEvent(ack(seq))), rev: 0,
+  };
+  expect(await store.updateEnvoyState(state, undefined)).toEqual({ ok: true });
+
+  const query = createQueryHandler({ env: { TABLE_NAME: tableName, AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: fixture.endpoint }, logger: silentLogger, now: () => NOW });
+  const response = await query({
+    version: '2.0', routeKey: '$default', rawPath: '/envoys/envoy-1', rawQueryString: '', headers: {}, isBase64Encoded: false,
+    requestContext: { http: { method: 'GET', path: '/envoys/envoy-1', protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'jest' }, requestId: 'req-1' },
+  } as unknown as APIGatewayProxyEventV2);
+  expect(response.statusCode).toBe(200);
+  const body = JSON.parse(response.body) as { recentEvents: { seq: number; outcome: string; type: string }[] };
+  expect(body.recentEvents.map((e) => e.seq)).toEqual(Array.from({ length: 20 }, (_, i) => 43 - i));
+  expect(body.recentEvents[0]).toMatchObject({ outcome: 'ACK', type: 'RDS', seq: 43 });
+});

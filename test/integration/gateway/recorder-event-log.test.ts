@@ -1,0 +1,247 @@
+// The recorder's event log against DynamoDB (dynalite), issue 9: ACK events ride in the Envoy's STATE
+// write and move to event-log items in groups. Whatever the faults (lost answers, failed log writes, a
+// restart, a second gateway writing the same STATE), every event stays durable and findable per Envoy
+// and version, no state is stored ahead of its ACK, and a replay changes nothing.
+import {
+  CDS_TYPE_URL,
+  EDS_TYPE_URL,
+  RDS_TYPE_URL,
+  applyAck,
+  applySent,
+  applySubscribe,
+  dedupeEvents,
+  eventIdentity,
+  newEnvoyState,
+  type EnvoyEvent,
+  type EnvoyState,
+} from '../../../common/core';
+import { DynamoEventStore } from '../../../common/store/dynamo-store';
+import { documentOperations, type DocumentOperations } from '../../../common/store/operations';
+import { lineageStateFor } from '../../../xds-gateway/tracking/lineage-mirror';
+import { Recorder } from '../../../xds-gateway/tracking/recorder';
+import { countingWrites, runRecorderWorkload, type CountingOperations } from '../../../bench/support/recorder-workload';
+import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
+import { testLogger } from './helpers';
+
+const L1 = 'gw-a.boot1.edge';
+const L2 = 'gw-b.boot1.edge';
+const TTL = Math.ceil(Date.now() / 1000) + 86_400;
+
+let fixture: StoreFixture;
+beforeAll(async () => {
+  fixture = await startStoreFixture();
+});
+afterAll(async () => {
+  await fixture.close();
+});
+
+async function storeOn(wrap: (real: DocumentOperations) => DocumentOperations = (real) => real): Promise<{ store: DynamoEventStore; operations: CountingOperations }> {
+  const tableName = await fixture.newTable();
+  const operations = countingWrites(wrap(documentOperations(fixture.clients().documentClient)));
+  const store = new DynamoEventStore({ tableName, operations, logger: testLogger, clock: { now: () => Date.now() }, batch: { sleep: async () => {}, baseDelayMs: 1 } });
+  return { store, operations };
+}
+
+function recorderOn(store: DynamoEventStore, extra: Partial<ConstructorParameters<typeof Recorder>[0]> = {}): Recorder {
+  return new Recorder({ store, logger: testLogger, clock: { now: () => Date.now() }, flushIntervalMs: 60_000, retryBaseMs: 1, retryMaxMs: 5, ...extra });
+}
+
+async function listed(store: DynamoEventStore, nodeId: string): Promise<EnvoyEvent[]> {
+  const events: EnvoyEvent[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.listEnvoyEvents(nodeId, cursor === undefined ? {} : { cursor });
+    events.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return events;
+}
+
+async function stored(store: DynamoEventStore, nodeId: string): Promise<EnvoyState> {
+  const read = await store.getEnvoyState(nodeId);
+  if (read.status !== 'found') throw new Error(`no state for ${nodeId}: ${read.status}`);
+  return read.value;
+}
+
+function ackEvent(nodeId: string, lineage: string, seq: number, typeUrl = CDS_TYPE_URL): EnvoyEvent {
+  return { nodeId, outcome: 'ACK', lineage, seq, typeUrl, at: Date.now(), ttl: TTL };
+}
+
+/** A connected Envoy on `lineage` subscribed to CDS, with `acked` ACKed. */
+function ackedState(nodeId: string, lineage: string, acked: number, typeUrl = CDS_TYPE_URL, base?: EnvoyState): EnvoyState {
+  let state = base ?? applySubscribe(newEnvoyState({ identity: { nodeId, cluster: 'edge', metadata: {} }, group: 'edge', lineage, now: 1_000 }), { typeUrl, lineage, now: 1_000 });
+  if (state.types[typeUrl] === undefined) state = applySubscribe(state, { typeUrl, lineage, now: 1_000 });
+  return applyAck(state, { typeUrl, version: { lineage, seq: acked }, now: 1_000 + acked });
+}
+
+test('a fleet workload: every ACK durable and findable, no state ahead of the log, no single-event items, at most one STATE write per ACK', async () => {
+  const { store, operations } = await storeOn();
+  const result = await runRecorderWorkload({
+    store, operations, logger: testLogger, envoys: 20, changedTypes: 3, changes: 6, mode: 'carried', ackDelayMs: [1, 30], random: Math.random, lineage: L1,
+  });
+  expect(result.acks).toBe(20 * 3 * 6);
+  expect(result.missingEvents).toBe(0);
+  expect(result.stateAheadOfLog).toBe(0);
+  expect(result.duplicates).toBe(0);
+  expect(result.writes.byKind['EnvoyEvent'] ?? 0).toBe(0);
+  // 4 setup + 18 change events per Envoy: more than the STATE may carry, so each Envoy logged some.
+  expect(result.writes.byKind['EnvoyEventLog'] ?? 0).toBeGreaterThanOrEqual(20);
+  // A state that only records a response sent waits for its ACK: never more than one STATE write per ACK.
+  expect(result.writes.byKind['EnvoyState'] ?? 0).toBeLessThanOrEqual(result.acks);
+}, 60_000);
+
+test('lost answers (applied, then an error) and failed log writes: retried, nothing lost, nothing twice', async () => {
+  let calls = 0;
+  let failLogWrites = true;
+  const { store, operations } = await storeOn((real) => ({
+    ...real,
+    // Every third STATE write is applied and then reported as failed (a lost response).
+    put: async (input) => {
+      const output = await real.put(input);
+      if (++calls % 3 === 0) throw Object.assign(new Error('socket hang up after the write'), { name: 'InternalServerError' });
+      return output;
+    },
+    // Event-log items fail until the test lets them through.
+    batchWrite: async (input) => {
+      if (failLogWrites) throw Object.assign(new Error('service unavailable'), { name: 'ServiceUnavailable' });
+      return real.batchWrite(input);
+    },
+  }));
+  const recorder = recorderOn(store, { eventLog: { maxCarriedEvents: 3, maxCarriedChars: 10_000 } });
+  recorder.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));
+  let state: EnvoyState | undefined;
+  const events: EnvoyEvent[] = [];
+  for (let seq = 1; seq <= 12; seq++) {
+    state = ackedState('n1', L1, seq, CDS_TYPE_URL, state);
+    const event = ackEvent('n1', L1, seq);
+    events.push(event);
+    recorder.enqueueEvent(event);
+    recorder.enqueueEnvoyState(state);
+    for (let attempt = 0; attempt < 5 && recorder.stats().queuedEvents > 0; attempt++) await recorder.flushNow();
+    // Never ahead of the log: the stored acked version always has its ACK among the listed events.
+    const current = await stored(store, 'n1');
+    const acked = current.types[CDS_TYPE_URL]?.acked;
+    expect((await listed(store, 'n1')).some((e) => e.seq === acked)).toBe(true);
+  }
+  // Log writes failed throughout: the STATE carries everything rather than lose or hold anything.
+  expect((await stored(store, 'n1')).unlogged?.length).toBe(12);
+  failLogWrites = false;
+  operations.reset();
+  state = ackedState('n1', L1, 13, CDS_TYPE_URL, state);
+  events.push(ackEvent('n1', L1, 13));
+  recorder.enqueueEvent(events[events.length - 1] as EnvoyEvent);
+  recorder.enqueueEnvoyState(state);
+  await recorder.close();
+  expect((await stored(store, 'n1')).unlogged ?? []).toEqual([]);
+  expect(operations.counts().byKind['EnvoyEventLog']).toBeGreaterThanOrEqual(1);
+  const all = await listed(store, 'n1');
+  expect(dedupeEvents(all).map(eventIdentity)).toEqual(dedupeEvents(events).map(eventIdentity));
+  expect(all).toHaveLength(13);
+  expect(recorder.stats()).toMatchObject({ queuedEvents: 0, eventsWritten: 13, dropped: 0 });
+});
+
+test('a restarted gateway (no memory) and a second gateway writing the same STATE keep every carried event', async () => {
+  const { store } = await storeOn();
+  // First life of gateway A: two ACKs carried in the STATE.
+  const first = recorderOn(store);
+  first.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));
+  let state = ackedState('n2', L1, 1);
+  first.enqueueEvent(ackEvent('n2', L1, 1));
+  state = ackedState('n2', L1, 2, CDS_TYPE_URL, state);
+  first.enqueueEvent(ackEvent('n2', L1, 2));
+  first.enqueueEnvoyState(state);
+  await first.close();
+  expect((await stored(store, 'n2')).unlogged?.map((e) => e.q)).toEqual([1, 2]);
+
+  // Its next life (same lineage here, to keep the test small) knows nothing: its write conflicts,
+  // re-reads the stored STATE and carries the stored events along with its own.
+  const second = recorderOn(store);
+  second.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));
+  second.enqueueEvent(ackEvent('n2', L1, 3));
+  second.enqueueEnvoyState(ackedState('n2', L1, 3, CDS_TYPE_URL, state));
+  // Gateway B serves the Envoy's EDS stream (per-type streams on two instances): same STATE item.
+  const other = recorderOn(store);
+  other.enqueueLineageState(lineageStateFor(L2, 'edge', Date.now()));
+  other.enqueueEvent(ackEvent('n2', L2, 7, EDS_TYPE_URL));
+  other.enqueueEnvoyState(ackedState('n2', L2, 7, EDS_TYPE_URL));
+  await Promise.all([second.close(), other.close()]);
+  // One more from each, so each writes over the other's carried events at least once.
+  second.enqueueEvent(ackEvent('n2', L1, 4));
+  other.enqueueEvent(ackEvent('n2', L2, 8, EDS_TYPE_URL));
+  await Promise.all([second.close(), other.close()]);
+
+  const seqs = (await listed(store, 'n2')).map((e) => `${e.lineage === L1 ? 'A' : 'B'}${e.seq}`);
+  expect(seqs).toEqual(['A1', 'A2', 'A3', 'A4', 'B7', 'B8']);
+});
+
+test('a state that only records a response sent waits for its ACK (one write for both); SIGTERM writes it at once', async () => {
+  const { store, operations } = await storeOn();
+  const recorder = recorderOn(store, { pendingStateHoldMs: 60_000 });
+  recorder.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));
+  let state = ackedState('n3', L1, 1, RDS_TYPE_URL);
+  recorder.enqueueEvent(ackEvent('n3', L1, 1, RDS_TYPE_URL));
+  recorder.enqueueEnvoyState(state);
+  await recorder.flushNow();
+  const rev = (await stored(store, 'n3')).rev;
+
+  // Sent: held (nothing convergence can count changed).
+  state = applySent(state, { typeUrl: RDS_TYPE_URL, version: { lineage: L1, seq: 2 }, now: 5_000 });
+  recorder.enqueueEnvoyState(state);
+  operations.reset();
+  await recorder.flushNow();
+  expect(operations.counts().items).toBe(0);
+  expect((await stored(store, 'n3')).rev).toBe(rev);
+  // ACKed: one write records the state and the event.
+  state = applyAck(state, { typeUrl: RDS_TYPE_URL, version: { lineage: L1, seq: 2 }, now: 5_010 });
+  recorder.enqueueEvent(ackEvent('n3', L1, 2, RDS_TYPE_URL));
+  recorder.enqueueEnvoyState(state);
+  await recorder.flushNow();
+  expect(operations.counts()).toMatchObject({ items: 1, byKind: { EnvoyState: 1 } });
+  expect((await stored(store, 'n3')).unlogged?.map((e) => e.q)).toEqual([1, 2]);
+
+  // Sent again, then SIGTERM: close writes the held state (pending is recorded, nothing waits).
+  recorder.enqueueEnvoyState(applySent(state, { typeUrl: RDS_TYPE_URL, version: { lineage: L1, seq: 3 }, now: 6_000 }));
+  await recorder.flushNow();
+  expect((await stored(store, 'n3')).types[RDS_TYPE_URL]?.pending).toBeUndefined();
+  await recorder.close();
+  expect((await stored(store, 'n3')).types[RDS_TYPE_URL]?.pending).toEqual({ seq: 3, sentAt: 6_000 });
+});
+
+test('eventLogMode items (the format before issue 9) still writes one item per event before the state', async () => {
+  const { store, operations } = await storeOn();
+  const recorder = recorderOn(store, { eventLogMode: 'items' });
+  recorder.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));
+  recorder.enqueueEvent(ackEvent('n4', L1, 1));
+  recorder.enqueueEvent(ackEvent('n4', L1, 1, EDS_TYPE_URL));
+  recorder.enqueueEnvoyState(ackedState('n4', L1, 1));
+  await recorder.close();
+  expect(operations.counts().byKind).toMatchObject({ EnvoyEvent: 2, EnvoyState: 1 });
+  expect((await stored(store, 'n4')).unlogged).toBeUndefined();
+  expect((await listed(store, 'n4')).map((e) => e.typeUrl)).toEqual([CDS_TYPE_URL, EDS_TYPE_URL]);
+});
+
+test('an event without a state change (STUCK) rides in a re-write of our own state; one for an unknown Envoy goes to a log item', async () => {
+  const { store, operations } = await storeOn();
+  const recorder = recorderOn(store);
+  recorder.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));
+  const state = applySent(ackedState('n5', L1, 1), { typeUrl: CDS_TYPE_URL, version: { lineage: L1, seq: 2 }, now: 2_000 });
+  recorder.enqueueEvent(ackEvent('n5', L1, 1));
+  recorder.enqueueEnvoyState(state);
+  await recorder.flushNow();
+  const rev = (await stored(store, 'n5')).rev;
+  const stuck: EnvoyEvent = { nodeId: 'n5', outcome: 'STUCK', lineage: L1, seq: 2, typeUrl: CDS_TYPE_URL, at: 12_000, sentAt: 2_000, ttl: TTL };
+  recorder.enqueueEvent(stuck);
+  operations.reset();
+  await recorder.flushNow();
+  const after = await stored(store, 'n5');
+  expect(after.rev).toBe(rev + 1);
+  expect(after.types[CDS_TYPE_URL]?.pending).toEqual({ seq: 2, sentAt: 2_000 });
+  expect(operations.counts()).toMatchObject({ items: 1, byKind: { EnvoyState: 1 } });
+  expect((await listed(store, 'n5')).find((e) => e.outcome === 'STUCK')).toEqual(stuck);
+
+  recorder.enqueueEvent(ackEvent('never-seen', L1, 4));
+  await recorder.close();
+  expect((await store.getEnvoyState('never-seen')).status).toBe('missing');
+  expect((await listed(store, 'never-seen')).map((e) => e.seq)).toEqual([4]);
+  expect(recorder.stats()).toMatchObject({ queuedEvents: 0, eventsWritten: 3 });
+});
