@@ -13,6 +13,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { z } from 'zod';
 import { runIstioBaseline, runKnativeBaseline, type BaselineOptions } from './baselines';
 import { runConvergenceBench } from './convergence';
+import { defaultRecorderWritesOptions, runRecorderWrites } from './recorder-writes';
 import { runE2e } from './e2e';
 import { runMode } from './gateway';
 import { renderReadme } from './support/readme';
@@ -98,7 +99,7 @@ export async function runSize(size: Size, changed: number, log: (line: string) =
   return run;
 }
 
-const resultsFileSchema = z.object({ machine: z.string(), runs: z.array(z.unknown()), convergence: z.unknown().optional() });
+const resultsFileSchema = z.object({ machine: z.string(), runs: z.array(z.unknown()), convergence: z.unknown().optional(), recorderWrites: z.unknown().optional() });
 
 export function loadResults(dir: string): BenchResults | undefined {
   const file = join(dir, 'results.json');
@@ -172,6 +173,7 @@ interface ReportArgs {
   sizes: Size[] | undefined;
   changed: number;
   convergence: boolean;
+  recorderWrites: boolean;
   renderOnly: boolean;
   burst: boolean;
   convergenceOnly: boolean;
@@ -198,6 +200,7 @@ export async function run(argv: string[]): Promise<void> {
     .option('--quick', '100 Envoys × 100 objects only', false)
     .option('--sizes <list>', 'Envoys x objects, comma-separated (default: 100x100,1000x500,5000x500)', parseSizes)
     .option('--changed <n>', 'objects changed at once in the Knative/Istio baselines', positiveInteger, 10)
+    .option('--no-recorder-writes', 'skip bench/recorder-writes.ts (gateway item writes per ACK, both event-log modes)')
     .option('--no-convergence', 'skip bench/convergence.ts (items read per batch at 1k vs 10k Envoys)')
     .option('--burst', 'also run the e2e bench with every object changed at once', false)
     .option('--convergence-only', 'run only bench/convergence.ts, keep the size runs as they are', false)
@@ -209,7 +212,7 @@ export async function run(argv: string[]): Promise<void> {
   program.parse(argv, { from: 'user' });
   const args = program.opts<ReportArgs>();
   const previous = loadResults(args.out);
-  const results: BenchResults = { machine: machineDescription(), runs: previous?.runs ?? [], ...(previous?.convergence ? { convergence: previous.convergence } : {}) };
+  const results: BenchResults = { machine: machineDescription(), runs: previous?.runs ?? [], ...(previous?.convergence ? { convergence: previous.convergence } : {}), ...(previous?.recorderWrites ? { recorderWrites: previous.recorderWrites } : {}) };
   if (!args.renderOnly) {
     const sizes = args.convergenceOnly ? [] : (args.sizes ?? (args.quick ? [{ envoys: 100, objects: 100 }] : parseSizes('100x100,1000x500,5000x500')));
     const log = (line: string): void => console.log(`${new Date().toISOString()} ${line}`);
@@ -226,6 +229,16 @@ export async function run(argv: string[]): Promise<void> {
         results.convergence = { rows, finishedAt: new Date().toISOString(), conditions: '100 Envoy STATE records per batch, 20 pending generations, 16 shards, dynalite' };
       } catch (error) {
         log(`convergence bench FAILED: ${describe(error)}`);
+      }
+    }
+    if (args.recorderWrites) {
+      log('gateway item writes per ACK, old vs new event log (100 and 1,000 Envoys)…');
+      try {
+        const rows = await runRecorderWrites(defaultRecorderWritesOptions);
+        const { envoys, types, changes } = defaultRecorderWritesOptions;
+        results.recorderWrites = { rows, finishedAt: new Date().toISOString(), conditions: `the gateway's Recorder against dynalite, ${envoys.join(' and ')} Envoys, ${changes} changes touching ${types.join(' or ')} types each, both event-log modes in the same run` };
+      } catch (error) {
+        log(`recorder-writes bench FAILED: ${describe(error)}`);
       }
     }
   }

@@ -2,6 +2,7 @@
 // or not measured, each with its conditions), then the tables per size and the baselines.
 import type { BenchResults, SizeRun } from './results';
 import { sizeKey } from './results';
+import { formatRecorderWrites } from '../recorder-writes';
 
 export type Verdict = 'met' | 'missed' | 'not measured';
 
@@ -67,7 +68,7 @@ export const ANALYSIS: readonly string[] = [
   '',
   '- **1,000 × 1,000** (the anchor; `--sizes 1000x1000 --stages e2e --phase-timeout-ms 600000`, alone on the machine, load average ≈ 3-5): did not finish. Startup (1,000 HTTPProxies created 8 at a time, 1,000 Envoys connected) took ~100 s; 600 s later only 65 of 1,000 objects were True at generation 1. The convergence function was not the limit there: it had consumed 6,559 of the 6,665 stream records appended; the records themselves came slowly (~9 per second), i.e. the producers of watermarks and ACK states (control plane rebuilds of 1,000 objects with status writes, the gateway\'s barrier re-opens, the fleet in the same process) were. That part was not profiled in this round. So no last ACK → True figure exists at the anchor size; the 1,000 × 100 row stands in.',
   '- **5,000 Envoys per gateway process** (`--sizes 5000x100 --stages gateway`): measured, the relay served 5,000 streams at 19.4 KiB RSS per stream, config delivery p50/p99 1,283 / 2,085 ms against 2,647 / 4,546 ms for the same fleet connected straight to the control plane (ratio 0.46; direct runs first and pays the warm-up). A 5,000 × 100 end-to-end run was not attempted: given the 1,000 × 1,000 run, it could not finish in the time left.',
-  '- The local system now accepts up to 10,000 objects (infra/local/system/options.ts; samples are created 8 at a time); `npm start` (infra/local/start.ts) still caps its flag at 500.',
+  '- The local system now accepts up to 10,000 objects (infra/local/system/options.ts; samples are created 8 at a time); `npm start -- --objects N` takes the same 10,000.',
   '',
 ];
 
@@ -264,6 +265,10 @@ export function renderReadme(results: BenchResults): string {
   if (results.convergence) {
     lines.push('## Convergence work per stream batch (bench/convergence.ts)', '', results.convergence.conditions, '');
     lines.push(table(['Envoys', 'records/batch', 'items read/batch', 'requests/batch', 'batch ms', 'decision latency ms'], results.convergence.rows.map((r) => [String(r.envoys), String(r.recordsPerBatch), String(r.itemsReadPerBatch), String(r.requestsPerBatch), fmt(r.batchMs), fmt(r.decisionLatencyMs)])), '');
+  }
+  if (results.recorderWrites) {
+    lines.push('## Gateway item writes per ACK (bench/recorder-writes.ts)', '', results.recorderWrites.conditions, '');
+    lines.push(formatRecorderWrites(results.recorderWrites.rows), '');
   }
   lines.push('## Runs and conditions', '');
   for (const run of results.runs) {

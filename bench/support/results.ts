@@ -1,6 +1,7 @@
 // The shape of docs/bench/results.json, shared by the report writer, the README renderer and tests.
 import type { IstioResult, KnativeResult } from '../baselines';
 import type { E2eResult } from '../e2e';
+import type { RecorderWritesRow } from '../recorder-writes';
 
 /** The subset of bench/gateway.ts ModeResult the report uses (kept structural so old files load). */
 export interface GatewayModeSummary {
@@ -44,6 +45,8 @@ export interface BenchResults {
   machine: string;
   runs: SizeRun[];
   convergence?: { rows: ConvergenceRow[]; finishedAt: string; conditions: string };
+  /** bench/recorder-writes.ts: the gateway's item writes per ACK, old and new event log, one run. */
+  recorderWrites?: { rows: RecorderWritesRow[]; finishedAt: string; conditions: string };
 }
 
 export function sizeKey(run: { envoys: number; objects: number }): string {

@@ -43,7 +43,7 @@ function program(): Command {
     .description('Run xds-programmed locally: DynamoDB, Kubernetes, control plane, gateway, functions, Envoys')
     .option('--envoys <n>', 'simulated Envoys', integer(0, 5000), 8)
     .option('--grpc-clients <n>', 'real @grpc/grpc-js-xds clients', integer(0, 50), 2)
-    .option('--objects <n>', 'sample HTTPProxy objects', integer(0, 500), 3)
+    .option('--objects <n>', 'sample HTTPProxy objects', integer(0, 10_000), 3)
     .option('--nack-rate <r>', 'fraction of simulated Envoys that NACK sample-0\'s cluster', fraction, 0)
     .option('--slow-envoys <n>', 'simulated Envoys that ACK only after --slow-ack-ms (reported stuck first)', integer(0, 5000), 0)
     .option('--slow-ack-ms <ms>', 'ACK delay of the slow Envoys', integer(0, 3_600_000), 15_000)

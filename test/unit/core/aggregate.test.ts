@@ -130,13 +130,18 @@ describe('evaluateFromAggregates', () => {
     ['tombstones do not count', [at({ a: goneMember(3, T0) })], 'NoEnvoys', 0, 0, []],
     ['lineage without a watermark', [at({ a: member(envoy('a', { [CDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5, lineage: L2 })) }, L2)], 'Pending', 0, 1, ['a:noWatermark']],
     ['split across live lineages blocks (safe)', [at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) }), at({}, L2)], 'Pending', 0, 1, ['a:pending']],
-    ['a type on a lineage out of the live set no longer counts', [at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) })], 'Programmed', 1, 1, []],
+    ['a foreign lineage not known dead still blocks (safe)', [at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) })], 'Pending', 0, 1, ['a:pending']],
   ])('%s', (_name, aggregates, state, programmed, total, blockers) => {
     const result = evaluate(aggregates);
     expect(result.state).toBe(state);
     expect(result.programmed).toBe(programmed);
     expect(result.total).toBe(total);
     expect(result.blockers.map((b) => `${b.nodeId}:${b.reason}`)).toEqual(blockers);
+  });
+
+  it('a type on a lineage known dead (out of the live set) no longer counts', () => {
+    const result = evaluateFromAggregates({ object, generation: 2, watermark, aggregates: [at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) })], now: T0, policy, deadLineages: new Set([L2]) });
+    expect(result).toMatchObject({ state: 'Programmed', programmed: 1, total: 1 });
   });
 
   it('names the split limitation in the blocker', () => {

@@ -14,21 +14,29 @@ function aggregate(lineage: string, members: Record<string, Member>): LineageAgg
   return { lineage, envoysRecorded: Object.keys(members).length, shards: [{ ...emptyShard(lineage, 0), members, ...recount(members) }] };
 }
 
-function evaluate(state: EnvoyState, liveOthers: string[], requiredTypeUrls: string[] = []) {
+/** `liveOthers`: other lineages in the live set (read); `dead`: registered, heartbeat too old. */
+function evaluate(state: EnvoyState, liveOthers: string[], requiredTypeUrls: string[] = [], dead: string[] = [L2]) {
   const policy = { ttlMs: 60_000, ackTimeoutMs: 30_000, requiredTypeUrls };
   const aggregates = [aggregate(L1, { a: memberFromEnvoyState(state, requiredTypeUrls) }), ...liveOthers.map((lineage) => aggregate(lineage, {}))];
-  return evaluateFromAggregates({ object, generation: 2, watermark, aggregates, now: T0, policy });
+  return evaluateFromAggregates({ object, generation: 2, watermark, aggregates, now: T0, policy, deadLineages: new Set(dead.filter((lineage) => !liveOthers.includes(lineage))) });
 }
 
 // CDS on our lineage (L1) at the watermark; LDS held from another lineage.
 const splitAtMark = envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 9, lineage: L2 } }, { programmedThrough: 5 });
 
 describe('a member split across lineages', () => {
+  it('a foreign lineage neither live nor known dead (registered after the registry read) blocks', () => {
+    const result = evaluate(splitAtMark, [], [], []);
+    expect(result.state).toBe('Pending');
+    expect(result.blockers.map((b) => `${b.nodeId}:${b.reason}`)).toEqual(['a:pending']);
+  });
+
   it.each<[string, EnvoyState, string[], string[], string, string[]]>([
     ['other lineage live: blocks', splitAtMark, [L2], [], 'Pending', ['a:pending']],
     ['other lineage dead: own types decide', splitAtMark, [], [], 'Programmed', []],
     ['an unrelated lineage being live does not matter', splitAtMark, [L3], [], 'Programmed', []],
     ['one of two foreign lineages still live: blocks', envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 9, lineage: L2 }, [RDS]: { acked: 2, lineage: L3 } }, { programmedThrough: 5 }), [L3], [], 'Pending', ['a:pending']],
+    ['one of two foreign lineages unknown (not registered when read): blocks', envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 9, lineage: L2 }, [RDS]: { acked: 2, lineage: L3 } }, { programmedThrough: 5 }), [], [], 'Pending', ['a:pending']],
     ['other lineage dead, own types behind: pending', envoy('a', { [CDS]: { acked: 3 }, [LDS]: { acked: 9, lineage: L2 } }, { programmedThrough: 3 }), [], [], 'Pending', ['a:pending']],
     ['other lineage dead, a required type only held there: pending', splitAtMark, [], [CDS, LDS], 'Pending', ['a:pending']],
     ['other lineage dead, its NACK still blocks (invariant 2)', envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 1, lineage: L2, nack: { seq: 2, message: 'bad listener', at: T0 } } }, { programmedThrough: 5 }), [], [], 'Rejected', ['a:nacked']],
