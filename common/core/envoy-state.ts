@@ -88,7 +88,22 @@ export function applyNamesAdded(state: EnvoyState, args: { typeUrl: string; line
   return withType(state, args.typeUrl, { ...base, subscribed: true, namesChange: { at: base.namesChange?.at ?? args.now, sent: false } }, args.now);
 }
 
-/** The Envoy stopped subscribing to a type (its stream for that type closed, or it dropped the type). */
+/**
+ * The stream serving a type closed while the Envoy's other streams live on (per-type xDS services).
+ * This is not an unsubscription: Envoy keeps using the last config it accepted for the type when a
+ * stream ends and re-sends its subscription on the next one (xDS protocol, "the client retains its
+ * last-known configuration"), like applyDisconnect for the whole Envoy. So the type keeps counting:
+ * its last ACK, and an unresolved NACK still blocks (invariants 1 and 2; truth checker seed 4019,
+ * docs/RELIABILITY.md). Nothing is in flight on a closed stream: pending is cleared.
+ */
+export function applyTypeStreamClosed(state: EnvoyState, args: { typeUrl: string; now: number }): EnvoyState {
+  const previous = state.types[args.typeUrl];
+  if (previous === undefined) return state;
+  const { pending: _pending, ...rest } = previous;
+  return withType(state, args.typeUrl, rest, args.now);
+}
+
+/** The Envoy stopped subscribing to a type (it dropped the type; a closed stream is applyTypeStreamClosed). */
 export function applyUnsubscribe(state: EnvoyState, args: { typeUrl: string; now: number }): EnvoyState {
   const previous = state.types[args.typeUrl];
   if (previous === undefined) return state;

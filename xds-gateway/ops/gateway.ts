@@ -196,7 +196,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     },
     // Stream admission: a new stream's first response waits until the recorder wrote the Envoy's
     // state for it, so its lineage's envoysRecorded counts it (docs/GATEWAY.md, "Stream admission").
-    admission: ({ nodeId }) => recorder.whenStateWritten(nodeId),
+    ...(config.streamAdmission ? { admission: ({ nodeId }: { nodeId: string }) => recorder.whenStateWritten(nodeId) } : {}),
     observer: tracker,
     clock,
     logger: log.child({ component: 'relay' }),

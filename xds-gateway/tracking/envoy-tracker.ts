@@ -11,7 +11,7 @@ import {
   applyDisconnect,
   applyHeartbeat,
   applySent,
-  applyUnsubscribe,
+  applyTypeStreamClosed,
   newEnvoyState,
   stuckEvents,
   withProgrammedThrough,
@@ -206,11 +206,14 @@ export class EnvoyTracker implements RelayObserver {
       tracked.disconnectedAt = e.at;
       tracked.stuckReported.clear();
     } else if (stream !== undefined) {
-      // Per-type streams: this type's subscription ended; the Envoy's other streams live on.
+      // Per-type streams: this type's stream ended while the Envoy's other streams live on. The Envoy
+      // still runs what it accepted for the type (and still rejects what it NACKed): the type keeps
+      // counting, as on a full disconnect. Marking it unsubscribed let a NACKed or lagging type drop
+      // out of the member and the Envoy count as programmed (truth checker seed 4019).
       const stillServed = new Set<string>();
       for (const other of tracked.streams) for (const typeUrl of this.streams.get(other)?.types ?? []) stillServed.add(typeUrl);
       for (const typeUrl of stream.types) {
-        if (!stillServed.has(typeUrl)) tracked.state = applyUnsubscribe(tracked.state, { typeUrl, now: e.at });
+        if (!stillServed.has(typeUrl)) tracked.state = applyTypeStreamClosed(tracked.state, { typeUrl, now: e.at });
       }
       tracked.state = this.withProgrammedThrough(tracked.state);
     }

@@ -153,6 +153,13 @@ describe('parseGatewayConfig', () => {
     expect(parsed.config.trackedKinds).toEqual([HTTPPROXY_KIND]);
   });
 
+  test('stream admission on by default, off on request', () => {
+    const byDefault = parseGatewayConfig(required, {});
+    expect(byDefault.kind === 'ok' && byDefault.config.streamAdmission).toBe(true);
+    const off = parseGatewayConfig([...required, '--stream-admission', 'false'], {});
+    expect(off.kind === 'ok' && off.config.streamAdmission).toBe(false);
+  });
+
   test('event log mode: carried by default, items on request, anything else refused', () => {
     const byDefault = parseGatewayConfig(required, {});
     expect(byDefault.kind === 'ok' && byDefault.config.eventLogMode).toBe('carried');
