@@ -389,21 +389,6 @@ async function runSchedule(harness: Harness, schedule: Schedule, options: TruthR
   const inputs = truthInputs(harness, timings);
   const trueChecks = checkTrueWrites(writes, inputs);
   violations.push(...trueChecks.filter((v) => !v.known));
-  // TEMP-DIAG-H
-  if (trueChecks.some((v) => !v.known && v.invariant === 'I1-true-only-when-programmed')) {
-    const lines: string[] = [`DIAG startedAt=${startedAt} healedAt=${healedAt}`];
-    for (const write of allWrites) lines.push(`DIAG write ${write.name} at=${write.at} ${write.condition.status} g${write.condition.observedGeneration} ${write.condition.reason}: ${write.condition.message.slice(0, 300)}`);
-    for (const id of system.fleet.truth.nodeIds()) {
-      const envoy = system.fleet.truth.envoyTruth(id);
-      if (!envoy) continue;
-      lines.push(`DIAG envoy ${id} mode=${system.modeOf(id) ?? '?'} conns=${envoy.connections.filter((c) => c.at >= startedAt - 5000).map((c) => `${c.kind}@${c.at}${c.detail ? `(${c.detail})` : ''}`).join(' ')}`);
-      for (const type of envoy.types.values()) {
-        lines.push(`DIAG   ${type.typeUrl.split('.').pop()} accepted=${type.accepted.filter((a) => a.acceptedAt >= startedAt - 5000).map((a) => `${a.versionInfo.replace(/^.*?gw-truth\./, '')}@${a.acceptedAt}`).join(' ')} nacks=${type.nacks.filter((n) => n.at >= startedAt - 5000).map((n) => `${n.versionInfo.replace(/^.*?gw-truth\./, '')}@${n.at}`).join(' ')} lastReceived=${type.lastReceived ? type.lastReceived.at : '-'}`);
-      }
-    }
-    lines.push(`DIAG stored: ${await describeStoredStates(resyncDeps)}`);
-    console.error(lines.join('\n'));
-  }
   violations.push(...checkRejectedMessages(writes, system.fleet.truth));
   const counts = checkWriteCounts(writes.filter((write) => !isRepair(harness, write)), options.writeBound);
   violations.push(...counts.violations);
