@@ -250,7 +250,9 @@ export function memberBlocker(
   if (mark === undefined) return { nodeId, reason: 'noWatermark', lineages: [lineage] };
   if (member.t >= mark.seq) return undefined;
   const behind = (b.w ?? []).filter((w) => w.c === true || w.a < (mark.types[w.u] ?? 0));
-  const stuck = behind.filter((w) => now - w.s >= policy.ackTimeoutMs);
+  // Judged at the member's lastSeenAt, not the reader's clock (staleness.ts `stuckTypesAsStored`).
+  const observedAt = Math.min(now, member.s);
+  const stuck = behind.filter((w) => observedAt - w.s >= policy.ackTimeoutMs);
   if (stuck.length > 0) return { nodeId, reason: 'stuck', typeUrls: stuck.map((w) => w.u), since: Math.min(...stuck.map((w) => w.s)) };
   return { nodeId, reason: 'pending', typeUrls: [...new Set([...behind.map((w) => w.u), ...behindByAck(member, mark), ...(b.req ?? [])])].sort() };
 }

@@ -5,7 +5,7 @@
 // not seen for the TTL leave the denominator.
 import type { ObjectRef } from './identity';
 import type { EnvoyState } from './schema';
-import { isLive, stuckTypes, waitingSince } from './staleness';
+import { isLive, stuckTypesAsStored, waitingSince } from './staleness';
 import { watermarkProgress, type Watermark } from './watermark';
 import type { Lineage } from './version';
 
@@ -67,7 +67,7 @@ export function blockerFor(envoy: EnvoyState, watermark: Watermark, now: number,
   if (nacks.length > 0) return { nodeId: envoy.nodeId, reason: 'nacked', nacks };
   const progress = watermarkProgress(envoy, watermark, { requiredTypeUrls: policy.requiredTypeUrls ?? [] });
   if (progress.reached) return undefined;
-  const stuck = stuckTypes(envoy, now, policy.ackTimeoutMs).filter((typeUrl) => progress.behindTypes.includes(typeUrl));
+  const stuck = stuckTypesAsStored(envoy, now, policy.ackTimeoutMs).filter((typeUrl) => progress.behindTypes.includes(typeUrl));
   if (stuck.length > 0) {
     const since = Math.min(...stuck.map((typeUrl) => waitingSince(envoy, typeUrl) ?? now));
     return { nodeId: envoy.nodeId, reason: 'stuck', typeUrls: stuck, since };

@@ -33,6 +33,18 @@ export function stuckTypes(envoy: EnvoyState, now: number, ackTimeoutMs: number)
   return stuck.sort();
 }
 
+/**
+ * `stuckTypes` as the *stored* state proves it: judged at the state's own `lastSeenAt` (the last time
+ * its gateway vouched for it), never at the reader's clock. A stored state lags the gateway by the
+ * pipeline (flush, stream, convergence backlog); judged at `now`, an Envoy that ACKed long ago would
+ * look stuck because its ACK has not reached the reader yet, and the object would get a false Stuck
+ * write. The gateway refreshes `lastSeenAt` when it finds a response unanswered past the timeout (it
+ * writes the STUCK event then), so a real stuck Envoy is still reported, one state write later.
+ */
+export function stuckTypesAsStored(envoy: EnvoyState, now: number, ackTimeoutMs: number): string[] {
+  return stuckTypes(envoy, Math.min(now, envoy.lastSeenAt), ackTimeoutMs);
+}
+
 export function isStuck(envoy: EnvoyState, now: number, ackTimeoutMs: number): boolean {
   return envoy.status === 'CONNECTED' && stuckTypes(envoy, now, ackTimeoutMs).length > 0;
 }

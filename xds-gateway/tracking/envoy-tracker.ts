@@ -290,6 +290,7 @@ export class EnvoyTracker implements RelayObserver {
   checkStuck(now = this.clock.now()): void {
     for (const tracked of this.envoys.values()) {
       if (tracked.state.status !== 'CONNECTED') continue;
+      let reported = false;
       for (const event of stuckEvents(tracked.state, now, this.ackTimeoutMs, this.eventRetentionMs)) {
         const key = `${event.lineage}|${event.typeUrl}|${event.seq}`;
         if (tracked.stuckReported.has(key)) continue;
@@ -297,6 +298,13 @@ export class EnvoyTracker implements RelayObserver {
         this.recorder.enqueueEvent(event);
         this.metrics?.stuckDetected(event.typeUrl);
         this.logger.warn({ nodeId: event.nodeId, typeUrl: event.typeUrl, seq: event.seq, sentAt: event.sentAt }, 'Envoy stuck: response unanswered past the ACK timeout');
+        reported = true;
+      }
+      // Readers judge stuck at the stored lastSeenAt (core stuckTypesAsStored): vouch for the connected
+      // Envoy now, so the stored state proves the wait and carries the STUCK event in the same write.
+      if (reported) {
+        tracked.state = applyHeartbeat(tracked.state, now);
+        this.write(tracked.state);
       }
     }
   }

@@ -1,6 +1,6 @@
 // ACK/NACK/stuck tracking end to end: simulated Envoys → gateway (relay + tracker + recorder) →
 // local DynamoDB, upstream the reference control plane. Asserts what lands in the table.
-import { newEnvoyState, RDS_TYPE_URL, type EnvoyEvent, type EnvoyState, type EventStore, type LineageState } from '../../../common/core';
+import { newEnvoyState, RDS_TYPE_URL, stuckTypesAsStored, type EnvoyEvent, type EnvoyState, type EventStore, type LineageState } from '../../../common/core';
 import { createEventStore, ensureTable, type DynamoEventStore, type StoreClients } from '../../../common/store';
 import { lineageStateFor } from '../../../xds-gateway/tracking/lineage-mirror';
 import { Recorder } from '../../../xds-gateway/tracking/recorder';
@@ -168,6 +168,13 @@ test('an Envoy that never answers is reported STUCK once per pending response', 
   const keys = again.map((e) => `${e.typeUrl}#${e.seq}`);
   expect(new Set(keys).size).toBe(keys.length);
   expect((await envoyEvents(gateway.store, 'hang-0')).some((e) => e.outcome === 'ACK')).toBe(false);
+  // The stored state proves the wait on its own (readers judge stuck at its lastSeenAt, not their
+  // clock): the gateway vouched for the Envoy at or after the timeout of the pending response.
+  const state = await envoyState(gateway.store, 'hang-0');
+  const first = stuck[0]!;
+  expect(state).toBeDefined();
+  expect(state!.lastSeenAt - first.sentAt!).toBeGreaterThanOrEqual(1500);
+  expect(stuckTypesAsStored(state!, Date.now(), 1500)).toContain(first.typeUrl);
 });
 
 test('store throttling delays events, never loses them', async () => {

@@ -125,6 +125,7 @@ describe('evaluateFromAggregates', () => {
     ['one behind', [at({ a: member(envoy('a', { [CDS]: { acked: 5 } }, { programmedThrough: 5 })), b: member(envoy('b', { [CDS]: { acked: 3 } }, { programmedThrough: 4 })) })], 'Pending', 1, 2, ['b:pending']],
     ['NACK wins', [at({ a: member(envoy('a', { [CDS]: { acked: 3, nack: { seq: 5, message: 'no', at: T0 } } }, { programmedThrough: 4 })), b: member(envoy('b', { [CDS]: { acked: 3 } }, { programmedThrough: 4 })) })], 'Rejected', 0, 2, ['a:nacked', 'b:pending']],
     ['stuck after the ACK timeout', [at({ a: member(envoy('a', { [CDS]: { acked: 3, pending: { seq: 5, sentAt: T0 - 40_000 } } }, { programmedThrough: 4 })) })], 'Stuck', 0, 1, ['a:stuck']],
+    ['past the timeout only by the reader\'s clock (the member lags) is pending, not stuck', [at({ a: member(envoy('a', { [CDS]: { acked: 3, pending: { seq: 5, sentAt: T0 - 40_000 } } }, { programmedThrough: 4, lastSeenAt: T0 - 39_000 })) })], 'Pending', 0, 1, ['a:pending']],
     ['expired members leave the denominator', [at({ a: member(envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 4, status: 'EXPIRED' })) })], 'NoEnvoys', 0, 0, []],
     ['not seen for the TTL', [at({ a: member(envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 4, lastSeenAt: T0 - 61_000 })) })], 'NoEnvoys', 0, 0, []],
     ['tombstones do not count', [at({ a: goneMember(3, T0) })], 'NoEnvoys', 0, 0, []],
