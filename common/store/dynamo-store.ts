@@ -148,25 +148,9 @@ export class DynamoEventStore implements EventStore {
       }
       valid.push({ event, item: toEnvoyEventItem(parsed.data) });
     }
-    if (valid.length === 0) return { written: 0, failed };
-    try {
-      await batchPut(this.operations, valid.map((entry) => entry.item), { ...this.batch, tableName: this.tableName });
-      return { written: valid.length, failed };
-    } catch (error) {
-      if (!(error instanceof UnwrittenItemsError)) throw error;
-      const failureByKey = new Map(error.failures.map((failure) => [keyString(failure.item), failure]));
-      let written = 0;
-      for (const entry of valid) {
-        const failure = failureByKey.get(keyString(entry.item));
-        if (failure === undefined) written++;
-        else failed.push({ event: entry.event, error: failure.cause, retryable: failure.retryable });
-      }
-      this.logger.warn(
-        { table: this.tableName, unwritten: failureByKey.size, reasons: error.causes },
-        'events not written after retries; returned to caller',
-      );
-      return { written, failed };
-    }
+    const { written, unwritten } = await this.putAll(valid, 'events');
+    for (const { source, error, retryable } of unwritten) failed.push({ event: source.event, error, retryable });
+    return { written, failed };
   }
 
   async putEventLogs(batches: readonly EventLogBatch[]): Promise<PutEventLogsResult> {
@@ -190,21 +174,34 @@ export class DynamoEventStore implements EventStore {
       }
       valid.push({ batch, item });
     }
-    if (valid.length === 0) return { written: 0, failed };
+    const { written, unwritten } = await this.putAll(valid, 'event-log items');
+    for (const { source, error, retryable } of unwritten) failed.push({ batch: source.batch, error, retryable });
+    return { written, failed };
+  }
+
+  /**
+   * BatchWrites `entries` (the store's retries included) and attributes what is still unwritten to the
+   * entry it came from, so the caller can hand each failure back; only an `UnwrittenItemsError` is
+   * turned into per-entry failures, anything else is thrown.
+   */
+  private async putAll<Source extends { item: KeyedItem }>(
+    entries: readonly Source[],
+    what: string,
+  ): Promise<{ written: number; unwritten: { source: Source; error: string; retryable: boolean }[] }> {
+    if (entries.length === 0) return { written: 0, unwritten: [] };
     try {
-      await batchPut(this.operations, valid.map((entry) => entry.item), { ...this.batch, tableName: this.tableName });
-      return { written: valid.length, failed };
+      await batchPut(this.operations, entries.map((entry) => entry.item), { ...this.batch, tableName: this.tableName });
+      return { written: entries.length, unwritten: [] };
     } catch (error) {
       if (!(error instanceof UnwrittenItemsError)) throw error;
       const failureByKey = new Map(error.failures.map((failure) => [keyString(failure.item), failure]));
-      let written = 0;
-      for (const entry of valid) {
+      const unwritten: { source: Source; error: string; retryable: boolean }[] = [];
+      for (const entry of entries) {
         const failure = failureByKey.get(keyString(entry.item));
-        if (failure === undefined) written++;
-        else failed.push({ batch: entry.batch, error: failure.cause, retryable: failure.retryable });
+        if (failure !== undefined) unwritten.push({ source: entry, error: failure.cause, retryable: failure.retryable });
       }
-      this.logger.warn({ table: this.tableName, unwritten: failureByKey.size, reasons: error.causes }, 'event-log items not written after retries; returned to caller');
-      return { written, failed };
+      this.logger.warn({ table: this.tableName, unwritten: failureByKey.size, reasons: error.causes }, `${what} not written after retries; returned to caller`);
+      return { written: entries.length - unwritten.length, unwritten };
     }
   }
 

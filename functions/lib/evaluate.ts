@@ -127,6 +127,7 @@ export class AggregateSnapshot {
    */
   private readonly byWatermark = new Map<string, Convergence>();
   private registryV = 0;
+  private freshness: { rev: number; revs: Record<string, number>; registryVersion: number } | undefined;
   /** Registered lineages out of the live set: their gateways are dead (split members, core memberBlocker). */
   private readonly deadLineages = new Set<string>();
 
@@ -137,10 +138,16 @@ export class AggregateSnapshot {
     return this.loaded;
   }
 
-  /** Version of the registry read the live lineages came from (decision freshness, docs/CONVERGENCE.md). */
-  async registryVersion(): Promise<number> {
-    await this.get();
-    return this.registryV;
+  /**
+   * X@G decided from this snapshot, stamped with the snapshot's freshness (total, per lineage and the
+   * registry version it read: docs/CONVERGENCE.md, "Decision freshness"), which is computed once per
+   * snapshot, not per candidate.
+   */
+  async decide(record: ObjectGeneration): Promise<{ decision: Decision; now: number }> {
+    const { convergence, now, aggregates } = await this.evaluate(record);
+    this.freshness ??= { rev: snapshotRev(aggregates), revs: snapshotRevs(aggregates), registryVersion: this.registryV };
+    const { rev, revs, registryVersion } = this.freshness;
+    return { decision: decisionFromConvergence(convergence, now, rev, { revs, registryVersion }), now };
   }
 
   /** X@G evaluated from this snapshot (shared with every generation of the same watermark). */
@@ -202,6 +209,11 @@ function pendingEntriesOf(record: ObjectGeneration): PendingEntry[] {
   return Object.entries(record.watermarks).map(([lineage, mark]) => ({ lineage, seq: mark.seq, object: record.object, generation: record.generation }));
 }
 
+/** Whether storing `fresh` over `stored` would write nothing worth writing (docs/CONVERGENCE.md, "Decision refresh"). */
+function nothingToWrite(deps: EvaluationDeps, stored: Decision | undefined, fresh: Decision, now: number): boolean {
+  return sameDecision(stored, fresh) || recentSameVerdict(stored, fresh, now, deps.decisionRefreshMs ?? 0);
+}
+
 /** Whether `stored` already says what `fresh` says (same verdict) and was decided less than `refreshMs` ago. */
 export function recentSameVerdict(stored: Decision | undefined, fresh: Decision, now: number, refreshMs: number): boolean {
   if (stored === undefined || refreshMs <= 0 || now - stored.decidedAt >= refreshMs) return false;
@@ -229,10 +241,9 @@ async function unchangedFromCache(deps: EvaluationDeps, snapshot: AggregateSnaps
   const cached = deps.generationCache?.get(key, deps.now());
   const stored = cached?.decision;
   if (cached === undefined || stored === undefined || stored.supersededBy !== undefined || stored.state === 'Programmed') return false;
-  const { convergence, now, aggregates } = await snapshot.evaluate(cached);
-  const fresh = decisionFromConvergence(convergence, now, snapshotRev(aggregates), { revs: snapshotRevs(aggregates), registryVersion: await snapshot.registryVersion() });
+  const { decision: fresh, now } = await snapshot.decide(cached);
   if (fresh.state === 'Programmed' || fresh.state === 'GenerationNotObservable') return false;
-  return sameDecision(stored, fresh) || recentSameVerdict(stored, fresh, now, deps.decisionRefreshMs ?? 0);
+  return nothingToWrite(deps, stored, fresh, now);
 }
 
 /** The full evaluation: reads the item, decides, writes if needed; returns the record as now stored. */
@@ -256,14 +267,15 @@ async function evaluateFromStore(deps: EvaluationDeps, snapshot: AggregateSnapsh
     for (const entry of pendingEntriesOf(record)) await deps.aggregates.deletePending(entry);
     return { outcome: 'unchanged', record };
   }
-  const { convergence, now, aggregates } = await snapshot.evaluate(record);
   // Freshness per lineage, not only the total: when a dead gateway's lineage leaves the live set the
   // total drops, and a total-only guard refused every later decision (docs/CONVERGENCE.md).
-  let decision: Decision = decisionFromConvergence(convergence, now, snapshotRev(aggregates), { revs: snapshotRevs(aggregates), registryVersion: await snapshot.registryVersion() });
+  const fresh = await snapshot.decide(record);
+  const now = fresh.now;
+  let decision: Decision = fresh.decision;
   // Nothing to write: no need to ask whether a newer generation exists (a newer generation's own
   // watermark record supersedes this one, supersedeOlder; the check below guards writes only).
   const resolving = decision.state === 'Programmed' || decision.state === 'GenerationNotObservable';
-  if (!resolving && (sameDecision(record.decision, decision) || recentSameVerdict(record.decision, decision, now, deps.decisionRefreshMs ?? 0))) return { outcome: 'unchanged', record };
+  if (!resolving && nothingToWrite(deps, record.decision, decision, now)) return { outcome: 'unchanged', record };
   const supersededBy = await newerGeneration(deps, candidate);
   if (supersededBy !== undefined) {
     const evaluatedRevs = maxEvaluatedRevs(decision.evaluatedRevs, record.decision?.evaluatedRevs);

@@ -134,7 +134,7 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
 
   protected maybeSend(typeUrl: string, state: DeltaTypeState): void {
     const stream = this.stream;
-    if (stream === undefined || state.pending || this.context.paused() || !this.admitted) return;
+    if (stream === undefined || this.responsesHeld(state)) return;
     const snapshot = stream.group.cache.snapshot(typeUrl);
     if (snapshot === undefined || !snapshot.hasData) return;
     const resources: DeltaResource[] = [];

@@ -150,8 +150,8 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
   protected stream: StreamIdentity | undefined;
   protected readonly types = new Map<string, State>();
   protected ended = false;
-  /** False until the stream's admission resolved: no response is sent before (maybeSend checks it). */
-  protected admitted = true;
+  /** False until the stream's admission resolved: no response is sent before (see responsesHeld). */
+  private admitted = true;
   private nonceCounter = 0;
   private untrack: (() => void) | undefined;
   private readonly rate: RequestRateLimit | undefined;
@@ -268,6 +268,14 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
    * join race in docs/RELIABILITY.md). Holding the first response until it is counted makes that
    * impossible by construction: an uncounted Envoy holds nothing from this lineage.
    */
+  /**
+   * Whether a response of a type must wait: one is already awaiting its answer (one response in flight
+   * per type, as go-control-plane), the relay is paused (backpressure), or the stream is not admitted.
+   */
+  protected responsesHeld(state: { pending: boolean }): boolean {
+    return state.pending || this.context.paused() || !this.admitted;
+  }
+
   private awaitAdmission(stream: StreamIdentity, lineage: string): void {
     let waiting: Promise<void> | undefined;
     try {

@@ -123,7 +123,7 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
 
   protected maybeSend(typeUrl: string, state: SotwTypeState): void {
     const stream = this.stream;
-    if (stream === undefined || state.pending || this.context.paused() || !this.admitted) return;
+    if (stream === undefined || this.responsesHeld(state)) return;
     const snapshot = stream.group.cache.snapshot(typeUrl);
     if (snapshot === undefined || !snapshot.hasData) return; // answered when the upstream first responds
     const namesKey = state.namesKey;
