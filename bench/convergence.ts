@@ -3,11 +3,15 @@
 //      since evaluation reads the lineage's shards, not the fleet;
 //   2. decision latency: from the write of the last blocking Envoy's state to the Programmed
 //      decision on the OBJECT item, through the real stream delivery and handler.
-// Run: `npx tsx bench/convergence.ts [--fleets 1000,10000] [--batch 100] [--pending 20] [--shards 16]`
+// Run: `npx tsx bench/convergence.ts [--fleets 1000,10000] [--batch-size 100[,500,1000]] [--repeat 3]
+//   [--pending 20] [--shards 16] [--dynalite-process inline|child]`
 // or `npm run bench -- convergence`. Numbers are for this machine and dynalite, not DynamoDB.
+// `--batch-size` takes a list to compare stream batch sizes in one session (the Lambda mapping's
+// batchSize; infra/local/system/functions.ts and serverless.yml are set from it); each batch is
+// processed `--repeat` times (fresh records each time) and the median is reported.
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as LambdaAttributeValue, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { Command } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 
 import {
@@ -36,9 +40,14 @@ const logger = pino({ level: 'silent' });
 
 export interface ConvergenceBenchOptions {
   fleets: number[];
+  /** Envoy STATE records per stream batch (the mapping's batchSize). */
   batch: number;
   pending: number;
   shards: number;
+  /** Batches measured per row (median reported; default 1). */
+  repeat?: number;
+  /** Where dynalite runs (default inline: the bench process then holds both, as the e2e did before). */
+  dynaliteProcess?: 'child' | 'inline';
 }
 
 export interface ConvergenceBenchRow {
@@ -47,7 +56,10 @@ export interface ConvergenceBenchRow {
   itemsReadPerBatch: number;
   requestsPerBatch: number;
   batchMs: number;
+  /** recordsPerBatch / batchMs: what one stream shard's convergence invocations can consume. */
+  recordsPerSec: number;
   decisionLatencyMs: number;
+  dynalite: 'child' | 'inline';
 }
 
 /** Counts items returned and requests made, for every read the functions do. */
@@ -117,7 +129,8 @@ function streamRecord(oldState: EnvoyState, newState: EnvoyState, sequence: numb
 }
 
 async function measureFleet(envoys: number, options: ConvergenceBenchOptions): Promise<ConvergenceBenchRow> {
-  const dynamo = await startLocalDynamo({ logger, shardCount: 2 });
+  const dynaliteProcess = options.dynaliteProcess ?? 'inline';
+  const dynamo = await startLocalDynamo({ logger, shardCount: 2, dynaliteProcess });
   const tableName = `bench-convergence-${envoys}`;
   const clients = createStoreClients({ region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 10 });
   try {
@@ -145,16 +158,32 @@ async function measureFleet(envoys: number, options: ConvergenceBenchOptions): P
       await aggregates.putPending({ lineage: LINEAGE, seq: 2, object: ref, generation: 1 });
     }
 
-    // 1. One stream batch of Envoys ACKing seq 2, processed by the handler's batch function.
-    const records = Array.from({ length: options.batch }, (_, i) => streamRecord(envoyState(`envoy-${i}`, 1, 0, now), envoyState(`envoy-${i}`, 2, 1, now), i + 1));
-    operations.items = 0;
-    operations.requests = 0;
-    const started = performance.now();
-    const { report } = await processConvergenceBatch({ Records: records } as DynamoDBStreamEvent, deps);
-    const batchMs = performance.now() - started;
-    if (report.failed > 0) throw new Error(`bench batch had ${report.failed} failures`);
-    const itemsReadPerBatch = operations.items;
-    const requestsPerBatch = operations.requests;
+    // 1. A stream batch of Envoys ACKing the next seq, processed by the handler's batch function;
+    // repetition r moves the same Envoys from seq 1+r to 2+r (rev r to r+1), so every batch changes
+    // every member it names. envoy-last is counted but not yet in the shards, so the pending
+    // generations stay pending and every repetition evaluates all of them.
+    if (options.batch > envoys) throw new Error(`--batch-size ${options.batch} is larger than the fleet (${envoys})`);
+    const repeat = Math.max(1, options.repeat ?? 1);
+    const batchTimes: number[] = [];
+    let itemsReadPerBatch = 0;
+    let requestsPerBatch = 0;
+    for (let r = 0; r < repeat; r++) {
+      const records = Array.from({ length: options.batch }, (_, i) =>
+        streamRecord(envoyState(`envoy-${i}`, 1 + r, r, now), envoyState(`envoy-${i}`, 2 + r, r + 1, now), r * options.batch + i + 1),
+      );
+      operations.items = 0;
+      operations.requests = 0;
+      const started = performance.now();
+      const { report } = await processConvergenceBatch({ Records: records } as DynamoDBStreamEvent, deps);
+      batchTimes.push(performance.now() - started);
+      if (report.failed > 0) throw new Error(`bench batch had ${report.failed} failures`);
+      // Reads of the first batch (later ones hit the decision cache when it is configured).
+      if (r === 0) {
+        itemsReadPerBatch = operations.items;
+        requestsPerBatch = operations.requests;
+      }
+    }
+    const batchMs = median(batchTimes);
 
     // 2. Decision latency through the stream: all but one Envoy at seq 2 (written straight into the
     // shards), then the last one's state is written as the gateway would, and we wait for the decision.
@@ -164,7 +193,7 @@ async function measureFleet(envoys: number, options: ConvergenceBenchOptions): P
       const expected = next.v;
       for (const nodeId of Object.keys(next.members)) {
         if (nodeId === 'envoy-last') continue;
-        next = applyMember(next, nodeId, memberFromEnvoyState(envoyState(nodeId, 2, 5, now))).shard;
+        next = applyMember(next, nodeId, memberFromEnvoyState(envoyState(nodeId, 2, repeat + 5, now))).shard;
       }
       await aggregates.putShard({ ...next, v: expected + 1 }, read.status === 'found' ? expected : undefined);
     }
@@ -172,7 +201,7 @@ async function measureFleet(envoys: number, options: ConvergenceBenchOptions): P
     const delivery = createStreamDelivery({
       source: dynamo.tableStreams.get(tableName),
       handler: async (event) => (await processConvergenceBatch(event, deps)).response,
-      batchSize: 100,
+      batchSize: options.batch,
       maximumBatchingWindowMs: 0,
       startingPosition: 'LATEST',
       logger,
@@ -189,7 +218,16 @@ async function measureFleet(envoys: number, options: ConvergenceBenchOptions): P
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
       const decisionLatencyMs = performance.now() - written;
-      return { envoys, recordsPerBatch: options.batch, itemsReadPerBatch, requestsPerBatch, batchMs: Math.round(batchMs), decisionLatencyMs: Math.round(decisionLatencyMs) };
+      return {
+        envoys,
+        recordsPerBatch: options.batch,
+        itemsReadPerBatch,
+        requestsPerBatch,
+        batchMs: Math.round(batchMs),
+        recordsPerSec: Math.round((options.batch * 1000) / batchMs),
+        decisionLatencyMs: Math.round(decisionLatencyMs),
+        dynalite: dynaliteProcess,
+      };
     } finally {
       await delivery.stop();
     }
@@ -205,21 +243,46 @@ export async function runConvergenceBench(options: ConvergenceBenchOptions): Pro
   return rows;
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN;
+}
+
+function positiveIntegers(value: string): number[] {
+  const parsed = value.split(',').map((s) => Number(s.trim()));
+  if (parsed.length === 0 || parsed.some((n) => !Number.isInteger(n) || n < 1)) throw new InvalidArgumentError(`not a list of positive integers: ${value}`);
+  return parsed;
+}
+
+function positiveInteger(value: string): number {
+  const [n, ...rest] = positiveIntegers(value);
+  if (n === undefined || rest.length > 0) throw new InvalidArgumentError(`not a positive integer: ${value}`);
+  return n;
+}
+
 export async function run(argv: string[]): Promise<void> {
   const program = new Command()
-    .option('--fleets <list>', 'fleet sizes, comma-separated', '1000,10000')
-    .option('--batch <n>', 'Envoy STATE records per stream batch', '100')
-    .option('--pending <n>', 'pending object generations', '20')
-    .option('--shards <n>', 'aggregate shards per lineage', '16')
+    .option('--fleets <list>', 'fleet sizes, comma-separated', positiveIntegers, [1000, 10000])
+    .option('--batch-size <list>', 'Envoy STATE records per stream batch (the mapping\'s batchSize), comma-separated to compare', positiveIntegers)
+    .option('--batch <n>', 'same as --batch-size with one value (kept for earlier command lines)', positiveInteger)
+    .option('--repeat <n>', 'batches measured per row (median)', positiveInteger, 1)
+    .option('--pending <n>', 'pending object generations', positiveInteger, 20)
+    .option('--shards <n>', 'aggregate shards per lineage', positiveInteger, 16)
+    .addOption(new Option('--dynalite-process <list>', 'dynalite inline (in the bench process) or in a child process; "inline,child" runs both').default('inline'))
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<{ fleets: string; batch: string; pending: string; shards: string }>();
-  const rows = await runConvergenceBench({
-    fleets: opts.fleets.split(',').map((s) => Number.parseInt(s, 10)),
-    batch: Number.parseInt(opts.batch, 10),
-    pending: Number.parseInt(opts.pending, 10),
-    shards: Number.parseInt(opts.shards, 10),
-  });
+  const opts = program.opts<{ fleets: number[]; batchSize?: number[]; batch?: number; repeat: number; pending: number; shards: number; dynaliteProcess: string }>();
+  const modes = opts.dynaliteProcess.split(',').map((m) => m.trim());
+  for (const mode of modes) if (mode !== 'child' && mode !== 'inline') throw new InvalidArgumentError(`--dynalite-process: not child or inline: ${mode}`);
+  const rows: ConvergenceBenchRow[] = [];
+  for (const batch of opts.batchSize ?? [opts.batch ?? 100]) {
+    // A batch names distinct Envoys, so it cannot be larger than the fleet: such rows are skipped.
+    const fleets = opts.fleets.filter((envoys) => envoys >= batch);
+    if (fleets.length === 0) continue;
+    for (const mode of modes as Array<'child' | 'inline'>) {
+      rows.push(...(await runConvergenceBench({ fleets, batch, repeat: opts.repeat, pending: opts.pending, shards: opts.shards, dynaliteProcess: mode })));
+    }
+  }
   console.table(rows);
 }
 

@@ -1,6 +1,7 @@
 // Benchmark of the local DynamoDB front (infra/local/dynamo): batched writes/s through the front vs
 // straight to dynalite, and stream-delivery lag (write acknowledged -> handler receives).
-//   npx tsx bench/dynamo.ts [--writers 4] [--batches 40] [--puts 200]   (or npm run bench -- dynamo)
+//   npx tsx bench/dynamo.ts [--writers 4] [--batches 40] [--puts 200] [--dynalite-process child|inline]
+//   (or npm run bench -- dynamo)
 import { BatchWriteItemCommand, PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { createStreamDelivery, startLocalDynamo } from '../infra/local/dynamo';
@@ -13,6 +14,8 @@ export interface DynamoBenchOptions {
   batchesPerWriter?: number;
   /** Sequential single PutItems for the unloaded lag measurement. */
   lightLoadPuts?: number;
+  /** Where dynalite runs (default inline). */
+  dynaliteProcess?: 'child' | 'inline';
 }
 
 export interface LagStats {
@@ -92,7 +95,7 @@ export async function runDynamoBench(opts: DynamoBenchOptions = {}): Promise<Dyn
   const writers = opts.writers ?? 4;
   const batches = opts.batchesPerWriter ?? 40;
   const lightPuts = opts.lightLoadPuts ?? 200;
-  const dynamo = await startLocalDynamo({ logger: silentLogger });
+  const dynamo = await startLocalDynamo({ logger: silentLogger, dynaliteProcess: opts.dynaliteProcess ?? 'inline' });
   const front = clientFor(dynamo.endpoint);
   const direct = clientFor(dynamo.dynaliteEndpoint);
   const receivedAt = new Map<string, number>();
@@ -170,16 +173,21 @@ function flag(argv: string[], name: string): number | undefined {
   return Number.isInteger(value) && value > 0 ? value : undefined;
 }
 
-/** Entry for `npm run bench -- dynamo [--writers N] [--batches N] [--puts N]`. */
+/** Entry for `npm run bench -- dynamo [--writers N] [--batches N] [--puts N] [--dynalite-process child|inline]`. */
 export async function run(argv: string[]): Promise<void> {
   const writers = flag(argv, 'writers');
   const batches = flag(argv, 'batches');
   const puts = flag(argv, 'puts');
+  const modeIndex = argv.indexOf('--dynalite-process');
+  const mode = modeIndex >= 0 ? argv[modeIndex + 1] : 'inline';
+  if (mode !== 'child' && mode !== 'inline') throw new Error(`--dynalite-process must be child or inline, got ${String(mode)}`);
   const result = await runDynamoBench({
     ...(writers ? { writers } : {}),
     ...(batches ? { batchesPerWriter: batches } : {}),
     ...(puts ? { lightLoadPuts: puts } : {}),
+    dynaliteProcess: mode,
   });
+  console.log(`dynalite: ${mode === 'child' ? 'child process' : 'in-process'}`);
   console.log(formatDynamoBench(result));
 }
 

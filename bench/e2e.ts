@@ -10,10 +10,11 @@
 // (local front stats), stream-function invocations, ACKs/s, CPU seconds and RSS of the process.
 //
 //   npx tsx bench/e2e.ts [--envoys 100] [--objects 100]   (or npm run bench -- e2e)
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../common/core';
 import { startLocalSystem, type LocalSystem } from '../infra/local/system';
+import { CONVERGENCE_BATCH_SIZE } from '../infra/local/system/functions';
 import { canaryCluster, HTTPPROXIES_PATH, inBatches, patchToCanary } from './support/changes';
 import { startConditionWatch } from './support/condition-watch';
 import { round, summarize, waitFor, type Summary } from './support/stats';
@@ -40,6 +41,10 @@ export interface E2eOptions {
   batchWindowMs?: number;
   statusBatchWindowMs?: number;
   decisionRefreshMs?: number;
+  /** Where dynalite runs (default: the local system's, 'child'; docs/LOCAL-DYNAMO.md). */
+  dynaliteProcess?: 'child' | 'inline';
+  /** The convergence mapping's batchSize (default: the local system's). */
+  convergenceBatchSize?: number;
 }
 
 export interface E2eResult {
@@ -125,6 +130,8 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       ...(options.batchWindowMs === undefined ? {} : { batchWindowMs: options.batchWindowMs }),
       ...(options.statusBatchWindowMs === undefined ? {} : { statusBatchWindowMs: options.statusBatchWindowMs }),
       ...(options.decisionRefreshMs === undefined ? {} : { decisionRefreshMs: options.decisionRefreshMs }),
+      ...(options.dynaliteProcess === undefined ? {} : { dynaliteProcess: options.dynaliteProcess }),
+      ...(options.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: options.convergenceBatchSize }),
     },
     { logger, processMetrics: false },
   );
@@ -208,7 +215,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const rss = process.memoryUsage().rss;
     const changePhaseMs = allTrueAt - changeStart;
     return {
-      conditions: `one process on this machine (2 shared cores); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms`,
+      conditions: `one process on this machine (2 shared cores); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}`,
       envoys: options.envoys,
       objects: allNames.length,
       changed: names.length,
@@ -263,9 +270,11 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     .option('--batch-window-ms <n>', 'convergence stream batching window (default: the local system\'s)', nonNegativeInteger)
     .option('--status-batch-window-ms <n>', 'status stream batching window', nonNegativeInteger)
     .option('--decision-refresh-ms <n>', 'convergence DECISION_REFRESH_MS (0: rewrite on every change)', nonNegativeInteger)
+    .addOption(new Option('--dynalite-process <mode>', 'dynalite in a child process (default) or inline in the bench process').choices(['child', 'inline']))
+    .option('--convergence-batch-size <n>', 'the convergence stream mapping\'s batchSize (default: the local system\'s)', positiveInteger)
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number }>();
+  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number }>();
   return {
     envoys: opts.envoys,
     objects: opts.objects,
@@ -275,6 +284,8 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     ...(opts.batchWindowMs === undefined ? {} : { batchWindowMs: opts.batchWindowMs }),
     ...(opts.statusBatchWindowMs === undefined ? {} : { statusBatchWindowMs: opts.statusBatchWindowMs }),
     ...(opts.decisionRefreshMs === undefined ? {} : { decisionRefreshMs: opts.decisionRefreshMs }),
+    ...(opts.dynaliteProcess === undefined ? {} : { dynaliteProcess: opts.dynaliteProcess }),
+    ...(opts.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: opts.convergenceBatchSize }),
   };
 }
 

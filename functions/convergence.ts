@@ -5,6 +5,10 @@
 //   REQUIRED_TYPE_URLS                                   comma-separated type URLs every Envoy must subscribe
 //   DECISION_REFRESH_MS (default 0: off)                 count-only decision rewrites at most this often
 //                                                        per generation (functions/lib/evaluate.ts)
+//   STATUS_HANDOFF (default true)                        apply changed verdicts to Kubernetes directly
+//                                                        (functions/lib/status-handoff.ts); needs the
+//   TRACKED_KINDS, CONDITION_TYPE, KUBECONFIG_* | EKS_*  status function's Kubernetes settings, else off
+//   STATUS_HANDOFF_CONCURRENCY (8), STATUS_HANDOFF_TIMEOUT_MS (2000)
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent, DynamoDBStreamHandler } from 'aws-lambda';
 import pino from 'pino';
 import { z } from 'zod';
@@ -12,6 +16,7 @@ import { z } from 'zod';
 import { buildFunctionContext, type FunctionContext } from './lib/context';
 import { processConvergenceBatch } from './lib/convergence-batch';
 import { GenerationCache } from './lib/evaluate';
+import { buildStatusHandoff, type StatusHandoffBuildOptions } from './lib/status-handoff';
 
 let context: FunctionContext | undefined;
 
@@ -36,10 +41,34 @@ export function configureDecisionRefresh(context: FunctionContext, refreshMs: nu
   else delete context.deps.generationCache;
 }
 
+/**
+ * Sets up (or not) the direct handoff of changed verdicts to the status writer on a convergence
+ * context, from STATUS_HANDOFF and the Kubernetes settings. Never throws: a configuration error is
+ * logged and convergence runs without the handoff (the status function still writes every condition).
+ * Returns whether the handoff is on.
+ */
+export function configureStatusHandoff(context: FunctionContext, env: Record<string, string | undefined>, options: Partial<StatusHandoffBuildOptions> = {}): boolean {
+  const { logger } = context.deps;
+  delete context.deps.statusHandoff;
+  try {
+    const built = buildStatusHandoff(env, logger, { store: context.store, now: context.deps.now, ...options });
+    if ('off' in built) {
+      logger.info({ reason: built.off }, 'status handoff off: conditions are written by the status function only');
+      return false;
+    }
+    context.deps.statusHandoff = built.handoff;
+    return true;
+  } catch (error) {
+    logger.error({ err: error }, 'status handoff not configured (invalid settings); conditions are written by the status function only');
+    return false;
+  }
+}
+
 export function convergenceContext(): FunctionContext {
   if (context === undefined) {
     const built = buildFunctionContext(process.env, pino({ name: 'convergence', level: process.env['LOG_LEVEL'] ?? 'info' }));
     configureDecisionRefresh(built, decisionRefreshFromEnv(process.env));
+    configureStatusHandoff(built, process.env);
     context = built;
   }
   return context;

@@ -7,19 +7,46 @@
 import { ApiException, PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 
-import type { Condition, ConditionDraft, ObjectRef } from '../../common/core';
+import { conditionChanged, type Condition, type ConditionDraft, type ObjectRef } from '../../common/core';
 import { planConditionWrite, type StatusSkipReason } from '../../common/core/status-update';
 import type { KubeAccess, KubeClients } from './access';
 import { TrackedKinds, type TrackedKind } from './tracked-kinds';
 
 export type WriteOutcome =
   | { outcome: 'written'; condition: Condition; previous: Condition | undefined; resourceVersion: string | undefined; conflicts: number }
-  /** `current`: our condition as the object holds it (when there is one). */
-  | { outcome: 'skipped'; reason: StatusSkipReason; detail: string; current?: Condition }
+  /**
+   * `current`: our condition as the object holds it (when there is one). `superseded`: the
+   * revalidation found the stored decision no longer to be written (a newer generation exists).
+   */
+  | { outcome: 'skipped'; reason: StatusSkipReason | 'superseded'; detail: string; current?: Condition }
   /** The object does not exist (deleted): nothing to write, ever, for this decision. */
   | { outcome: 'notFound' }
   /** We must not or cannot write on this kind (not configured, no conditions in its schema, or the API server refused the content). */
   | { outcome: 'unsupported'; detail: string };
+
+/**
+ * Asked for the draft to write when the object already holds our condition for the draft's generation
+ * and the draft would change it to something other than True: the draft came from a record that may
+ * be older than what the object now shows (an older stream image processed after another writer
+ * applied a newer decision). Returns the draft the stored, current decision gives, or undefined when
+ * nothing is to be written any more. See `needsRevalidation` for why True drafts are not asked about.
+ */
+export type DraftRevalidator = (held: Condition) => Promise<ConditionDraft | undefined>;
+
+export interface WriteOptions {
+  revalidate?: DraftRevalidator;
+}
+
+/**
+ * Whether a planned write must first be checked against the stored decision. Only a change of our
+ * condition at the same generation can undo another writer's newer work: a condition for an older
+ * generation (or none) is replaced anyway, and a concurrent writer's patch makes ours fail with 409.
+ * A True draft needs no check: it comes from a Programmed decision, which is final for its generation
+ * (docs/CONVERGENCE.md, "Decision freshness"), so no newer decision of that generation can say less.
+ */
+export function needsRevalidation(held: Condition | undefined, draft: ConditionDraft): held is Condition {
+  return held !== undefined && held.observedGeneration === draft.observedGeneration && draft.status !== 'True';
+}
 
 /** Why a kind can (not) hold our condition, found once per container from its CRD. */
 export type KindSupport = { supported: true; verified: boolean; note?: string } | { supported: false; detail: string };
@@ -116,8 +143,14 @@ export class StatusWriter {
     return support;
   }
 
-  /** Writes `draft` onto the object (if it changes anything a reader acts on). */
-  async write(ref: ObjectRef, draft: ConditionDraft): Promise<WriteOutcome> {
+  /**
+   * Writes `draft` onto the object (if it changes anything a reader acts on). With `revalidate`, a
+   * draft that would change our condition at the same generation is first checked against the stored
+   * decision (`needsRevalidation`), so an older record never undoes a newer write (the status
+   * function processing a stale image after convergence's handoff already wrote True).
+   */
+  async write(ref: ObjectRef, requested: ConditionDraft, options: WriteOptions = {}): Promise<WriteOutcome> {
+    let draft = requested;
     const kind = this.options.kinds.find(ref);
     if (kind === undefined) return { outcome: 'unsupported', detail: `kind ${ref.group}/${ref.kind} is not in TRACKED_KINDS` };
     if (kind.namespaced !== (ref.namespace !== '')) {
@@ -131,12 +164,18 @@ export class StatusWriter {
       if (object === 'notFound') return { outcome: 'notFound' };
       const shapeProblem = statusShapeProblem((object as { status?: unknown }).status);
       if (shapeProblem !== undefined) return { outcome: 'unsupported', detail: shapeProblem };
-      const plan = planConditionWrite(
-        { generation: object.metadata?.generation, conditions: object.status?.conditions },
-        draft,
-        this.now(),
-        { writeOnMessageChange: this.options.writeOnMessageChange ?? false },
-      );
+      const target = { generation: object.metadata?.generation, conditions: object.status?.conditions };
+      const planOptions = { writeOnMessageChange: this.options.writeOnMessageChange ?? false };
+      let plan = planConditionWrite(target, draft, this.now(), planOptions);
+      if (plan.action === 'write' && options.revalidate !== undefined && needsRevalidation(plan.previous, draft)) {
+        const current = await options.revalidate(plan.previous);
+        if (current === undefined) return { outcome: 'skipped', reason: 'superseded', detail: `the stored decision for generation ${draft.observedGeneration} is no longer to be written`, current: plan.previous };
+        if (conditionChanged(current, draft)) {
+          this.options.logger.info({ object: formatRef(ref), requested: { status: draft.status, reason: draft.reason }, stored: { status: current.status, reason: current.reason }, held: { status: plan.previous.status, reason: plan.previous.reason } }, 'record was older than the stored decision; writing the stored one');
+          draft = current;
+          plan = planConditionWrite(target, draft, this.now(), planOptions);
+        }
+      }
       if (plan.action === 'skip') return { outcome: 'skipped', reason: plan.reason, detail: plan.detail, ...(plan.current === undefined ? {} : { current: plan.current }) };
       const resourceVersion = object.metadata?.resourceVersion;
       const body = { metadata: resourceVersion === undefined ? {} : { resourceVersion }, status: { conditions: withoutDuplicatesOf(draft.type, plan.conditions) } };

@@ -24,11 +24,14 @@ import {
 import { parseStreamImage, registerLineageHeartbeats } from '../../common/store';
 import { shardKeyOf, updateShard, type MemberUpdate } from './aggregate-updates';
 import { AggregateSnapshot, candidateKey, EVALUATION_CONCURRENCY, evaluateAll, indexPending, pendingOn, supersedeOlder, type Candidate, type EvaluationDeps } from './evaluate';
+import type { HandoffReport, StatusHandoff } from './status-handoff';
 
 export interface ConvergenceDeps extends EvaluationDeps {
   store: EventStore;
   shardCount: number;
   requiredTypeUrls?: readonly string[];
+  /** Applies changed verdicts to Kubernetes directly (STATUS_HANDOFF; functions/lib/status-handoff.ts). */
+  statusHandoff?: StatusHandoff;
 }
 
 export interface BatchReport {
@@ -38,7 +41,9 @@ export interface BatchReport {
   skipped: number;
   failed: number;
   /** Wall time per phase (ms): where a slow batch spends it (logged with the batch; bench/README.md). */
-  phaseMs: { shards: number; pendingIndex: number; evaluate: number };
+  phaseMs: { shards: number; pendingIndex: number; evaluate: number; handoff?: number };
+  /** Direct condition writes of this batch (present when the handoff is on). */
+  handoff?: HandoffReport;
 }
 
 
@@ -156,7 +161,10 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
         shardUpdates.set(shardKeyOf(update), group);
         // Redelivered records change nothing in the shard but still re-trigger evaluation: the
         // failed attempt may have updated the shard and then failed before deciding.
-        touchedLineages.set(update.lineage, [...(touchedLineages.get(update.lineage) ?? []), id]);
+        // Appended in place: copying the list per record made a batch quadratic (330 ms at 10,000 records).
+        const ids = touchedLineages.get(update.lineage);
+        if (ids === undefined) touchedLineages.set(update.lineage, [id]);
+        else ids.push(id);
       }
     } else if (kind === ITEM_KIND.lineageState && newItem?.kind === ITEM_KIND.lineageState) {
       const lineage = lineageStateFromItem(newItem);
@@ -225,14 +233,24 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
   const candidates = new Map<string, Candidate>();
   for (const entry of objectCandidates.values()) candidates.set(candidateKey(entry.candidate), entry.candidate);
   const snapshot = new AggregateSnapshot(deps);
+  // Verdict changes go to the status writer as soon as their decision is written (they run while the
+  // other candidates are evaluated); the batch waits for them at the end, each bounded by a deadline.
+  // Their outcome never fails a record: the stream path to the status function stays the backstop.
+  const handoff = deps.statusHandoff?.begin();
+  const evaluation: ConvergenceDeps = handoff === undefined ? deps : { ...deps, onDecisionWritten: (record, previous) => handoff.offer(record, previous) };
   try {
     for (const candidate of await pendingOn(deps, touchedLineages.keys())) candidates.set(candidateKey(candidate), candidate);
   } catch (error) {
     logger.error({ err: error }, 'listing pending generations failed');
     for (const ids of touchedLineages.values()) for (const id of ids) failedIds.add(id);
   }
-  const { failed } = await evaluateAll(deps, [...candidates.values()], snapshot);
+  const { failed } = await evaluateAll(evaluation, [...candidates.values()], snapshot);
   report.phaseMs.evaluate = clock() - phaseStart;
+  if (handoff !== undefined) {
+    phaseStart = clock();
+    report.handoff = await handoff.settle();
+    report.phaseMs.handoff = clock() - phaseStart;
+  }
   report.evaluated = candidates.size - failed.size;
   if (failed.size > 0) {
     for (const [key, entry] of objectCandidates) if (failed.has(key)) for (const id of entry.recordIds) failedIds.add(id);

@@ -46,6 +46,12 @@ export interface EvaluationDeps {
    * item (each batch re-evaluates every pending generation: that read was most of a batch's requests).
    */
   generationCache?: GenerationCache;
+  /**
+   * Called after a decision was durably written (not superseded), with the item as it now stands and
+   * the decision it replaced: convergence hands changed verdicts to the status writer from here
+   * (functions/lib/status-handoff.ts). Must not throw or block: it only queues work.
+   */
+  onDecisionWritten?: (record: ObjectGeneration, previous: Decision | undefined) => void;
 }
 
 /**
@@ -291,6 +297,7 @@ async function evaluateFromStore(deps: EvaluationDeps, snapshot: AggregateSnapsh
   if (!sameDecision(record.decision, decision)) {
     const written = await deps.aggregates.writeDecision(record.object, record.generation, decision);
     outcome = written;
+    if (written === 'written' && supersededBy === undefined) deps.onDecisionWritten?.({ ...record, decision }, record.decision);
   }
   const resolved = supersededBy !== undefined || resolving;
   if (resolved) {

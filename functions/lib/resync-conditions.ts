@@ -31,7 +31,7 @@ import {
   type ObjectStore,
 } from '../../common/core';
 import type { StatusWriter } from '../kube/status-writer';
-import { conditionDraftFor, readDecision } from '../status/decision';
+import { conditionDraftFor, readDecision, storedDecisionRevalidator } from '../status/decision';
 import { collectDeletedObject, describeCollected, type DeletedObjectCollectorDeps } from './resync-gc';
 
 /**
@@ -49,7 +49,8 @@ type ScanKey = z.infer<typeof ScanKeySchema>;
 export interface ConditionResyncDeps extends DeletedObjectCollectorDeps {
   documentClient: DynamoDBDocumentClient;
   tableName: string;
-  store: Pick<ObjectStore, 'listObjectGenerations' | 'recordCondition'>;
+  /** With `getObjectGeneration`, a same-generation change is revalidated against the stored decision (status-writer.ts `needsRevalidation`). */
+  store: Pick<ObjectStore, 'listObjectGenerations' | 'recordCondition'> & Partial<Pick<ObjectStore, 'getObjectGeneration'>>;
   writer: Pick<StatusWriter, 'write'>;
   logger: Logger;
   conditionType: string;
@@ -135,7 +136,12 @@ async function resyncObject(deps: ConditionResyncDeps, pk: string): Promise<Obje
     return 'skipped';
   }
   const draft = conditionDraftFor(record, decision.decision, { type: deps.conditionType });
-  const outcome = await deps.writer.write(record.object, draft);
+  // The item was read before the object: convergence's handoff may have applied a newer verdict in
+  // between, which an older draft must not undo.
+  const store = deps.store;
+  const getObjectGeneration = store.getObjectGeneration?.bind(store);
+  const revalidate = getObjectGeneration === undefined ? undefined : storedDecisionRevalidator({ getObjectGeneration }, record, draft, { type: deps.conditionType });
+  const outcome = await deps.writer.write(record.object, draft, revalidate === undefined ? {} : { revalidate });
   switch (outcome.outcome) {
     case 'written':
       deps.logger.warn(

@@ -3,7 +3,7 @@
 // decision: an invalid one is dropped from the item and reported in its warnings, so it is not parsed
 // a second time here.
 import { conditionForDecision, type Decision } from '../../common/core/decision';
-import type { BuildConditionOptions, ConditionDraft, ObjectGeneration } from '../../common/core';
+import type { BuildConditionOptions, ConditionDraft, ObjectGeneration, ObjectStore } from '../../common/core';
 
 export type DecisionRead =
   | { status: 'none' }
@@ -23,4 +23,28 @@ export function readDecision(record: ObjectGeneration, warnings: readonly string
 /** The condition for a decision on an object generation (core conditionForDecision). */
 export function conditionDraftFor(record: ObjectGeneration, decision: Decision, options: BuildConditionOptions): ConditionDraft {
   return conditionForDecision(record.object, record.generation, decision, options);
+}
+
+/**
+ * The revalidation the status writer asks for before changing our condition at the same generation
+ * (functions/kube/status-writer.ts `needsRevalidation`): a strongly consistent read of the OBJECT
+ * generation item, and the draft its stored decision gives now. Decisions are written conditionally
+ * on freshness and a stored Programmed decision is final (docs/CONVERGENCE.md, "Decision freshness"),
+ * so the stored one is never older than the record at hand. An item that is gone or unreadable
+ * keeps the record's draft (the previous behaviour); a superseded decision is not written.
+ */
+export function storedDecisionRevalidator(
+  store: Pick<ObjectStore, 'getObjectGeneration'>,
+  record: ObjectGeneration,
+  draft: ConditionDraft,
+  options: BuildConditionOptions,
+): () => Promise<ConditionDraft | undefined> {
+  return async () => {
+    const read = await store.getObjectGeneration(record.object, record.generation);
+    if (read.status !== 'found') return draft;
+    const stored = readDecision(read.value);
+    if (stored.status === 'superseded') return undefined;
+    if (stored.status !== 'found') return draft;
+    return conditionDraftFor(read.value, stored.decision, options);
+  };
 }

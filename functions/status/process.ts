@@ -17,12 +17,17 @@ import {
   type ObjectStore,
 } from '../../common/core';
 import type { StatusWriter, WriteOutcome } from '../kube/status-writer';
-import { conditionDraftFor, readDecision } from './decision';
+import { conditionDraftFor, readDecision, storedDecisionRevalidator } from './decision';
 import type { ObjectCleanup } from './object-cleanup';
 
 export interface StatusProcessorDeps {
   writer: Pick<StatusWriter, 'write'>;
-  store: Pick<ObjectStore, 'recordCondition'>;
+  /**
+   * With `getObjectGeneration` (the real store always has it), a record whose condition is not yet
+   * recorded on its image is checked against the stored item before Kubernetes is called, and the
+   * writer revalidates a same-generation change against it (`applyDecision`).
+   */
+  store: Pick<ObjectStore, 'recordCondition'> & Partial<Pick<ObjectStore, 'getObjectGeneration'>>;
   cleanup: ObjectCleanup;
   logger: Logger;
   conditionType: string;
@@ -114,8 +119,31 @@ export function selectCandidates(records: readonly DynamoDBRecord[], logger: Log
   return byObject;
 }
 
-async function processObject(candidate: Candidate, deps: StatusProcessorDeps): Promise<ObjectResult> {
-  const { record, warnings } = candidate;
+function processObject(candidate: Candidate, deps: StatusProcessorDeps): Promise<ObjectResult> {
+  return applyDecision(candidate.record, candidate.warnings, deps);
+}
+
+export interface ApplyDecisionOptions {
+  /**
+   * The record was just read with a strongly consistent read (convergence's handoff): no re-read
+   * before Kubernetes is called. Otherwise (a stream image, possibly older than the item) the item is
+   * read first when its image would need a Kubernetes call.
+   */
+  fresh?: boolean;
+}
+
+/**
+ * The status function's path for one OBJECT generation record: decision → condition draft → skip if
+ * already recorded → the one status writer → record what was written. Also convergence's direct
+ * handoff (functions/lib/status-handoff.ts), so both write and record a condition the same way.
+ *
+ * A stream image can be older than the item: convergence may already have applied a newer decision
+ * itself. Before calling Kubernetes we read the item (one consistent GetItem, cheaper than the
+ * Kubernetes GET it often saves) and act on what is stored; and the writer revalidates a change of our
+ * condition at the same generation against the stored decision after its own read of the object
+ * (`needsRevalidation`), which closes the race with a write that lands between the two reads.
+ */
+export async function applyDecision(record: ObjectGeneration, warnings: readonly string[], deps: StatusProcessorDeps, options: ApplyDecisionOptions = {}): Promise<ObjectResult> {
   const object = formatObjectRef(record.object);
   const base = { object, generation: record.generation };
   const decision = readDecision(record, warnings);
@@ -131,7 +159,15 @@ async function processObject(candidate: Candidate, deps: StatusProcessorDeps): P
   if (record.lastCondition !== undefined && !conditionChanged(record.lastCondition, draft, { includeMessage: deps.writeOnMessageChange })) {
     return { ...base, result: 'alreadyWritten' };
   }
-  const outcome = await deps.writer.write(record.object, draft);
+  const store = deps.store;
+  const getObjectGeneration = store.getObjectGeneration?.bind(store);
+  if (options.fresh !== true && getObjectGeneration !== undefined) {
+    const stored = await getObjectGeneration(record.object, record.generation);
+    if (stored.status === 'found') return applyDecision(stored.value, [], deps, { fresh: true });
+    // Gone or unreadable (logged by the store): act on the image, as before.
+  }
+  const revalidate = getObjectGeneration === undefined ? undefined : storedDecisionRevalidator({ getObjectGeneration }, record, draft, { type: deps.conditionType });
+  const outcome = await deps.writer.write(record.object, draft, revalidate === undefined ? {} : { revalidate });
   switch (outcome.outcome) {
     case 'written':
       await deps.store.recordCondition(record.object, record.generation, outcome.condition, outcome.condition.status === 'True' ? deps.now() : undefined);

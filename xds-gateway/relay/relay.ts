@@ -28,6 +28,7 @@ import { DeltaDownstream } from './delta-downstream';
 import { RequestError, type DownstreamLimits, type LiveStream, type RelayContext, type StreamAdmission } from './downstream-common';
 import type { RelayControl, RelayObserver } from './observer';
 import { RelayGroup, type MonotonicityGuard } from './relay-group';
+import { SotwResponseEncoder, withSharedResponseEncoding, type ResponseEncodingStats } from './response-encoding';
 import { SotwDownstream } from './sotw-downstream';
 import type { RequestRateLimit } from './token-bucket';
 import type { BackoffOptions } from './upstream-stream';
@@ -117,6 +118,8 @@ export interface Relay {
   upstreamStreamsOpened(): Record<string, Record<string, number>>;
   /** Downstream streams currently open. */
   openStreams(): number;
+  /** SotW responses serialized and resource lists encoded for them (shared lists are encoded once). */
+  responseEncoding(): ResponseEncodingStats;
 }
 
 const lineagePart = z.string().regex(/^[a-z0-9-]{1,63}$/, 'must match [a-z0-9-]{1,63}');
@@ -298,6 +301,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const serverOptions: grpc.ServerOptions = { 'grpc.max_receive_message_length': options.limits.maxMessageBytes };
   if (options.limits.maxStreamsPerConnection !== undefined) serverOptions['grpc.max_concurrent_streams'] = options.limits.maxStreamsPerConnection;
   const server = new grpc.Server(serverOptions);
+  // One encoder for the relay: a resource list shared by many streams is encoded once (response-encoding.ts).
+  const sotwEncoder = new SotwResponseEncoder();
   const sotwHandler = (service: 'ads' | ResourceTypeUrl) => (call: grpc.ServerDuplexStream<DiscoveryRequest, DiscoveryResponse>) => {
     if (closing) {
       call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'relay shutting down' });
@@ -312,13 +317,13 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     }
     new DeltaDownstream(call, service, context).run();
   };
-  server.addService(serviceDefinition(ADS_SERVICE), {
+  server.addService(withSharedResponseEncoding(serviceDefinition(ADS_SERVICE), ['StreamAggregatedResources'], sotwEncoder), {
     StreamAggregatedResources: sotwHandler('ads'),
     DeltaAggregatedResources: deltaHandler('ads'),
   });
   for (const typeUrl of RESOURCE_TYPE_URLS) {
     const service = PER_TYPE_SERVICES[typeUrl];
-    server.addService(serviceDefinition(service.service), {
+    server.addService(withSharedResponseEncoding(serviceDefinition(service.service), [service.sotwMethod], sotwEncoder), {
       [service.sotwMethod]: sotwHandler(typeUrl),
       [service.deltaMethod]: deltaHandler(typeUrl),
     });
@@ -388,5 +393,6 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     lineageEpochs: () => Object.fromEntries(lineageEpochs),
     upstreamStreamsOpened: () => Object.fromEntries([...groups].map(([key, group]) => [key, group.upstreamStreamsOpened()])),
     openStreams: () => liveStreams.size,
+    responseEncoding: () => sotwEncoder.stats(),
   };
 }

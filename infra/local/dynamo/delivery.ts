@@ -8,6 +8,7 @@ import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 
 import pino, { type Logger } from 'pino';
 import { z } from 'zod';
 import type { ChangeLogReader, StartingPosition, TableChangeLog } from './change-log';
+import { copyRecords } from './record-copy';
 import { streamFaultsFor, type StreamFaultSeam } from './stream-faults';
 
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
@@ -56,13 +57,25 @@ export interface StreamDeliveryOptions {
    * seam attached to `source` (`streamFaultsFor(source)`), inactive until someone sets it.
    */
   faults?: StreamFaultSeam;
+  /**
+   * Lambda event filtering (the mapping's FilterCriteria): records for which this returns false are
+   * discarded before the invocation, and a batch left empty is checkpointed without invoking the
+   * handler (as Lambda does). Discarded records are never copied for the handler. The batch size
+   * counts records read from the shard, before filtering (as the earlier in-handler filter did).
+   */
+  filter?: (record: DynamoDBRecord) => boolean;
 }
 
 export interface DeliveryStats {
+  /** Batches taken from a shard, including those the filter left empty (which call no handler). */
   invocations: number;
   failedInvocations: number;
+  /** Records checkpointed as done, including the ones the filter discarded. */
   deliveredRecords: number;
   droppedRecords: number;
+  /** Records the filter discarded, and batches it left empty (the handler was not called). */
+  filteredRecords: number;
+  emptiedBatches: number;
 }
 
 export interface StreamDelivery {
@@ -97,7 +110,7 @@ export function createStreamDelivery(opts: StreamDeliveryOptions): StreamDeliver
 
   const reader: ChangeLogReader = opts.source.openReader(opts.startingPosition ?? 'TRIM_HORIZON');
   const faults = opts.faults ?? streamFaultsFor(opts.source);
-  const stats: DeliveryStats = { invocations: 0, failedInvocations: 0, deliveredRecords: 0, droppedRecords: 0 };
+  const stats: DeliveryStats = { invocations: 0, failedInvocations: 0, deliveredRecords: 0, droppedRecords: 0, filteredRecords: 0, emptiedBatches: 0 };
   const inFlight = new Set<number>();
   let draining = false;
   let stopped = false;
@@ -107,19 +120,36 @@ export function createStreamDelivery(opts: StreamDeliveryOptions): StreamDeliver
     for (const wake of [...stopWaiters]) wake();
   }
 
-  /** Waits until shard `i` gets an append, the delivery stops, or `ms` passes (whichever first). */
-  function waitForChange(i: number, ms: number | undefined): Promise<void> {
+  /** Waits until shard `i` gets an append or the delivery drains or stops. */
+  function waitForChange(i: number): Promise<void> {
     return new Promise((resolve) => {
-      let timer: NodeJS.Timeout | undefined;
       const done = (): void => {
-        if (timer) clearTimeout(timer);
         unsubscribe();
         stopWaiters.delete(done);
         resolve();
       };
       const unsubscribe = reader.onAppend(i, done);
       stopWaiters.add(done);
-      if (ms !== undefined) timer = setTimeout(done, ms);
+    });
+  }
+
+  /**
+   * The batching window: waits until shard `i` holds a full batch, `deadline` passes, or the delivery
+   * drains or stops. One listener and one timer for the whole window, not one per append.
+   */
+  function waitForBatch(i: number, deadline: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        unsubscribe();
+        stopWaiters.delete(done);
+        resolve();
+      };
+      const unsubscribe = reader.onAppend(i, () => {
+        if (reader.pending(i) >= batchSize) done();
+      });
+      stopWaiters.add(done);
+      const timer = setTimeout(done, Math.max(0, deadline - Date.now()));
     });
   }
 
@@ -143,12 +173,19 @@ export function createStreamDelivery(opts: StreamDeliveryOptions): StreamDeliver
 
   async function invoke(records: DynamoDBRecord[]): Promise<Outcome> {
     stats.invocations++;
+    const kept = opts.filter ? records.filter(opts.filter) : records;
+    if (opts.filter) stats.filteredRecords += records.length - kept.length;
+    if (kept.length === 0) {
+      stats.emptiedBatches++;
+      return { kind: 'success' };
+    }
     let response: unknown;
     try {
-      // A copy per invocation: a handler that mutates its event cannot change what a retry sees.
-      // The handler may see the records shuffled across items (an injected fault); failures below
-      // are still mapped to the shard's order, since Lambda checkpoints by sequence number.
-      response = await withTimeout(opts.handler({ Records: structuredClone([...faults.arrange(records)]) }), opts.functionTimeoutMs);
+      // A copy per invocation: a handler that mutates its event cannot change what a retry, or
+      // another mapping on the same stream, sees (./record-copy.ts). The handler may see the records
+      // shuffled across items (an injected fault); failures below are still mapped to the shard's
+      // order, since Lambda checkpoints by sequence number.
+      response = await withTimeout(opts.handler({ Records: copyRecords(faults.arrange(kept)) }), opts.functionTimeoutMs);
     } catch (error) {
       return { kind: 'error', error };
     }
@@ -216,14 +253,11 @@ export function createStreamDelivery(opts: StreamDeliveryOptions): StreamDeliver
 
     while (!stopped) {
       if (reader.pending(i) === 0) {
-        await waitForChange(i, undefined);
+        await waitForChange(i);
         continue;
       }
       if (windowMs > 0 && !draining && attempts === 0 && bisectEnds.length === 0 && reader.pending(i) < batchSize) {
-        const deadline = Date.now() + windowMs;
-        while (!stopped && !draining && reader.pending(i) < batchSize && Date.now() < deadline) {
-          await waitForChange(i, deadline - Date.now());
-        }
+        await waitForBatch(i, Date.now() + windowMs);
         if (stopped) break;
       }
       const top = bisectEnds[bisectEnds.length - 1];

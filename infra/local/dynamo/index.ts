@@ -2,9 +2,9 @@
 // change logs (the streams), and Lambda-style stream delivery. See docs/LOCAL-DYNAMO.md.
 import pino, { type Logger } from 'pino';
 import { SequenceCounter, TableChangeLog } from './change-log';
-import { startDynalite } from './dynalite';
+import { startDynalite, type DynaliteProcess } from './dynalite';
 import { FaultSeam } from './faults';
-import { startFront, type FrontStats } from './front';
+import { startFront, type Front, type FrontStats } from './front';
 import { startTtlSweeper, type TtlSweeper } from './ttl';
 
 export { createStreamDelivery } from './delivery';
@@ -15,6 +15,7 @@ export { FaultSeam } from './faults';
 export type { FaultSettings, FaultHook, FaultDecision, FaultRequest } from './faults';
 export { TableChangeLog, ChangeLogReader } from './change-log';
 export type { StartingPosition } from './change-log';
+export type { DynaliteProcess } from './dynalite';
 
 export interface LocalDynamoOptions {
   /** Interface both servers listen on (default 127.0.0.1). */
@@ -36,6 +37,12 @@ export interface LocalDynamoOptions {
   logger?: Logger;
   /** Clock (ms) for record timestamps and TTL (default Date.now). */
   now?: () => number;
+  /**
+   * Where dynalite runs (default 'inline'). 'child': its own Node process, so its CPU runs on another
+   * core than the front and the stream handlers (the local system and the e2e bench); costs ~0.1 s at
+   * start, so test suites keep 'inline' (docs/LOCAL-DYNAMO.md, "dynalite in a child process").
+   */
+  dynaliteProcess?: DynaliteProcess;
 }
 
 /** The per-table streams of one local DynamoDB. */
@@ -70,6 +77,8 @@ export interface LocalDynamo {
   faults: FaultSeam;
   stats: FrontStats;
   ttl: TtlSweeper | undefined;
+  /** Where dynalite runs, and its pid when in a child process. */
+  dynalite: { process: DynaliteProcess; pid?: number };
   close(): Promise<void>;
 }
 
@@ -85,15 +94,28 @@ export async function startLocalDynamo(opts: LocalDynamoOptions = {}): Promise<L
     maxUnreadRecordsPerShard: opts.maxUnreadRecordsPerShard ?? 100_000,
   });
   const faults = new FaultSeam();
-  const dynalite = await startDynalite({ host, tableStateMs: opts.tableStateMs ?? 0, ...(opts.path ? { path: opts.path } : {}) });
-  const front = await startFront({
+  const dynalite = await startDynalite({
     host,
-    port: opts.port ?? 0,
-    dynalite,
-    changeLogFor: (tableName) => tableStreams.get(tableName),
-    faults,
+    tableStateMs: opts.tableStateMs ?? 0,
+    process: opts.dynaliteProcess ?? 'inline',
     logger,
+    ...(opts.path ? { path: opts.path } : {}),
   });
+  let front: Front;
+  try {
+    front = await startFront({
+      host,
+      port: opts.port ?? 0,
+      dynalite,
+      changeLogFor: (tableName) => tableStreams.get(tableName),
+      faults,
+      logger,
+    });
+  } catch (error) {
+    // e.g. the front's fixed port is taken: do not leave dynalite (a child process) behind.
+    await dynalite.close();
+    throw error;
+  }
   const ttl = opts.ttl
     ? startTtlSweeper({
         front,
@@ -105,7 +127,7 @@ export async function startLocalDynamo(opts: LocalDynamoOptions = {}): Promise<L
         logger,
       })
     : undefined;
-  logger.info({ endpoint: front.endpoint, dynalitePort: dynalite.port }, 'local DynamoDB started');
+  logger.info({ endpoint: front.endpoint, dynalitePort: dynalite.port, dynaliteProcess: dynalite.process, dynalitePid: dynalite.pid }, 'local DynamoDB started');
   return {
     endpoint: front.endpoint,
     region,
@@ -114,6 +136,7 @@ export async function startLocalDynamo(opts: LocalDynamoOptions = {}): Promise<L
     faults,
     stats: front.stats,
     ttl,
+    dynalite: { process: dynalite.process, ...(dynalite.pid === undefined ? {} : { pid: dynalite.pid }) },
     async close() {
       await ttl?.stop();
       await front.close();

@@ -1,8 +1,8 @@
 // CLI: starts the local DynamoDB (dynalite behind the capturing front) and prints the endpoint.
-//   npx tsx infra/local/dynamo/main.ts [--port 8000] [--path ./data] [--ttl-sweep-ms 1000]
+//   npx tsx infra/local/dynamo/main.ts [--port 8000] [--path ./data] [--ttl-sweep-ms 1000] [--dynalite-process child|inline]
 // The first stdout line is `DYNAMODB_ENDPOINT=<url>` so scripts can read it. Stream delivery is
 // in-process: whoever needs the stream (npm start) imports startLocalDynamo instead.
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 import { startLocalDynamo } from './index';
 
@@ -26,9 +26,10 @@ const program = new Command()
   .option('--path <dir>', 'LevelDB directory for persistence (default: in memory)')
   .option('--shards <n>', 'shards per table stream', positive, 4)
   .option('--ttl-sweep-ms <ms>', 'enable local TTL on attribute `ttl`, sweeping at this interval', positive)
+  .addOption(new Option('--dynalite-process <mode>', 'run dynalite in a child process (its own core) or inline').choices(['child', 'inline']).default('child'))
   .parse();
 
-const opts = program.opts<{ host: string; port: number; path?: string; shards: number; ttlSweepMs?: number }>();
+const opts = program.opts<{ host: string; port: number; path?: string; shards: number; ttlSweepMs?: number; dynaliteProcess: 'child' | 'inline' }>();
 
 async function main(): Promise<void> {
   const dynamo = await startLocalDynamo({
@@ -37,6 +38,7 @@ async function main(): Promise<void> {
     host: opts.host,
     port: opts.port,
     shardCount: opts.shards,
+    dynaliteProcess: opts.dynaliteProcess,
     ...(opts.path ? { path: opts.path } : {}),
     ...(opts.ttlSweepMs ? { ttl: { sweepIntervalMs: opts.ttlSweepMs } } : {}),
   });

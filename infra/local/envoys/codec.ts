@@ -16,6 +16,7 @@ import {
   type DiscoveryRequest,
   type DiscoveryResponse,
 } from '../../../common/xds';
+import { decodeSotwResponseFast } from './sotw-response-decoder';
 
 export interface DiscoveryCodec {
   encodeSotwRequest(request: DiscoveryRequest): Buffer;
@@ -46,9 +47,11 @@ export function discoveryCodec(): DiscoveryCodec {
     <T>(type: protobuf.Type) =>
     (bytes: Buffer): T =>
       type.toObject(type.decode(bytes), CONVERSION_OPTIONS) as T;
+  const decodeSotwResponseSlow = decoder<DiscoveryResponse>(sotwResponse);
   codec = {
     encodeSotwRequest: encoder(sotwRequest),
-    decodeSotwResponse: decoder<DiscoveryResponse>(sotwResponse),
+    // The hand-written decoder gives the same object; it defers to protobufjs on anything unusual.
+    decodeSotwResponse: (bytes: Buffer): DiscoveryResponse => decodeSotwResponseFast(bytes) ?? decodeSotwResponseSlow(bytes),
     encodeDeltaRequest: encoder(deltaRequest),
     decodeDeltaResponse: decoder<DeltaDiscoveryResponse>(deltaResponse),
     decodeSotwRequest: decoder<DiscoveryRequest>(sotwRequest),

@@ -1,6 +1,7 @@
 // A fleet of simulated Envoys in one process, built to reach thousands:
 // - a small pool of gRPC channels; each channel is one HTTP/2 connection multiplexing the streams
-//   of many Envoys (a channel per Envoy costs a socket, TLS/HTTP2 state and timers each);
+//   of many Envoys (a channel per Envoy costs a socket, TLS/HTTP2 state and timers each), at most
+//   maxStreamsPerChannel streams each (the server's per-connection stream cap);
 // - one Scheduler (one Node timer) for every ACK delay and reconnect backoff;
 // - one GroundTruth for everybody;
 // - behaviours shared by reference.
@@ -16,8 +17,16 @@ import type { XdsProtocol } from './typeState';
 export interface FleetOptions {
   /** Control plane address, `host:port`. */
   target: string;
-  /** Number of gRPC channels (HTTP/2 connections) the Envoys are spread over. */
+  /** Number of gRPC channels (HTTP/2 connections) the Envoys are spread over at first. */
   channels?: number;
+  /**
+   * Most streams the fleet opens on one channel (default 100, DEFAULT_MAX_STREAMS_PER_CHANNEL); more
+   * Envoys open more channels. Why: an HTTP/2 server caps concurrent streams per connection
+   * (SETTINGS_MAX_CONCURRENT_STREAMS; the gateway's default is 100), and a client over the cap does not
+   * fail, it queues the stream until another one on that connection ends. 1,000 Envoys on 4 channels
+   * behind the gateway used to leave 600 of them silently never connected.
+   */
+  maxStreamsPerChannel?: number;
   clock?: SchedulerClock;
   logger?: Logger;
   credentials?: grpc.ChannelCredentials;
@@ -40,12 +49,19 @@ export interface WaitOptions {
   pollMs?: number;
 }
 
+/** The gateway's default `--max-streams-per-connection` (xds-gateway/ops/config.ts). */
+export const DEFAULT_MAX_STREAMS_PER_CHANNEL = 100;
+
 export class Fleet {
   readonly truth = new GroundTruth();
   readonly scheduler: Scheduler;
   private readonly clock: SchedulerClock;
   private readonly logger: Logger;
   private readonly clients: grpc.Client[] = [];
+  /** Streams assigned per channel (an Envoy keeps its channel across reconnects). */
+  private readonly channelStreams: number[] = [];
+  private readonly maxStreamsPerChannel: number;
+  private readonly newClient: () => grpc.Client;
   private readonly envoysById = new Map<string, SimEnvoy>();
   private nextChannel = 0;
   private closed = false;
@@ -55,16 +71,46 @@ export class Fleet {
     this.logger = options.logger ?? pino({ level: process.env.LOG_LEVEL ?? 'warn' });
     this.scheduler = new Scheduler(this.clock, (error) => this.logger.error({ err: error }, 'fleet: scheduled task failed'));
     const channelCount = Math.max(1, options.channels ?? 4);
+    this.maxStreamsPerChannel = Math.max(1, options.maxStreamsPerChannel ?? DEFAULT_MAX_STREAMS_PER_CHANNEL);
     const credentials = options.credentials ?? grpc.credentials.createInsecure();
-    for (let index = 0; index < channelCount; index++) {
+    this.newClient = () => {
       // grpc-js shares subchannels (connections) between channels with equal options through a
       // global pool; a local pool per channel makes each channel its own HTTP/2 connection.
       const channel = new grpc.Channel(options.target, credentials, {
         'grpc.use_local_subchannel_pool': 1,
         'grpc.max_receive_message_length': 64 * 1024 * 1024,
       });
-      this.clients.push(new grpc.Client(options.target, credentials, { channelOverride: channel }));
+      return new grpc.Client(options.target, credentials, { channelOverride: channel });
+    };
+    for (let index = 0; index < channelCount; index++) this.addChannel();
+  }
+
+  /** gRPC channels (HTTP/2 connections) in use: the initial pool plus any opened for the stream cap. */
+  get channels(): number {
+    return this.clients.length;
+  }
+
+  private addChannel(): number {
+    this.clients.push(this.newClient());
+    this.channelStreams.push(0);
+    return this.clients.length - 1;
+  }
+
+  /** Round robin over channels with room for `streams` more; a new channel when none has. */
+  private channelFor(streams: number): grpc.Client {
+    const count = this.clients.length;
+    for (let step = 0; step < count; step++) {
+      const index = (this.nextChannel + step) % count;
+      if ((this.channelStreams[index] ?? 0) + streams <= this.maxStreamsPerChannel) {
+        this.nextChannel = index + 1;
+        this.channelStreams[index] = (this.channelStreams[index] ?? 0) + streams;
+        return this.clients[index] as grpc.Client;
+      }
     }
+    const index = this.addChannel();
+    this.nextChannel = index + 1;
+    this.channelStreams[index] = streams;
+    return this.clients[index] as grpc.Client;
   }
 
   get size(): number {
@@ -81,11 +127,12 @@ export class Fleet {
     return envoy;
   }
 
-  /** Creates one Envoy (not yet connected) on the next channel of the pool. */
+  /** Creates one Envoy (not yet connected) on the next channel of the pool with room for its streams. */
   add(options: SimEnvoyOptions): SimEnvoy {
     if (this.closed) throw new Error('fleet is closed');
     if (this.envoysById.has(options.node.id)) throw new Error(`fleet: duplicate node id ${options.node.id}`);
-    const client = this.clients[this.nextChannel++ % this.clients.length] as grpc.Client;
+    // ADS: one stream for every type; per-type: one stream per subscribed type.
+    const client = this.channelFor(options.transport === 'ads' ? 1 : options.subscriptions.length);
     const envoy = new SimEnvoy(options, {
       client,
       codec: discoveryCodec(),

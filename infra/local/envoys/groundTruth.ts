@@ -64,6 +64,8 @@ export interface EnvoyTruth {
 export class GroundTruth {
   private readonly envoys = new Map<string, EnvoyTruth>();
   private readonly resourceLists = new Map<string, readonly ResourceVersion[]>();
+  /** Input array → its interned list (callers never change an array after passing it). */
+  private readonly internedByArray = new WeakMap<readonly ResourceVersion[], { typeUrl: string; list: readonly ResourceVersion[] }>();
 
   /**
    * Returns a shared, frozen copy of `resources`: thousands of Envoys accepting the same response
@@ -71,12 +73,20 @@ export class GroundTruth {
    */
   internResources(typeUrl: string, resources: readonly ResourceVersion[]): readonly ResourceVersion[] {
     if (resources.length === 0) return EMPTY_RESOURCES;
+    // Envoys planning the same list under the same version share one array (SotwNameCache.versioned):
+    // its interned copy is found without building the key again.
+    const known = this.internedByArray.get(resources);
+    if (known !== undefined && known.typeUrl === typeUrl) return known.list;
     let key = typeUrl;
     for (const r of resources) key += `\u0000${r.name}\u0001${r.version}`;
     const existing = this.resourceLists.get(key);
-    if (existing) return existing;
+    if (existing) {
+      this.internedByArray.set(resources, { typeUrl, list: existing });
+      return existing;
+    }
     const frozen = Object.freeze(resources.map((r) => Object.freeze({ name: r.name, version: r.version })));
     this.resourceLists.set(key, frozen);
+    this.internedByArray.set(resources, { typeUrl, list: frozen });
     return frozen;
   }
 

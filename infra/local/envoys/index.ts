@@ -7,5 +7,5 @@ export * from './simEnvoy';
 export * from './fleet';
 export * from './typeState';
 export { discoveryCodec, type DiscoveryCodec } from './codec';
-export { readStringFields, sotwResourceName, RESOURCE_WRAPPER_TYPE_URL } from './resourceNames';
+export { readStringFields, sotwResourceName, RESOURCE_WRAPPER_TYPE_URL, SotwNameCache, sharedSotwNames, type SotwNameCacheStats } from './resourceNames';
 export * from './fleetScenario';

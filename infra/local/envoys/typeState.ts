@@ -19,7 +19,7 @@ import type {
 } from '../../../common/xds';
 import { NACK_STATUS_CODE, nackMessageFor, type NackRule } from './behaviour';
 import type { ResourceVersion } from './groundTruth';
-import { sotwResourceName } from './resourceNames';
+import { sharedSotwNames, sotwResourceName, type NamedResource, type SotwNameCache } from './resourceNames';
 
 export type XdsProtocol = 'sotw' | 'delta';
 
@@ -54,6 +54,8 @@ export class TypeProtocolState {
   constructor(
     readonly typeUrl: string,
     resourceNames: readonly string[] = [],
+    /** Where names of SotW resource lists are cached (shared by the process's simulated Envoys). */
+    private readonly names: SotwNameCache = sharedSotwNames,
   ) {
     this.resourceNames = [...resourceNames];
   }
@@ -95,20 +97,33 @@ export class TypeProtocolState {
   planSotw(response: DiscoveryResponse, rules: readonly NackRule[]): ResponsePlan<DiscoveryRequest> {
     const versionInfo = response.version_info ?? '';
     const nonce = response.nonce ?? '';
-    const resources: ResourceVersion[] = [];
+    const list = response.resources ?? [];
+    let resources: readonly ResourceVersion[];
     let message: string | undefined;
-    for (const [index, any] of (response.resources ?? []).entries()) {
-      try {
-        const named = sotwResourceName(any);
-        resources.push({ name: named.name, version: named.version ?? versionInfo });
-      } catch (error) {
-        message = `resource ${index} of ${this.typeUrl} could not be decoded: ${(error as Error).message}`;
-        break;
+    // The same list as the last one read for this type (byte for byte) has the same names and passed
+    // the same checks: see SotwNameCache.
+    const cached = this.names.lookup(this.typeUrl, list) === undefined ? undefined : this.names.versioned(this.typeUrl, versionInfo);
+    if (cached !== undefined) {
+      resources = cached;
+    } else {
+      const read: NamedResource[] = [];
+      const built: ResourceVersion[] = [];
+      resources = built;
+      for (const [index, any] of list.entries()) {
+        try {
+          const named = sotwResourceName(any);
+          read.push(named);
+          built.push({ name: named.name, version: named.version ?? versionInfo });
+        } catch (error) {
+          message = `resource ${index} of ${this.typeUrl} could not be decoded: ${(error as Error).message}`;
+          break;
+        }
+        if (any.type_url !== this.typeUrl && !any.type_url?.endsWith('envoy.service.discovery.v3.Resource')) {
+          message = `resource ${index} has type ${any.type_url ?? '(none)'}, expected ${this.typeUrl}`;
+          break;
+        }
       }
-      if (any.type_url !== this.typeUrl && !any.type_url?.endsWith('envoy.service.discovery.v3.Resource')) {
-        message = `resource ${index} has type ${any.type_url ?? '(none)'}, expected ${this.typeUrl}`;
-        break;
-      }
+      if (message === undefined) this.names.store(this.typeUrl, list, read);
     }
     message ??= nackMessageFor(rules, this.typeUrl, resources.map((r) => r.name));
     if (message !== undefined) {

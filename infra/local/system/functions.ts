@@ -3,16 +3,16 @@
 // 10 retries, partial batch failures), the two schedules (expire, resync) on timers, and the query
 // function behind a localhost function URL. Handlers are the deployed ones, called with an explicit
 // environment instead of process.env.
-import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBRecord } from 'aws-lambda';
 import type { Logger } from 'pino';
-import { configureDecisionRefresh, handleConvergence } from '../../../functions/convergence';
+import { configureDecisionRefresh, configureStatusHandoff, handleConvergence } from '../../../functions/convergence';
 import { handleExpire } from '../../../functions/expire';
 import { buildFunctionContext } from '../../../functions/lib/context';
 import { createQueryHandler } from '../../../functions/query';
 import { handleResync } from '../../../functions/resync';
 import { buildConditionResync } from '../../../functions/lib/resync-conditions-context';
 import { createStatusHandler } from '../../../functions/status';
-import { createStreamDelivery, type StreamDelivery, type StreamHandler, type TableStreams } from '../dynamo';
+import { createStreamDelivery, type StreamDelivery, type TableStreams } from '../dynamo';
 import type { Component } from './component';
 import { startFunctionUrl, type FunctionUrlServer } from './function-url';
 
@@ -38,6 +38,10 @@ export interface FunctionsComponentOptions {
   statusBatchWindowMs?: number;
   /** Convergence DECISION_REFRESH_MS (default LOCAL_DECISION_REFRESH_MS). */
   decisionRefreshMs?: number;
+  /** The convergence mapping's batchSize (default CONVERGENCE_BATCH_SIZE, as serverless.yml). */
+  convergenceBatchSize?: number;
+  /** Convergence STATUS_HANDOFF: apply changed verdicts to Kubernetes directly (default true, as on AWS). */
+  statusHandoff?: boolean;
   queryPort: number;
   queryToken: string;
   logger: Logger;
@@ -47,19 +51,26 @@ function partitionKey(record: DynamoDBRecord): string {
   return record.dynamodb?.Keys?.['pk']?.S ?? '';
 }
 
+// Lambda event filtering (serverless.yml `filterPatterns`) is the deliveries' `filter`: records that
+// match no pattern are dropped before the function runs (and never copied for it), and a batch left
+// empty is not invoked at all.
+
 /**
- * Lambda event filtering (serverless.yml `filterPatterns`): records that match no pattern are
- * dropped before the function runs, and a batch left empty is not invoked at all.
+ * serverless.yml's convergence filterPatterns: Envoy and lineage STATE items and object generations;
+ * not the ACK/NACK event log (ENVOY#…/EVENT#…, the most numerous records) nor AGG#/PENDING#.
  */
-function filtered(handler: StreamHandler, keep: (record: DynamoDBRecord) => boolean): StreamHandler {
-  return async (event: DynamoDBStreamEvent) => {
-    const records = (event.Records ?? []).filter(keep);
-    if (records.length === 0) return undefined;
-    return handler({ ...event, Records: records });
-  };
+function convergenceRecord(record: DynamoDBRecord): boolean {
+  const pk = partitionKey(record);
+  if (pk.startsWith('OBJECT#')) return true;
+  return (pk.startsWith('ENVOY#') || pk.startsWith('LINEAGE#')) && record.dynamodb?.Keys?.['sk']?.S === 'STATE';
 }
 
-const CONVERGENCE_PREFIXES = ['ENVOY#', 'OBJECT#', 'LINEAGE#'];
+/**
+ * The convergence mapping's batchSize, as in serverless.yml (see the reasoning there). A batch's
+ * DynamoDB requests are mostly per batch, not per record (aggregate shards, pending index, OBJECT
+ * items), so larger batches consume the stream faster (docs/LOCAL-DYNAMO.md, "Convergence batch size").
+ */
+export const CONVERGENCE_BATCH_SIZE = 1000;
 
 /** The local system's DECISION_REFRESH_MS when not given (options.ts; bench/README.md for why). */
 export const LOCAL_DECISION_REFRESH_MS = 1000;
@@ -100,6 +111,9 @@ export async function startFunctionsComponent(opts: FunctionsComponentOptions): 
   // One context per function, as each Lambda function has its own containers.
   const convergenceContext = buildFunctionContext(env, log('convergence'));
   configureDecisionRefresh(convergenceContext, opts.decisionRefreshMs ?? LOCAL_DECISION_REFRESH_MS);
+  // Same kubeconfig, kinds and condition type as the status function (docs/FUNCTIONS.md, "handoff").
+  // Off with the option, or STATUS_HANDOFF=false in the environment (to compare in a bench run).
+  configureStatusHandoff(convergenceContext, { ...env, STATUS_HANDOFF: String(opts.statusHandoff ?? process.env['STATUS_HANDOFF'] !== 'false') });
   const expireContext = buildFunctionContext(env, log('expire'));
   const resyncContext = buildFunctionContext(env, log('resync'));
   // Resync also re-asserts conditions another writer removed and collects deleted objects' items.
@@ -121,12 +135,15 @@ export async function startFunctionsComponent(opts: FunctionsComponentOptions): 
   });
   const convergence = createStreamDelivery({
     source,
-    handler: filtered((event) => handleConvergence(event, convergenceContext), (record) => CONVERGENCE_PREFIXES.some((prefix) => partitionKey(record).startsWith(prefix))),
+    handler: (event) => handleConvergence(event, convergenceContext),
+    filter: convergenceRecord,
     ...mapping('convergence', opts.batchWindowMs),
+    batchSize: opts.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE,
   });
   const status = createStreamDelivery({
     source,
-    handler: filtered(statusHandler, (record) => (record.eventName === 'INSERT' || record.eventName === 'MODIFY') && partitionKey(record).startsWith('OBJECT#')),
+    handler: statusHandler,
+    filter: (record) => (record.eventName === 'INSERT' || record.eventName === 'MODIFY') && partitionKey(record).startsWith('OBJECT#'),
     ...mapping('status', opts.statusBatchWindowMs ?? opts.batchWindowMs),
   });
   const expire = every(opts.expireEveryMs, () => handleExpire(expireContext), 'expire', opts.logger);

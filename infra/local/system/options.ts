@@ -48,6 +48,17 @@ export const localSystemOptionsSchema = z
     statusBatchWindowMs: z.number().int().min(0).default(0),
     /** Convergence: count-only decision rewrites at most this often per generation (DECISION_REFRESH_MS). */
     decisionRefreshMs: z.number().int().min(0).default(1000),
+    /**
+     * Where dynalite runs: 'child' (default) is its own Node process, so its CPU is on the other core
+     * instead of this process's one event loop (docs/LOCAL-DYNAMO.md); 'inline' keeps it in-process.
+     */
+    dynaliteProcess: z.enum(['child', 'inline']).default('child'),
+    /**
+     * Most records per convergence invocation (the mapping's batchSize; serverless.yml sets the same).
+     * A batch's DynamoDB requests are mostly fixed (aggregate shards, pending index, OBJECT items), so
+     * larger batches consume the stream faster (docs/LOCAL-DYNAMO.md, "Convergence batch size").
+     */
+    convergenceBatchSize: z.number().int().min(1).max(10_000).optional(),
   })
   .strict();
 

@@ -103,7 +103,7 @@ export async function startLocalSystem(input: LocalSystemOptions, context: Start
     );
 
   try {
-    const dynamo = ready(await startDynamoComponent({ port: ports.dynamo, tableName: options.tableName, logger }));
+    const dynamo = ready(await startDynamoComponent({ port: ports.dynamo, tableName: options.tableName, logger, dynaliteProcess: options.dynaliteProcess }));
     const kube = ready(await startKubeComponent({ port: ports.kube, stateDir, logger }));
     const backend = ready(await startBackendComponent());
     const endpoints = Array.from({ length: options.objects }, (_, index) =>
@@ -149,6 +149,7 @@ export async function startLocalSystem(input: LocalSystemOptions, context: Start
           batchWindowMs: options.batchWindowMs,
           statusBatchWindowMs: options.statusBatchWindowMs,
           decisionRefreshMs: options.decisionRefreshMs,
+          ...(options.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: options.convergenceBatchSize }),
           queryPort: ports.query,
           queryToken,
           logger,

@@ -112,7 +112,7 @@ describe('serverless package (offline)', () => {
       });
     }
     const convergence = mappings['ConvergenceEventSourceMappingDynamodbEventTable'] as { BatchSize: number; FilterCriteria: { Filters: { Pattern: string }[] } };
-    expect(convergence.BatchSize).toBe(100);
+    expect(convergence.BatchSize).toBe(1000);
     // State changes and object generations only: not the event log, not convergence's own items.
     expect(convergence.FilterCriteria.Filters.map((f) => JSON.parse(f.Pattern) as unknown)).toEqual([
       { dynamodb: { Keys: { pk: { S: [{ prefix: 'ENVOY#' }] }, sk: { S: ['STATE'] } } } },

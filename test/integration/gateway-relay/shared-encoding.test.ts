@@ -1,0 +1,107 @@
+// The relay encodes a wildcard SotW resource list once per version, not once per stream
+// (xds-gateway/relay/response-encoding.ts), and the bytes it sends are exactly what the loader's own
+// serializer produces.
+import { ADS_SERVICE, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL, serviceDefinition, type DiscoveryResponse } from '../../../common/xds';
+import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
+import type { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
+import { Fleet } from '../../../infra/local/envoys';
+import type { Relay } from '../../../xds-gateway/relay';
+import { SotwResponseEncoder } from '../../../xds-gateway/relay/response-encoding';
+import { endpointsOf, eventually, httpProxy, newSource, RecordingObserver, startTestControlPlane, startTestRelay, testLogger } from './helpers';
+
+const TYPES = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL];
+
+describe('SotwResponseEncoder (pure)', () => {
+  const loaderSerialize = (serviceDefinition(ADS_SERVICE).StreamAggregatedResources as { responseSerialize: (value: DiscoveryResponse) => Buffer }).responseSerialize;
+  const resources = Array.from({ length: 5 }, (_, index) => ({ type_url: CLUSTER_TYPE_URL, value: Buffer.from([0x0a, 2, 0x61, 0x30 + index]) }));
+
+  it.each<[string, DiscoveryResponse]>([
+    ['every field', { version_info: 'xp1:a.b.c:7', resources, type_url: CLUSTER_TYPE_URL, nonce: '12', canary: true, control_plane: { identifier: 'cp-1' } }],
+    ['no resources', { version_info: 'v', resources: [], type_url: CLUSTER_TYPE_URL, nonce: '1' }],
+    ['resources only', { resources }],
+    ['nothing', {}],
+  ])('produces the loader serializer\'s bytes: %s', (_name, response) => {
+    const encoder = new SotwResponseEncoder();
+    expect(encoder.encode(response).equals(loaderSerialize(response))).toBe(true);
+  });
+
+  it('encodes a shared list once and a different list again', () => {
+    const encoder = new SotwResponseEncoder();
+    for (let nonce = 1; nonce <= 10; nonce++) encoder.encode({ version_info: 'v1', resources, type_url: CLUSTER_TYPE_URL, nonce: String(nonce) });
+    expect(encoder.stats()).toEqual({ responses: 10, resourceListEncodings: 1, responsesReused: 0 });
+    // Equal content in another array is another list (the relay shares by identity, per cache version).
+    encoder.encode({ version_info: 'v2', resources: [...resources], type_url: CLUSTER_TYPE_URL, nonce: '11' });
+    expect(encoder.stats()).toEqual({ responses: 11, resourceListEncodings: 2, responsesReused: 0 });
+  });
+
+  it('reuses a whole response for streams at the same nonce, and only then', () => {
+    const encoder = new SotwResponseEncoder();
+    const response = (nonce: string, version = 'v1'): DiscoveryResponse => ({ version_info: version, resources, type_url: CLUSTER_TYPE_URL, nonce });
+    const first = encoder.encode(response('3'));
+    for (let stream = 0; stream < 9; stream++) expect(encoder.encode(response('3'))).toBe(first);
+    expect(encoder.stats()).toMatchObject({ responses: 10, responsesReused: 9 });
+    // Another nonce or version is another response, with the loader's bytes.
+    expect(encoder.encode(response('4')).equals(loaderSerialize(response('4')))).toBe(true);
+    expect(encoder.encode(response('3', 'v2')).equals(loaderSerialize(response('3', 'v2')))).toBe(true);
+    expect(encoder.stats()).toMatchObject({ responses: 12, responsesReused: 9 });
+    // A response with fields the relay does not send is encoded on its own every time.
+    const canary = { ...response('3'), canary: true };
+    expect(encoder.encode(canary).equals(loaderSerialize(canary))).toBe(true);
+    expect(encoder.encode(canary)).not.toBe(encoder.encode(canary));
+    expect(encoder.stats().responsesReused).toBe(9);
+  });
+});
+
+describe('relay response encoding across streams', () => {
+  let source: InMemoryRouteSource;
+  let controlPlane: ControlPlane;
+  let relay: Relay;
+  let fleet: Fleet;
+
+  beforeAll(async () => {
+    source = newSource();
+    controlPlane = await startTestControlPlane(source);
+    relay = await startTestRelay(controlPlane.address, new RecordingObserver());
+    fleet = new Fleet({ target: `127.0.0.1:${relay.port}`, channels: 2, logger: testLogger });
+  });
+
+  afterAll(async () => {
+    fleet.close();
+    await relay.control.close();
+    await controlPlane.close();
+  });
+
+  it('builds each version\'s resource list once for twenty wildcard streams, and every Envoy ACKs it', async () => {
+    const envoys = fleet.addMany(20, {
+      transport: 'ads',
+      protocol: 'sotw',
+      subscriptions: TYPES.map((typeUrl) => ({ typeUrl })),
+      node: (index) => ({ id: `enc-${index}`, cluster: 'enc' }),
+    });
+    fleet.connectAll();
+    const allAtVersion = (): boolean => {
+      const versions = new Set(envoys.map((envoy) => TYPES.map((typeUrl) => envoy.acceptedVersion(typeUrl) ?? '').join('|')));
+      return versions.size === 1 && !envoys.some((envoy) => TYPES.some((typeUrl) => envoy.acceptedVersion(typeUrl) === undefined));
+    };
+    await eventually(allAtVersion, 'every Envoy ACKed every type');
+    const afterConnect = relay.responseEncoding();
+    expect(afterConnect.responses).toBeGreaterThanOrEqual(20 * TYPES.length);
+    // One list per type version (at most a couple of versions while the fleet connected), never per stream.
+    expect(afterConnect.resourceListEncodings).toBeLessThanOrEqual(2 * TYPES.length);
+
+    // One change to clusters, endpoints and routes: 20 streams × 3 types get a response, 3 lists are built.
+    const before = envoys[0]?.acceptedVersion(CLUSTER_TYPE_URL);
+    source.applyEndpoints(endpointsOf('second', '10.0.0.2', 8081));
+    source.applyProxy(httpProxy('second', 'second.example.com', 8081));
+    await eventually(() => allAtVersion() && envoys[0]?.acceptedVersion(CLUSTER_TYPE_URL) !== before, 'every Envoy ACKed the change');
+    const afterChange = relay.responseEncoding();
+    const responses = afterChange.responses - afterConnect.responses;
+    const encodings = afterChange.resourceListEncodings - afterConnect.resourceListEncodings;
+    expect(responses).toBeGreaterThanOrEqual(20 * 3);
+    // The control plane may split the change over two rebuilds: still at most one list per type and version.
+    expect(encodings).toBeGreaterThanOrEqual(3);
+    expect(encodings).toBeLessThanOrEqual(2 * TYPES.length);
+    expect(encodings * 10).toBeLessThan(responses);
+    for (const envoy of envoys) expect([...envoy.heldResources(CLUSTER_TYPE_URL).keys()].some((name) => name.includes('second'))).toBe(true);
+  });
+});
