@@ -10,9 +10,9 @@
 // (local front stats), stream-function invocations, ACKs/s, CPU seconds and RSS of the process.
 //
 //   npx tsx bench/e2e.ts [--envoys 100] [--objects 100]   (or npm run bench -- e2e)
+import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
-import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../common/core';
 import { startLocalSystem, type LocalSystem } from '../infra/local/system';
 import { CONVERGENCE_BATCH_SIZE } from '../infra/local/system/functions';
 import { canaryCluster, HTTPPROXIES_PATH, inBatches, patchToCanary } from './support/changes';
@@ -45,6 +45,11 @@ export interface E2eOptions {
   dynaliteProcess?: 'child' | 'inline';
   /** The convergence mapping's batchSize (default: the local system's). */
   convergenceBatchSize?: number;
+  /**
+   * Where the simulated Envoys run (default 'child': their own process, as Envoys are other machines
+   * in production; 'inline' shares the system's event loop, as before; docs/ENVOY-FLEET.md).
+   */
+  fleetProcess?: 'child' | 'inline';
 }
 
 export interface E2eResult {
@@ -59,12 +64,14 @@ export interface E2eResult {
   /** Change → the last Envoy's ACK of the new cluster: the control plane's delivery through the gateway. */
   changeToLastAckMs: Summary;
   kubeConditionWritesPerObjectGeneration: { generation1: number; generation2: number; max: number };
-  dynamo: { requests: number; writeRequests: number; itemWrites: number; readRequests: number; writesPerChange: number; readsPerChange: number; itemWritesPerAck: number };
+  dynamo: { requests: number; writeRequests: number; itemWrites: number; readRequests: number; writesPerChange: number; readsPerChange: number; itemWritesPerAck: number; /** Writes whose stream records the local front could not build (must be 0; optional in old results). */ lostStreamRecords?: number };
   acks: number;
   ackEventsPerSecond: number;
   functionInvocations: { convergence: number; status: number; perChange: number };
-  /** Whole process (control plane, gateway, functions, fleet, dynalite, API server share it). */
+  /** The system's process (control plane, gateway, functions, the DynamoDB front, API server; the fleet too when inline). */
   process: { cpuSecondsDuringChange: number; rssMiB: number; rssKiBPerEnvoy: number };
+  /** Where the fleet ran; in child mode the child's own CPU during the change phase (from /proc). */
+  fleet?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; startupMs?: number; rssMiB?: number };
   changePhaseMs: number;
   /**
    * Sampled every 500 ms during the change: stream records appended by the front vs delivered to each
@@ -77,33 +84,39 @@ export interface E2eResult {
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
 
-/** Per canary cluster name: the latest first-acceptance across Envoys of CDS and EDS carrying it. */
-function lastAcks(system: LocalSystem, names: ReadonlySet<string>, since: number): { lastAck: Map<string, number>; acks: number } {
-  const lastAck = new Map<string, number>();
-  let acks = 0;
-  const truth = system.fleet.sim.truth;
-  for (const envoy of system.fleet.simEnvoys) {
-    const firstSeen = new Map<string, number>();
-    for (const typeUrl of [CDS_TYPE_URL, EDS_TYPE_URL]) {
-      const seenThisType = new Map<string, number>();
-      for (const accepted of truth.acceptedVersions(envoy.id, typeUrl)) {
-        if (accepted.acceptedAt < since) continue;
-        for (const resource of accepted.resources) {
-          if (names.has(resource.name) && !seenThisType.has(resource.name)) seenThisType.set(resource.name, accepted.acceptedAt);
-        }
-      }
-      // The Envoy is programmed for the object once both the cluster and its endpoints are in.
-      for (const [name, at] of seenThisType) firstSeen.set(name, Math.max(firstSeen.get(name) ?? 0, at));
-    }
-    for (const [name, at] of firstSeen) lastAck.set(name, Math.max(lastAck.get(name) ?? 0, at));
-  }
-  for (const envoy of system.fleet.simEnvoys) {
-    for (const typeUrl of [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL]) {
-      acks += truth.acceptedVersions(envoy.id, typeUrl).filter((a) => a.acceptedAt >= since).length;
-    }
-  }
-  return { lastAck, acks };
+/**
+ * Per canary cluster name: the latest first-acceptance across Envoys of CDS and EDS carrying it
+ * (infra/local/envoys/fleet-queries.ts), computed where the fleet runs. Both processes stamp with
+ * Date.now() on this machine, so the times compare directly with the parent's.
+ */
+async function lastAcks(system: LocalSystem<'child' | 'inline'>, names: ReadonlySet<string>, since: number): Promise<{ lastAck: Map<string, number>; acks: number }> {
+  const { lastAck, acks } = await system.fleet.queries.lastAcks([...names], since);
+  return { lastAck: new Map(Object.entries(lastAck)), acks };
 }
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); undefined elsewhere. */
+function processCpuSeconds(pid: number): number | undefined {
+  try {
+    // /proc/<pid>/stat: fields 14 and 15 (utime, stime) in clock ticks; the comm field may hold spaces, so split after ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks / CLOCK_TICKS_PER_SECOND : undefined;
+  } catch {
+    return undefined;
+  }
+}
+/** Resident set size of a process in MiB, from /proc/<pid>/status (Linux); undefined elsewhere. */
+function processRssMiB(pid: number): number | undefined {
+  try {
+    const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+/** USER_HZ: 100 on every Linux this runs on (getconf CLK_TCK). */
+const CLOCK_TICKS_PER_SECOND = 100;
 
 function maxOf(values: Iterable<number>): number {
   let max = 0;
@@ -132,6 +145,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       ...(options.decisionRefreshMs === undefined ? {} : { decisionRefreshMs: options.decisionRefreshMs }),
       ...(options.dynaliteProcess === undefined ? {} : { dynaliteProcess: options.dynaliteProcess }),
       ...(options.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: options.convergenceBatchSize }),
+      fleetProcess: options.fleetProcess ?? 'child',
     },
     { logger, processMetrics: false },
   );
@@ -162,6 +176,8 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       statusDelivered: functions.deliveries.status.stats.deliveredRecords,
     };
     const cpuBefore = process.cpuUsage();
+    const fleetPid = system.fleet.process === 'child' ? system.fleet.pid : undefined;
+    const fleetCpuBefore = fleetPid === undefined ? undefined : processCpuSeconds(fleetPid);
     const changeStart = Date.now();
     const timeline: E2eResult['timeline'] = [];
     const sample = (): void => {
@@ -188,10 +204,12 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const allTrueAt = Date.now();
     await Promise.all([functions.deliveries.convergence.idle(60_000), functions.deliveries.status.idle(60_000)]);
     const cpu = process.cpuUsage(cpuBefore);
+    const fleetCpuAfter = fleetPid === undefined ? undefined : processCpuSeconds(fleetPid);
+    const fleetRssMiB = fleetPid === undefined ? undefined : processRssMiB(fleetPid);
     const dynamoAfter = system.dynamo.local.stats;
 
     const canaryNames = new Map(names.map((name, index) => [canaryCluster(index), name]));
-    const { lastAck, acks } = lastAcks(system, new Set(canaryNames.keys()), changeStart);
+    const { lastAck, acks } = await lastAcks(system, new Set(canaryNames.keys()), changeStart);
     const ackToTrue: number[] = [];
     const changeToTrue: number[] = [];
     const changeToLastAck: number[] = [];
@@ -215,7 +233,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const rss = process.memoryUsage().rss;
     const changePhaseMs = allTrueAt - changeStart;
     return {
-      conditions: `one process on this machine (2 shared cores); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}`,
+      conditions: `the system in one process on this machine (2 shared cores); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}`,
       envoys: options.envoys,
       objects: allNames.length,
       changed: names.length,
@@ -232,11 +250,18 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
         writesPerChange: round(writeRequests / names.length, 2),
         readsPerChange: round((requests - writeRequests) / names.length, 2),
         itemWritesPerAck: round(itemWrites / Math.max(1, acks), 3),
+        lostStreamRecords: dynamoAfter.lostRecords - dynamoBefore.lostRecords,
       },
       acks,
       ackEventsPerSecond: round(acks / Math.max(0.001, changePhaseMs / 1000), 0),
       functionInvocations: { convergence: convergenceInvocations, status: statusInvocations, perChange: round((convergenceInvocations + statusInvocations) / names.length, 2) },
       process: { cpuSecondsDuringChange: round((cpu.user + cpu.system) / 1e6, 2), rssMiB: round(rss / 1048576, 0), rssKiBPerEnvoy: round(rss / 1024 / Math.max(1, options.envoys), 1) },
+      fleet: {
+        process: system.fleet.process,
+        ...(fleetCpuBefore === undefined || fleetCpuAfter === undefined ? {} : { cpuSecondsDuringChange: round(fleetCpuAfter - fleetCpuBefore, 2) }),
+        ...(system.fleet.process === 'child' ? { startupMs: system.fleet.startupMs } : {}),
+        ...(fleetRssMiB === undefined ? {} : { rssMiB: round(fleetRssMiB, 0) }),
+      },
       changePhaseMs,
       timeline,
       conditionSequenceExample: watch.objects.get(names[0] ?? '')?.history.filter((h) => h.generation === 2).map((h) => `${h.status}/${h.reason ?? ''}@${h.observedGeneration ?? '?'}`) ?? [],
@@ -272,9 +297,10 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     .option('--decision-refresh-ms <n>', 'convergence DECISION_REFRESH_MS (0: rewrite on every change)', nonNegativeInteger)
     .addOption(new Option('--dynalite-process <mode>', 'dynalite in a child process (default) or inline in the bench process').choices(['child', 'inline']))
     .option('--convergence-batch-size <n>', 'the convergence stream mapping\'s batchSize (default: the local system\'s)', positiveInteger)
+    .addOption(new Option('--fleet-process <mode>', 'simulated Envoys in a child process (default) or inline in the bench process').choices(['child', 'inline']))
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number }>();
+  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline' }>();
   return {
     envoys: opts.envoys,
     objects: opts.objects,
@@ -286,6 +312,7 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     ...(opts.decisionRefreshMs === undefined ? {} : { decisionRefreshMs: opts.decisionRefreshMs }),
     ...(opts.dynaliteProcess === undefined ? {} : { dynaliteProcess: opts.dynaliteProcess }),
     ...(opts.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: opts.convergenceBatchSize }),
+    ...(opts.fleetProcess === undefined ? {} : { fleetProcess: opts.fleetProcess }),
   };
 }
 

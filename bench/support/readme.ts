@@ -273,7 +273,8 @@ export function renderReadme(results: BenchResults): string {
   }
   lines.push('## Runs and conditions', '');
   for (const run of results.runs) {
-    lines.push(`- **${sizeKey(run)}** finished ${run.finishedAt} in ${run.durationSeconds} s. ${run.e2e?.conditions ?? ''}${run.errors.length ? ` Errors: ${run.errors.join('; ')}` : ''}`);
+    const carried = run.carried?.length ? ` Carried from earlier runs of this size (not re-run): ${run.carried.map((entry) => `${entry.stage} (${entry.finishedAt})`).join(', ')}.` : '';
+    lines.push(`- **${sizeKey(run)}** finished ${run.finishedAt} in ${run.durationSeconds} s. ${run.e2e?.conditions ?? ''}${carried}${run.errors.length ? ` Errors: ${run.errors.join('; ')}` : ''}`);
   }
   lines.push('', '## Plots', '', '![latency](latency.svg)', '', '![writes](writes.svg)', '', '![requests](requests.svg)', '');
   return `${lines.join('\n')}\n`;

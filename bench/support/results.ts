@@ -30,7 +30,16 @@ export interface SizeRun {
   gateway?: { direct: GatewayModeSummary; relay: GatewayModeSummary; changes: number };
   /** A stage that failed (timeout, crash) is recorded here; the others still ran. */
   errors: string[];
+  /**
+   * Stages this run did not run (`--stages`) whose results come from an earlier run of the same size,
+   * with when that run finished: the README says so next to the row.
+   */
+  carried?: Array<{ stage: CarriedStage; finishedAt: string }>;
 }
+
+/** The result fields of a size run, one per stage (e2e and its burst row are separate). */
+export const STAGE_FIELDS = ['e2e', 'e2eBurst', 'knative', 'istio', 'gateway'] as const;
+export type CarriedStage = (typeof STAGE_FIELDS)[number];
 
 export interface ConvergenceRow {
   envoys: number;
@@ -53,9 +62,30 @@ export function sizeKey(run: { envoys: number; objects: number }): string {
   return `${run.envoys}x${run.objects}`;
 }
 
-/** Replaces runs of the same size, keeps the others, sorted by fleet then objects. */
+/**
+ * A fresh run replaces the run of the same size, stage by stage: a stage it did not run (or that
+ * failed) keeps the earlier result, listed in `carried` with when it was measured. Other sizes are
+ * kept; sorted by fleet then objects.
+ */
 export function mergeRuns(existing: readonly SizeRun[], fresh: readonly SizeRun[]): SizeRun[] {
   const byKey = new Map(existing.map((run) => [sizeKey(run), run]));
-  for (const run of fresh) byKey.set(sizeKey(run), run);
+  for (const run of fresh) {
+    const earlier = byKey.get(sizeKey(run));
+    byKey.set(sizeKey(run), earlier === undefined ? run : carryStages(earlier, run));
+  }
   return [...byKey.values()].sort((a, b) => a.envoys - b.envoys || a.objects - b.objects);
+}
+
+function carryStages(earlier: SizeRun, fresh: SizeRun): SizeRun {
+  const merged: SizeRun = { ...fresh };
+  const carried = [...(fresh.carried ?? [])];
+  for (const stage of STAGE_FIELDS) {
+    if (fresh[stage] !== undefined || earlier[stage] === undefined) continue;
+    // Only one field per stage: TypeScript cannot pair the key with its value type through the loop.
+    Object.assign(merged, { [stage]: earlier[stage] });
+    const from = earlier.carried?.find((entry) => entry.stage === stage)?.finishedAt ?? earlier.finishedAt;
+    carried.push({ stage, finishedAt: from });
+  }
+  if (carried.length > 0) merged.carried = carried;
+  return merged;
 }

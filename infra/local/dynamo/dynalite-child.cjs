@@ -101,6 +101,9 @@ function main() {
     deleteTableMs: options.tableStateMs,
     updateTableMs: options.tableStateMs,
   });
+  // As dynalite.ts DYNALITE_KEEP_ALIVE_MS: idle front sockets stay open, so reusing one does not race a
+  // server-side close (a lost image read costs the front a stream record).
+  server.keepAliveTimeout = 10 * 60_000;
   server.once('error', (error) => fail(`listen on ${options.host} failed: ${error.message}`));
   server.listen(0, options.host, () => {
     server.removeAllListeners('error');

@@ -56,6 +56,9 @@ export async function startDynalite(opts: DynaliteOptions): Promise<RunningDynal
   return (opts.process ?? 'inline') === 'child' ? startChild(opts) : startInline(opts);
 }
 
+/** How long dynalite keeps an idle front connection (the child sets the same; dynalite-child.cjs). */
+export const DYNALITE_KEEP_ALIVE_MS = 10 * 60_000;
+
 async function startInline(opts: DynaliteOptions): Promise<RunningDynalite> {
   const server = loadDynalite()({
     ...(opts.path === undefined ? {} : { path: opts.path }),
@@ -63,6 +66,9 @@ async function startInline(opts: DynaliteOptions): Promise<RunningDynalite> {
     deleteTableMs: opts.tableStateMs,
     updateTableMs: opts.tableStateMs,
   });
+  // Only the front talks to dynalite, over a bounded keep-alive pool: idle sockets closed by the server
+  // after Node's default 5 s race with reuse ("socket hang up"), so the server leaves them to the client.
+  server.keepAliveTimeout = DYNALITE_KEEP_ALIVE_MS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, opts.host, () => resolve());

@@ -23,6 +23,15 @@ export interface WireResponse {
   body: Buffer;
 }
 
+/** Operations the front calls internally that change nothing, so sending one again is safe. */
+const READ_OPERATIONS = new Set(['GetItem', 'BatchGetItem', 'DescribeTable', 'ListTables', 'Scan', 'Query']);
+
+/** The error of a request written on a socket the server had just closed (ECONNRESET, EPIPE). */
+export function isStaleSocketError(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? (error as { code: unknown }).code : undefined;
+  return code === 'ECONNRESET' || code === 'EPIPE';
+}
+
 /** Raw HTTP call to a DynamoDB-compatible endpoint (dynalite), keeping the connection alive. */
 export class WireClient {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -48,7 +57,8 @@ export class WireClient {
   async call(operation: string, input: unknown): Promise<unknown> {
     const body = Buffer.from(JSON.stringify(input));
     const amzDate = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
-    const response = await this.send(
+    const response = await this.sendRetryingReads(
+      operation,
       {
         'content-type': 'application/x-amz-json-1.0',
         'content-length': String(body.length),
@@ -67,6 +77,23 @@ export class WireClient {
 
   close(): void {
     this.agent.destroy();
+  }
+
+  /**
+   * A kept-alive socket can be closed by the server just as a request is written on it (Node's
+   * keep-alive race: "socket hang up", ECONNRESET). A read lost that way would cost the front a stream
+   * record (its image read after a write), so reads are sent again, a few times; a write is not (it may
+   * have been applied), its error goes to the caller.
+   */
+  private async sendRetryingReads(operation: string, headers: http.OutgoingHttpHeaders, body: Buffer): Promise<WireResponse> {
+    const attempts = READ_OPERATIONS.has(operation) ? 3 : 1;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.send(headers, body);
+      } catch (error) {
+        if (attempt >= attempts || !isStaleSocketError(error)) throw error;
+      }
+    }
   }
 
   private send(headers: http.OutgoingHttpHeaders, body: Buffer, method = 'POST'): Promise<WireResponse> {

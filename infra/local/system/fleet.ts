@@ -1,9 +1,18 @@
 // The Envoy fleet: simulated Envoys (ADS SotW on all four types, as Envoy with an ADS bootstrap) and
 // a few real @grpc/grpc-js-xds clients, all connected to the gateway. Plus the echo backend the
 // sample routes point at, so the real clients can finish LDS→RDS→CDS→EDS and reach READY.
+//
+// The simulated Envoys run in this process ('inline', the default: tests reach into `sim`) or in a
+// child process ('child': the e2e bench). Why a child: at 1,000 Envoys × 1,000 objects a fleet-wide
+// SotW push is ~1 GB of responses to decode, and inline that work shares one event loop with the
+// gateway, the functions and the DynamoDB front; in production Envoys are other machines
+// (docs/ENVOY-FLEET.md, "The fleet in a child process"). Both modes build the fleet from the same
+// FleetSpec and answer the same FleetQueries.
 import type { Logger } from 'pino';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../../common/core';
-import { Fleet, parseBehaviour, type SimEnvoy } from '../envoys';
+import type { Fleet, SimEnvoy } from '../envoys';
+import { inlineFleetQueries, startFleetProcess, type FleetQueries } from '../envoys/fleet-process';
+import { buildFleet, nodeFromTemplate, type FleetEnvoyGroup, type FleetSpec } from '../envoys/fleet-spec';
 import { RealClientFleet, startEchoBackend, type EchoBackend } from '../envoys/realClient';
 import type { Component } from './component';
 import { sampleClusterPrefix, sampleFqdn } from './samples';
@@ -17,13 +26,34 @@ export async function startBackendComponent(): Promise<BackendComponent> {
   return { name: 'echo-backend', backend, close: () => backend.close() };
 }
 
-export interface FleetComponent extends Component {
-  sim: Fleet;
-  simEnvoys: SimEnvoy[];
+/** Where the simulated Envoys run. */
+export type FleetProcessMode = 'inline' | 'child';
+
+interface FleetComponentBase extends Component {
+  /** Connection counts and ground-truth summaries, the same in both modes. */
+  queries: FleetQueries;
   real: RealClientFleet | undefined;
   /** Node ids, by role, for the summary and tests. */
   roles: { nacking: string[]; slow: string[]; real: string[] };
 }
+
+export interface InlineFleetComponent extends FleetComponentBase {
+  process: 'inline';
+  sim: Fleet;
+  simEnvoys: SimEnvoy[];
+}
+
+export interface ChildFleetComponent extends FleetComponentBase {
+  process: 'child';
+  /** The fleet child's pid. Its Envoys and ground truth live there: ask through `queries`. */
+  pid: number;
+  /** Fork → fleet created and connecting (includes loading TypeScript in the child). */
+  startupMs: number;
+}
+
+/** The component for a mode: `FleetComponentOf<'inline'>` has `sim`; a mode not known statically has neither. */
+export type FleetComponentOf<P extends FleetProcessMode> = P extends 'child' ? ChildFleetComponent : InlineFleetComponent;
+export type FleetComponent = InlineFleetComponent | ChildFleetComponent;
 
 export interface FleetComponentOptions {
   gatewayAddress: string;
@@ -38,37 +68,87 @@ export interface FleetComponentOptions {
 }
 
 const ALL_TYPES = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL].map((typeUrl) => ({ typeUrl }));
+const NODE_TEMPLATE = { idPrefix: 'envoy-', cluster: 'ingress', userAgentName: 'envoy', alternating: { key: 'zone', values: ['a', 'b'] } };
 
-export function startFleetComponent(opts: FleetComponentOptions): FleetComponent {
-  const sim = new Fleet({ target: opts.gatewayAddress, channels: Math.min(8, Math.max(1, Math.ceil(opts.envoys / 250))), logger: opts.logger.child({ component: 'fleet' }) });
+/** The local system's simulated fleet as data: the same in both modes. */
+export function systemFleetSpec(opts: Pick<FleetComponentOptions, 'gatewayAddress' | 'envoys' | 'nackRate' | 'slowEnvoys' | 'slowAckMs'>): FleetSpec {
   const nackCount = Math.min(opts.envoys, Math.round(opts.envoys * opts.nackRate));
   const slowCount = Math.min(opts.envoys - nackCount, opts.slowEnvoys);
-  const spec = { transport: 'ads' as const, protocol: 'sotw' as const, subscriptions: ALL_TYPES, reconnectOnError: true, reconnectDelayMs: 500 };
-  const node = (index: number) => ({ id: `envoy-${index}`, cluster: 'ingress', metadata: { zone: index % 2 === 0 ? 'a' : 'b' }, userAgentName: 'envoy' });
-  // NACKing Envoys reject the cluster of sample 0 (a SotW NACK rejects the whole CDS update, as Envoy does).
-  const nacking = sim.addMany(nackCount, {
-    ...spec,
-    node,
-    behaviour: parseBehaviour({ nackRules: [{ typeUrl: CDS_TYPE_URL, resourceName: `^${sampleClusterPrefix(0)}`, message: 'simulated rejection: cluster failed validation' }] }),
-  }, 0);
-  const slow = sim.addMany(slowCount, { ...spec, node, behaviour: parseBehaviour({ ackDelayMs: opts.slowAckMs }) }, nackCount);
-  const normal = sim.addMany(opts.envoys - nackCount - slowCount, { ...spec, node }, nackCount + slowCount);
-  sim.connectAll();
+  const common = { transport: 'ads' as const, protocol: 'sotw' as const, subscriptions: ALL_TYPES, reconnectOnError: true, reconnectDelayMs: 500, node: NODE_TEMPLATE };
+  const groups: FleetEnvoyGroup[] = [
+    // NACKing Envoys reject the cluster of sample 0 (a SotW NACK rejects the whole CDS update, as Envoy does).
+    {
+      ...common,
+      role: 'nacking',
+      count: nackCount,
+      firstIndex: 0,
+      behaviour: { nackRules: [{ typeUrl: CDS_TYPE_URL, resourceName: `^${sampleClusterPrefix(0)}`, message: 'simulated rejection: cluster failed validation' }] },
+    },
+    { ...common, role: 'slow', count: slowCount, firstIndex: nackCount, behaviour: { ackDelayMs: opts.slowAckMs } },
+    { ...common, role: 'normal', count: opts.envoys - nackCount - slowCount, firstIndex: nackCount + slowCount },
+  ];
+  return { target: opts.gatewayAddress, channels: Math.min(8, Math.max(1, Math.ceil(opts.envoys / 250))), groups };
+}
+
+function nodeIdsOf(spec: FleetSpec, role: string): string[] {
+  const group = spec.groups.find((candidate) => candidate.role === role);
+  if (!group) return [];
+  return Array.from({ length: group.count }, (_, k) => nodeFromTemplate(group.node, group.firstIndex + k).id);
+}
+
+function startRealClients(opts: FleetComponentOptions): RealClientFleet | undefined {
   const real =
     opts.grpcClients > 0 && opts.objects > 0
       ? new RealClientFleet({ xdsServerAddress: opts.gatewayAddress, listenerName: sampleFqdn(0), count: opts.grpcClients, node: (index) => ({ id: `grpc-${index}`, cluster: 'grpc' }) })
       : undefined;
   // A real channel only starts resolving (its xDS subscription) once something waits on it.
   if (real) void real.waitAllReady(60_000).catch((error: unknown) => opts.logger.warn({ err: error }, 'real xDS clients not READY'));
+  return real;
+}
+
+/** The simulated fleet in this process (synchronous: `npm start` and tests as before). */
+export function startFleetComponent(opts: FleetComponentOptions): InlineFleetComponent {
+  const spec = systemFleetSpec(opts);
+  const built = buildFleet(spec, opts.logger.child({ component: 'fleet' }));
+  built.fleet.connectAll();
+  const real = startRealClients(opts);
   return {
     name: 'envoy-fleet',
-    sim,
-    simEnvoys: [...nacking, ...slow, ...normal],
+    process: 'inline',
+    sim: built.fleet,
+    simEnvoys: built.envoys,
+    queries: inlineFleetQueries(built.fleet, built.envoys),
     real,
-    roles: { nacking: nacking.map((e) => e.id), slow: slow.map((e) => e.id), real: real?.clients.map((c) => c.nodeId) ?? [] },
+    roles: { nacking: nodeIdsOf(spec, 'nacking'), slow: nodeIdsOf(spec, 'slow'), real: real?.clients.map((c) => c.nodeId) ?? [] },
     async close() {
       real?.close();
-      sim.close();
+      built.fleet.close();
     },
   };
+}
+
+/** The simulated fleet in a child process; real gRPC clients (if any) stay in this process. */
+export async function startChildFleetComponent(opts: FleetComponentOptions): Promise<ChildFleetComponent> {
+  const spec = systemFleetSpec(opts);
+  const child = await startFleetProcess({ spec, logger: opts.logger.child({ component: 'fleet' }) });
+  opts.logger.info({ pid: child.pid, envoys: child.envoys, startupMs: child.startupMs }, 'fleet child process started');
+  const real = startRealClients(opts);
+  return {
+    name: 'envoy-fleet',
+    process: 'child',
+    pid: child.pid,
+    startupMs: child.startupMs,
+    queries: child,
+    real,
+    roles: { nacking: nodeIdsOf(spec, 'nacking'), slow: nodeIdsOf(spec, 'slow'), real: real?.clients.map((c) => c.nodeId) ?? [] },
+    async close() {
+      real?.close();
+      await child.close();
+    },
+  };
+}
+
+export async function startFleetComponentIn<P extends FleetProcessMode>(mode: P, opts: FleetComponentOptions): Promise<FleetComponentOf<P>> {
+  // The conditional type cannot be narrowed from `mode` by the compiler; each branch returns the component of its mode.
+  return (mode === 'child' ? await startChildFleetComponent(opts) : startFleetComponent(opts)) as FleetComponentOf<P>;
 }

@@ -54,6 +54,12 @@ export const localSystemOptionsSchema = z
      */
     dynaliteProcess: z.enum(['child', 'inline']).default('child'),
     /**
+     * Where the simulated Envoys run: 'inline' (default) in this process, where tests reach into the
+     * fleet's ground truth directly; 'child' in a child Node process of their own, as Envoys are other
+     * machines in production (the e2e bench's default; docs/ENVOY-FLEET.md).
+     */
+    fleetProcess: z.enum(['inline', 'child']).default('inline'),
+    /**
      * Most records per convergence invocation (the mapping's batchSize; serverless.yml sets the same).
      * A batch's DynamoDB requests are mostly fixed (aggregate shards, pending index, OBJECT items), so
      * larger batches consume the stream faster (docs/LOCAL-DYNAMO.md, "Convergence batch size").

@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import { closeAll, type Component } from './component';
 import { startControlPlaneComponent, type ControlPlaneComponent } from './control-plane';
 import { startDynamoComponent, type DynamoComponent } from './dynamo';
-import { startBackendComponent, startFleetComponent, type FleetComponent } from './fleet';
+import { startBackendComponent, startFleetComponentIn, type FleetComponentOf, type FleetProcessMode } from './fleet';
 import { startFunctionsComponent, type FunctionsComponent } from './functions';
 import { startGatewayComponent, type GatewayComponent } from './gateway';
 import { startKubeComponent, type KubeComponent } from './kube';
@@ -45,7 +45,11 @@ export interface StartupStep {
   readyAtMs: number;
 }
 
-export interface LocalSystem {
+/**
+ * P: where the simulated Envoys run (options.fleetProcess). With the default ('inline') `fleet.sim`
+ * is there; a caller choosing at run time gets the union and uses `fleet.queries`.
+ */
+export interface LocalSystem<P extends FleetProcessMode = 'inline'> {
   options: ResolvedSystemOptions;
   endpoints: SystemEndpoints;
   /** Parts that could not start, and why. Empty when everything runs. */
@@ -57,7 +61,7 @@ export interface LocalSystem {
   controlPlane: ControlPlaneComponent;
   gateway?: GatewayComponent;
   functions?: FunctionsComponent;
-  fleet: FleetComponent;
+  fleet: FleetComponentOf<P>;
   /** Closes every component, newest first. Idempotent. */
   close(): Promise<void>;
 }
@@ -75,7 +79,7 @@ function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-export async function startLocalSystem(input: LocalSystemOptions, context: StartContext): Promise<LocalSystem> {
+export async function startLocalSystem<P extends FleetProcessMode = 'inline'>(input: LocalSystemOptions & { fleetProcess?: P }, context: StartContext): Promise<LocalSystem<P>> {
   const options = localSystemOptionsSchema.parse(input);
   const now = context.now ?? Date.now;
   const startedAt = now();
@@ -86,7 +90,7 @@ export async function startLocalSystem(input: LocalSystemOptions, context: Start
   const queryToken = options.queryToken ?? randomBytes(24).toString('base64url');
   const components: Component[] = [];
   const steps: StartupStep[] = [];
-  const unavailable: LocalSystem['unavailable'] = [];
+  const unavailable: LocalSystem<P>['unavailable'] = [];
   const ready = <T extends Component>(component: T): T => {
     components.push(component);
     const step = { component: component.name, readyAtMs: now() - startedAt };
@@ -160,8 +164,9 @@ export async function startLocalSystem(input: LocalSystemOptions, context: Start
       logger.error({ err: error }, 'functions unavailable; no condition will be written');
     }
 
+    // The parsed option is the runtime value of P (absent → 'inline', P's default).
     const fleet = ready(
-      startFleetComponent({
+      await startFleetComponentIn(options.fleetProcess as P, {
         gatewayAddress: gateway?.xdsAddress ?? controlPlane.addresses[0] ?? '',
         envoys: options.envoys,
         grpcClients: options.grpcClients,

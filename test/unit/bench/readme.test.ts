@@ -46,6 +46,19 @@ describe('bench report', () => {
     expect(merged.map((r) => [r.envoys, r.durationSeconds])).toEqual([[100, 1], [1000, 2]]);
   });
 
+  it('keeps the stages a fresh run did not run, and says when they were measured', () => {
+    const istio = { statusWritesPerObjectGeneration: 7 } as unknown as NonNullable<SizeRun['istio']>;
+    const earlier = sizeRun(1000, 100, { finishedAt: '2026-11-29T10:00:00Z', istio, e2e: e2e(1000, 100, 100, 3, 1) });
+    const fresh = sizeRun(1000, 100, { finishedAt: '2026-11-30T02:00:00Z', e2e: e2e(1000, 100, 100, 2, 1) });
+    const [merged] = mergeRuns([earlier], [fresh]);
+    expect(merged?.e2e).toBe(fresh.e2e);
+    expect(merged?.istio).toBe(istio);
+    expect(merged?.carried).toEqual([{ stage: 'istio', finishedAt: '2026-11-29T10:00:00Z' }]);
+    // Carried again later: the original time stays.
+    const [again] = mergeRuns([merged as SizeRun], [sizeRun(1000, 100, { finishedAt: '2026-11-30T03:00:00Z', e2e: e2e(1000, 100, 100, 2, 1) })]);
+    expect(again?.carried).toEqual([{ stage: 'istio', finishedAt: '2026-11-29T10:00:00Z' }]);
+  });
+
   it('judges targets with their gap, and says "not measured" rather than guessing', () => {
     const results: BenchResults = {
       machine: 'test',

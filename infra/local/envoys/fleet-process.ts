@@ -1,0 +1,234 @@
+// Runs a simulated Envoy fleet (a FleetSpec) either in this process or in a child Node process, behind
+// one async interface, FleetQueries, that both implement. The child pattern follows
+// infra/local/dynamo/dynalite.ts: fork with an IPC channel, a readiness message, the child exits when
+// the channel closes, close() waits for the exit; a child that fails to start rejects with its stderr.
+import { fork, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Fleet } from './fleet';
+import { ackCountFromTruth, configuredCountOf, connectedCountOf, lastAcksFromTruth, type FleetLastAcks } from './fleet-queries';
+import { childMessageSchema, countResultSchema, lastAcksResultSchema, type FleetQuery, type ParentMessage } from './fleet-process-protocol';
+import { buildFleet, type FleetSpec } from './fleet-spec';
+import type { SimEnvoy } from './simEnvoy';
+
+/** Questions about a fleet's state and ground truth, answered the same in both modes. */
+export interface FleetQueries {
+  /** Envoys whose streams are up. */
+  connectedCount(): Promise<number>;
+  /** Envoys that accepted at least one response of each of the four types. */
+  configuredCount(): Promise<number>;
+  /** Responses accepted (ACKed) at or after `since` (ms since the epoch, same machine clock). */
+  ackCount(since: number): Promise<number>;
+  /** Per resource name, the last Envoy's first acceptance of it (CDS and EDS) since `since`: lastAcksFromTruth. */
+  lastAcks(names: readonly string[], since: number): Promise<FleetLastAcks>;
+}
+
+export function inlineFleetQueries(fleet: Fleet, envoys: readonly SimEnvoy[]): FleetQueries {
+  const nodeIds = (): string[] => envoys.map((envoy) => envoy.id);
+  return {
+    connectedCount: async () => connectedCountOf(envoys),
+    configuredCount: async () => configuredCountOf(fleet.truth, nodeIds()),
+    ackCount: async (since) => ackCountFromTruth(fleet.truth, nodeIds(), since),
+    lastAcks: async (names, since) => lastAcksFromTruth(fleet.truth, nodeIds(), names, since),
+  };
+}
+
+export interface FleetProcessOptions {
+  spec: FleetSpec;
+  /** The child's log lines are re-emitted here at their own level; the child logs at this logger's level. */
+  logger: Logger;
+  /** How long to wait for the child to start its fleet (default 30 s). */
+  startTimeoutMs?: number;
+}
+
+export interface FleetProcess extends FleetQueries {
+  pid: number;
+  /** Envoys the child created. */
+  envoys: number;
+  /** Fork → fleet created and connecting, as seen by the parent (includes loading TypeScript). */
+  startupMs: number;
+  /** Closes the Envoys and resolves once the child has exited (SIGKILL after 10 s). Idempotent. */
+  close(): Promise<void>;
+}
+
+const CHILD_ENTRY = path.join(__dirname, 'fleet-process-child.ts');
+/** Where `--import tsx` resolves from: the repository root, whatever the parent's cwd. */
+const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
+/** Extra Node flags for the child, space-separated (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). */
+const CHILD_EXEC_ARGV_ENV = 'LOCAL_FLEET_EXEC_ARGV';
+const CHILD_CLOSE_TIMEOUT_MS = 10_000;
+const STDERR_KEPT_CHARS = 4000;
+/** A query waits at most this long for its answer (lastAcks over 5,000 Envoys is well under a second). */
+const QUERY_TIMEOUT_MS = 60_000;
+
+const PINO_LEVEL_NAMES: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+
+function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal ? `signal ${signal}` : `code ${code}`;
+}
+
+/** Re-emits one stderr line of the child: pino JSON at its own level, anything else (a crash) as an error. */
+function forwardLogLine(logger: Logger, line: string): void {
+  if (line.trim() === '') return;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed !== null && typeof parsed === 'object' && 'level' in parsed && typeof parsed.level === 'number') {
+    const { level, msg, time: _time, ...fields } = parsed as { level: number; msg?: unknown; time?: unknown } & Record<string, unknown>;
+    const name = PINO_LEVEL_NAMES[level] ?? 'info';
+    logger[name]({ ...fields, child: 'fleet' }, typeof msg === 'string' ? msg : 'fleet child log');
+    return;
+  }
+  logger.error({ child: 'fleet', stderr: line }, 'fleet child stderr');
+}
+
+export async function startFleetProcess(opts: FleetProcessOptions): Promise<FleetProcess> {
+  const forkedAt = Date.now();
+  const child: ChildProcess = fork(CHILD_ENTRY, [], {
+    cwd: REPO_ROOT,
+    // Not the parent's flags (jest, profiling): the child needs only the TypeScript loader.
+    execArgv: ['--import', 'tsx', ...(process.env[CHILD_EXEC_ARGV_ENV] ?? '').split(' ').filter((flag) => flag !== '')],
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    // Serialization 'advanced' (structured clone) would also work; JSON keeps the messages plain data.
+    serialization: 'json',
+  });
+  let stderrTail = '';
+  let partialLine = '';
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (chunk: string) => {
+    stderrTail = (stderrTail + chunk).slice(-STDERR_KEPT_CHARS);
+    const lines = (partialLine + chunk).split('\n');
+    partialLine = lines.pop() ?? '';
+    for (const line of lines) forwardLogLine(opts.logger, line);
+  });
+
+  const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void; timer: NodeJS.Timeout }>();
+  let nextId = 1;
+  let exited = false;
+  let closeRequested = false;
+  const exit = new Promise<void>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exited = true;
+      if (partialLine !== '') forwardLogLine(opts.logger, partialLine);
+      for (const [id, waiter] of pending) {
+        clearTimeout(waiter.timer);
+        waiter.reject(new Error(`fleet child process exited (${describeExit(code, signal)}) before answering query ${id}`));
+      }
+      pending.clear();
+      if (!closeRequested) opts.logger.error({ pid: child.pid, exit: describeExit(code, signal), stderr: stderrTail.trim() }, 'fleet child process exited unexpectedly');
+      resolve();
+    });
+  });
+  child.on('message', (raw: unknown) => {
+    const parsed = childMessageSchema.safeParse(raw);
+    if (!parsed.success) {
+      opts.logger.error({ issues: parsed.error.issues.slice(0, 5) }, 'invalid message from the fleet child, ignored');
+      return;
+    }
+    if (parsed.data.type !== 'reply') return;
+    const waiter = pending.get(parsed.data.id);
+    if (!waiter) return;
+    pending.delete(parsed.data.id);
+    clearTimeout(waiter.timer);
+    if (parsed.data.ok) waiter.resolve(parsed.data.result);
+    else waiter.reject(new Error(`fleet child: ${parsed.data.error ?? 'query failed'}`));
+  });
+
+  // With a callback, a failed send (channel closed under us) is reported there, not as an 'error' event.
+  const send = (message: ParentMessage, onFailed: (error: Error) => void = () => undefined): void => {
+    child.send(message, (error) => {
+      if (error) onFailed(error);
+    });
+  };
+  // A ChildProcess 'error' with no listener would throw in this process: log it instead.
+  child.on('error', (error) => opts.logger.error({ err: error, pid: child.pid }, 'fleet child process error'));
+
+  const started = await new Promise<{ envoys: number }>((resolve, reject) => {
+    const timeoutMs = opts.startTimeoutMs ?? 30_000;
+    const cleanUp = (): void => {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      child.off('error', onError);
+    };
+    const onMessage = (raw: unknown): void => {
+      const parsed = childMessageSchema.safeParse(raw);
+      if (!parsed.success || parsed.data.type !== 'started') return;
+      cleanUp();
+      resolve({ envoys: parsed.data.envoys });
+    };
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
+      cleanUp();
+      closeRequested = true;
+      // 'exit' can come before the last stderr chunk; give the pipe a moment to drain.
+      setTimeout(() => reject(new Error(`fleet child process exited (${describeExit(code, signal)}) before starting its fleet: ${stderrTail.trim() || 'no stderr output'}`)), 20);
+    };
+    const onError = (error: Error): void => {
+      cleanUp();
+      closeRequested = true;
+      child.kill('SIGKILL');
+      reject(new Error(`fleet child process could not be started: ${error.message}`));
+    };
+    const timer = setTimeout(() => {
+      cleanUp();
+      closeRequested = true;
+      child.kill('SIGKILL');
+      reject(new Error(`fleet child process did not start its fleet within ${timeoutMs} ms: ${stderrTail.trim() || 'no stderr output'}`));
+    }, timeoutMs);
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+    child.once('error', onError);
+    // The spec goes over IPC, not argv: 5,000 node templates are fine, but argv strings are capped (128 KiB).
+    send({ type: 'start', spec: opts.spec, logLevel: opts.logger.level }, (error) => opts.logger.error({ err: error }, 'fleet child: start message not sent'));
+  });
+
+  const ask = (query: FleetQuery): Promise<unknown> => {
+    if (exited || !child.connected) return Promise.reject(new Error('fleet child process is not running'));
+    const id = nextId++;
+    return new Promise<unknown>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        reject(new Error(`fleet child process did not answer ${query.kind} within ${QUERY_TIMEOUT_MS} ms`));
+      }, QUERY_TIMEOUT_MS);
+      pending.set(id, { resolve, reject, timer });
+      send({ type: 'query', id, query }, (error) => {
+        if (!pending.delete(id)) return;
+        clearTimeout(timer);
+        reject(new Error(`fleet child process: query ${query.kind} not sent: ${error.message}`));
+      });
+    });
+  };
+
+  let closing: Promise<void> | undefined;
+  return {
+    pid: child.pid ?? -1,
+    envoys: started.envoys,
+    startupMs: Date.now() - forkedAt,
+    connectedCount: async () => countResultSchema.parse(await ask({ kind: 'connectedCount' })),
+    configuredCount: async () => countResultSchema.parse(await ask({ kind: 'configuredCount' })),
+    ackCount: async (since) => countResultSchema.parse(await ask({ kind: 'ackCount', since })),
+    lastAcks: async (names, since) => lastAcksResultSchema.parse(await ask({ kind: 'lastAcks', names: [...names], since })),
+    close: () =>
+      (closing ??= (async () => {
+        closeRequested = true;
+        if (!exited) {
+          if (child.connected) child.send({ type: 'close' } satisfies ParentMessage, (error) => error && child.kill('SIGKILL'));
+          else child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_CLOSE_TIMEOUT_MS);
+          await exit;
+          clearTimeout(timer);
+        }
+        if (child.connected) child.disconnect();
+      })()),
+  };
+}
+
+/** Builds the spec's fleet in this process and connects it; for callers that want one type for both modes. */
+export function startInlineFleet(spec: FleetSpec, logger: Logger): ReturnType<typeof buildFleet> & { queries: FleetQueries } {
+  const built = buildFleet(spec, logger);
+  built.fleet.connectAll();
+  return { ...built, queries: inlineFleetQueries(built.fleet, built.envoys) };
+}

@@ -1,0 +1,79 @@
+// The local system with its simulated Envoys in a child process (fleetProcess: 'child', what the e2e
+// bench runs): the fleet connects to the gateway and ACKs, seen only through FleetQueries; a spec
+// change becomes True, and the fleet's own ground truth (computed in the child) says every Envoy
+// accepted it before that; closing the system ends the child.
+import pino from 'pino';
+import { canaryCluster, HTTPPROXIES_PATH, patchToCanary } from '../../../bench/support/changes';
+import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
+import { eventually } from './helpers';
+
+const ENVOYS = 20;
+jest.setTimeout(120_000);
+const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
+
+interface Condition {
+  type: string;
+  status: string;
+  observedGeneration?: number;
+}
+
+async function conditionOf(system: LocalSystem<'child'>, name: string): Promise<Condition | undefined> {
+  const response = await fetch(`${system.kube.url}${HTTPPROXIES_PATH}/${name}`);
+  if (!response.ok) return undefined;
+  const body = (await response.json()) as { status?: { conditions?: Condition[] } };
+  return body.status?.conditions?.find((condition) => condition.type === system.options.conditionType);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('local system with the fleet in a child process', () => {
+  let system: LocalSystem<'child'>;
+
+  beforeAll(async () => {
+    system = await startLocalSystem({ envoys: ENVOYS, grpcClients: 0, objects: 1, controlPlaneReplicas: 1, ackTimeoutMs: 5000, fleetProcess: 'child' }, { logger });
+  }, 60_000);
+
+  afterAll(async () => {
+    await system?.close();
+  });
+
+  it('connects through the gateway, and lastAcks (from the child) precede the condition turning True', async () => {
+    expect(system.unavailable).toEqual([]);
+    expect(system.fleet.process).toBe('child');
+    expect('sim' in system.fleet).toBe(false);
+    // @ts-expect-error: the type says so too: in child mode the Envoys are not in this process.
+    expect(system.fleet.sim).toBeUndefined();
+    expect(isAlive(system.fleet.pid)).toBe(true);
+    await eventually(async () => (await system.fleet.queries.connectedCount()) === ENVOYS, 'every Envoy connected');
+    await eventually(async () => (await system.fleet.queries.configuredCount()) === ENVOYS, 'every Envoy ACKed all four types');
+    await eventually(async () => (await conditionOf(system, 'sample-0'))?.status === 'True' || undefined, 'sample-0 True at generation 1');
+
+    const since = Date.now();
+    await patchToCanary(system.kube.url, 0);
+    await eventually(async () => {
+      const condition = await conditionOf(system, 'sample-0');
+      return (condition?.status === 'True' && condition.observedGeneration === 2) || undefined;
+    }, 'sample-0 True at generation 2');
+    const trueSeenAt = Date.now();
+
+    const { lastAck, envoysWith, acks } = await system.fleet.queries.lastAcks([canaryCluster(0)], since);
+    // Invariant 1 seen from outside: True at generation 2 only once every Envoy runs the new cluster.
+    expect(envoysWith[canaryCluster(0)]).toBe(ENVOYS);
+    const last = lastAck[canaryCluster(0)];
+    expect(last).toBeGreaterThanOrEqual(since);
+    expect(last).toBeLessThanOrEqual(trueSeenAt);
+    expect(acks).toBeGreaterThanOrEqual(ENVOYS * 2);
+    expect(await system.fleet.queries.ackCount(since)).toBeGreaterThanOrEqual(acks);
+
+    const pid = system.fleet.pid;
+    await system.close();
+    expect(isAlive(pid)).toBe(false);
+  });
+});
