@@ -14,6 +14,9 @@ import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 import { startLocalSystem, type LocalSystem } from '../infra/local/system';
+import { createEventStoreFromEnv } from '../common/store';
+import type { ObjectGeneration } from '../common/core';
+import type { WatermarkTarget } from '../infra/local/envoys/fleet-queries';
 import { CONVERGENCE_BATCH_SIZE } from '../infra/local/system/functions';
 import { canaryCluster, HTTPPROXIES_PATH, inBatches, patchToCanary } from './support/changes';
 import { startConditionWatch } from './support/condition-watch';
@@ -50,6 +53,8 @@ export interface E2eOptions {
    * in production; 'inline' shares the system's event loop, as before; docs/ENVOY-FLEET.md).
    */
   fleetProcess?: 'child' | 'inline';
+  /** Where the xDS gateway runs (default 'child': its own process, as deployed; 'inline' as before). */
+  gatewayProcess?: 'child' | 'inline';
 }
 
 export interface E2eResult {
@@ -59,7 +64,23 @@ export interface E2eResult {
   changed: number;
   /** Start → every object True at generation 1 (connect, first delivery, first convergence). */
   initialConvergenceMs: number;
+  /**
+   * From the moment the last Envoy had the object's new generation (every type of the gateway's
+   * watermark for it ACKed at or past the watermark: invariant 1's definition, by the fleet's ground
+   * truth) to the condition True@2 seen by a watch.
+   */
   lastAckToTrueMs: Summary;
+  /** The same from the last ACK of the canary cluster on CDS and EDS only (the definition before; optional). */
+  clusterAckToTrueMs?: Summary;
+  /** Changed objects every Envoy had on every watermarked type (a check on the figure above; optional). */
+  objectsProgrammedOnEveryEnvoy?: number;
+  /**
+   * last ACK → True in hops, per changed object, from the stored OBJECT generation item: last ACK (fleet
+   * ground truth) → the Programmed decision's `decidedAt` (gateway recording, stream, convergence) →
+   * `programmedAt` (the status writer's True write: handoff or status function) → True seen by a watch.
+   * Optional: older results lack it.
+   */
+  lastAckToTrueHopsMs?: { ackToDecided: Summary; decidedToWritten: Summary; writtenToSeen: Summary };
   changeToTrueMs: Summary;
   /** Change → the last Envoy's ACK of the new cluster: the control plane's delivery through the gateway. */
   changeToLastAckMs: Summary;
@@ -72,14 +93,16 @@ export interface E2eResult {
   process: { cpuSecondsDuringChange: number; rssMiB: number; rssKiBPerEnvoy: number };
   /** Where the fleet ran; in child mode the child's own CPU during the change phase (from /proc). */
   fleet?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; startupMs?: number; rssMiB?: number };
+  /** The gateway's own process when it runs as a child (optional: older results lack it). */
+  gateway?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; rssMiB?: number };
   changePhaseMs: number;
   /**
-   * Sampled every 500 ms during the change: stream records appended by the front vs delivered to each
+   * Sampled every 250 ms during the change: stream records appended by the front vs delivered to each
    * function, and objects True. A growing gap says which stage the time is spent queueing for.
    */
   /** The condition changes the first changed object went through at generation 2 (status/reason@observedGeneration). */
   conditionSequenceExample: string[];
-  timeline: Array<{ atMs: number; streamRecords: number; convergenceDelivered: number; statusDelivered: number; objectsTrue: number }>;
+  timeline: Array<{ atMs: number; streamRecords: number; convergenceDelivered: number; statusDelivered: number; objectsTrue: number; convergenceIteratorAgeMs?: number }>;
 }
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
@@ -118,6 +141,50 @@ function processRssMiB(pid: number): number | undefined {
 /** USER_HZ: 100 on every Linux this runs on (getconf CLK_TCK). */
 const CLOCK_TICKS_PER_SECOND = 100;
 
+/** The changed objects' OBJECT#…/GEN#2 items, read once the change is True everywhere. */
+async function readGenerations(system: LocalSystem<'inline' | 'child'>, names: readonly string[]): Promise<Map<string, ObjectGeneration>> {
+  const { store, clients } = createEventStoreFromEnv(system.dynamo.storeEnv, logger);
+  const found = new Map<string, ObjectGeneration>();
+  try {
+    for (const name of names) {
+      const read = await store.getObjectGeneration({ group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name }, 2);
+      if (read.status === 'found') found.set(name, read.value);
+    }
+  } finally {
+    clients.client.destroy();
+  }
+  return found;
+}
+
+/** Per object, its watermark on each lineage that served it (one gateway here: one lineage). */
+function watermarkTargets(generations: ReadonlyMap<string, ObjectGeneration>): WatermarkTarget[] {
+  return [...generations].flatMap(([name, record]) =>
+    Object.entries(record.watermarks).map(([lineage, watermark]) => ({ key: name, lineage, seqByType: { ...watermark.types } })),
+  );
+}
+
+/** The hops of last ACK → True (E2eResult.lastAckToTrueHopsMs) from the OBJECT#…/GEN#2 items. */
+function lastAckHops(
+  generations: ReadonlyMap<string, ObjectGeneration>,
+  lastAck: ReadonlyMap<string, number>,
+  trueAt: (name: string) => number | undefined,
+): E2eResult['lastAckToTrueHopsMs'] {
+  const ackToDecided: number[] = [];
+  const decidedToWritten: number[] = [];
+  const writtenToSeen: number[] = [];
+  for (const [name, record] of generations) {
+    const acked = lastAck.get(name);
+    const seen = trueAt(name);
+    const decided = record.decision?.state === 'Programmed' ? record.decision.decidedAt : undefined;
+    const written = record.programmedAt;
+    if (acked === undefined || seen === undefined || decided === undefined || written === undefined) continue;
+    ackToDecided.push(decided - acked);
+    decidedToWritten.push(written - decided);
+    writtenToSeen.push(seen - written);
+  }
+  return ackToDecided.length === 0 ? undefined : { ackToDecided: summarize(ackToDecided), decidedToWritten: summarize(decidedToWritten), writtenToSeen: summarize(writtenToSeen) };
+}
+
 function maxOf(values: Iterable<number>): number {
   let max = 0;
   for (const value of values) max = Math.max(max, value);
@@ -146,6 +213,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       ...(options.dynaliteProcess === undefined ? {} : { dynaliteProcess: options.dynaliteProcess }),
       ...(options.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: options.convergenceBatchSize }),
       fleetProcess: options.fleetProcess ?? 'child',
+      gatewayProcess: options.gatewayProcess ?? 'child',
     },
     { logger, processMetrics: false },
   );
@@ -178,6 +246,8 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const cpuBefore = process.cpuUsage();
     const fleetPid = system.fleet.process === 'child' ? system.fleet.pid : undefined;
     const fleetCpuBefore = fleetPid === undefined ? undefined : processCpuSeconds(fleetPid);
+    const gatewayPid = system.gateway?.pid;
+    const gatewayCpuBefore = gatewayPid === undefined ? undefined : processCpuSeconds(gatewayPid);
     const changeStart = Date.now();
     const timeline: E2eResult['timeline'] = [];
     const sample = (): void => {
@@ -187,9 +257,11 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
         convergenceDelivered: functions.deliveries.convergence.stats.deliveredRecords - invocationsBefore.convergenceDelivered,
         statusDelivered: functions.deliveries.status.stats.deliveredRecords - invocationsBefore.statusDelivered,
         objectsTrue: names.filter((name) => watch.objects.get(name)?.trueAt.has(2) === true).length,
+        // Lambda's IteratorAge of the convergence mapping's latest call: how stale its newest record was.
+        convergenceIteratorAgeMs: functions.deliveries.convergence.stats.iteratorAgeMs.last,
       });
     };
-    const sampler = setInterval(sample, 500);
+    const sampler = setInterval(sample, 250);
     const changedAt = new Map<string, number>();
     await inBatches(names.length, options.patchConcurrency, async (index) => {
       changedAt.set(`sample-${index}`, Date.now());
@@ -206,24 +278,34 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const cpu = process.cpuUsage(cpuBefore);
     const fleetCpuAfter = fleetPid === undefined ? undefined : processCpuSeconds(fleetPid);
     const fleetRssMiB = fleetPid === undefined ? undefined : processRssMiB(fleetPid);
+    const gatewayCpuAfter = gatewayPid === undefined ? undefined : processCpuSeconds(gatewayPid);
+    const gatewayRssMiB = gatewayPid === undefined ? undefined : processRssMiB(gatewayPid);
     const dynamoAfter = system.dynamo.local.stats;
 
     const canaryNames = new Map(names.map((name, index) => [canaryCluster(index), name]));
-    const { lastAck, acks } = await lastAcks(system, new Set(canaryNames.keys()), changeStart);
+    const { lastAck: clusterLastAck, acks } = await lastAcks(system, new Set(canaryNames.keys()), changeStart);
+    const generations = await readGenerations(system, names);
+    // The last ACK by invariant 1's definition: every watermarked type at or past the watermark.
+    const programmed = await system.fleet.queries.programmedAt(watermarkTargets(generations), changeStart);
+    const lastAck = new Map(Object.entries(programmed.lastAck));
     const ackToTrue: number[] = [];
+    const clusterAckToTrue: number[] = [];
     const changeToTrue: number[] = [];
     const changeToLastAck: number[] = [];
     for (const [cluster, name] of canaryNames) {
       const trueAt = watch.objects.get(name)?.trueAt.get(2);
       const changed = changedAt.get(name);
-      const acked = lastAck.get(cluster);
+      const acked = lastAck.get(name);
       if (trueAt === undefined || changed === undefined) continue;
       changeToTrue.push(trueAt - changed);
+      const clusterAcked = clusterLastAck.get(cluster);
+      if (clusterAcked !== undefined) clusterAckToTrue.push(trueAt - clusterAcked);
       if (acked !== undefined) {
         ackToTrue.push(trueAt - acked);
         changeToLastAck.push(acked - changed);
       }
     }
+    const hops = lastAckHops(generations, lastAck, (name) => watch.objects.get(name)?.trueAt.get(2));
     const writesGen = (generation: number): number[] => (generation === 1 ? allNames : names).map((name) => watch.objects.get(name)?.conditionWrites.get(generation) ?? 0);
     const requests = dynamoAfter.requests - dynamoBefore.requests;
     const writeRequests = dynamoAfter.capturedWrites - dynamoBefore.capturedWrites;
@@ -233,12 +315,15 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const rss = process.memoryUsage().rss;
     const changePhaseMs = allTrueAt - changeStart;
     return {
-      conditions: `the system in one process on this machine (2 shared cores); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}`,
+      conditions: `the system on this machine (2 shared cores; the gateway ${system.gateway?.pid === undefined ? 'in-process' : 'in a child process'}); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}`,
       envoys: options.envoys,
       objects: allNames.length,
       changed: names.length,
       initialConvergenceMs,
       lastAckToTrueMs: summarize(ackToTrue),
+      clusterAckToTrueMs: summarize(clusterAckToTrue),
+      objectsProgrammedOnEveryEnvoy: Object.values(programmed.envoysWith).filter((count) => count >= options.envoys).length,
+      ...(hops === undefined ? {} : { lastAckToTrueHopsMs: hops }),
       changeToTrueMs: summarize(changeToTrue),
       changeToLastAckMs: summarize(changeToLastAck),
       kubeConditionWritesPerObjectGeneration: { generation1: round(meanOf(writesGen(1)), 2), generation2: round(meanOf(writesGen(2)), 2), max: maxOf([...writesGen(1), ...writesGen(2)]) },
@@ -261,6 +346,11 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
         ...(fleetCpuBefore === undefined || fleetCpuAfter === undefined ? {} : { cpuSecondsDuringChange: round(fleetCpuAfter - fleetCpuBefore, 2) }),
         ...(system.fleet.process === 'child' ? { startupMs: system.fleet.startupMs } : {}),
         ...(fleetRssMiB === undefined ? {} : { rssMiB: round(fleetRssMiB, 0) }),
+      },
+      gateway: {
+        process: gatewayPid === undefined ? 'inline' : 'child',
+        ...(gatewayCpuBefore === undefined || gatewayCpuAfter === undefined ? {} : { cpuSecondsDuringChange: round(gatewayCpuAfter - gatewayCpuBefore, 2) }),
+        ...(gatewayRssMiB === undefined ? {} : { rssMiB: round(gatewayRssMiB, 0) }),
       },
       changePhaseMs,
       timeline,
@@ -298,9 +388,10 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     .addOption(new Option('--dynalite-process <mode>', 'dynalite in a child process (default) or inline in the bench process').choices(['child', 'inline']))
     .option('--convergence-batch-size <n>', 'the convergence stream mapping\'s batchSize (default: the local system\'s)', positiveInteger)
     .addOption(new Option('--fleet-process <mode>', 'simulated Envoys in a child process (default) or inline in the bench process').choices(['child', 'inline']))
+    .addOption(new Option('--gateway-process <mode>', 'the xDS gateway in a child process (default, as deployed) or inline in the bench process').choices(['child', 'inline']))
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline' }>();
+  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: 'child' | 'inline' }>();
   return {
     envoys: opts.envoys,
     objects: opts.objects,
@@ -313,6 +404,7 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     ...(opts.dynaliteProcess === undefined ? {} : { dynaliteProcess: opts.dynaliteProcess }),
     ...(opts.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: opts.convergenceBatchSize }),
     ...(opts.fleetProcess === undefined ? {} : { fleetProcess: opts.fleetProcess }),
+    ...(opts.gatewayProcess === undefined ? {} : { gatewayProcess: opts.gatewayProcess }),
   };
 }
 

@@ -41,6 +41,9 @@ async function main(): Promise<number> {
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
+    // Started by a parent with an IPC channel (the local system's child mode): the channel closing means
+    // the parent is gone, so shut down as on SIGTERM rather than linger on its ports.
+    if (process.send !== undefined) process.on('disconnect', () => onSignal('SIGTERM'));
     // One bad message must never take the gateway down; a bug that escapes is logged, not fatal.
     process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
   });

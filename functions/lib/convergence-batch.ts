@@ -193,42 +193,59 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
     }
   });
 
+  // Steps 1-2 (aggregate shards, the lineage registry) and 3 (OBJECT/pending items) write disjoint
+  // items, so they run concurrently: a batch's latency is the longer of the two, not their sum (each is
+  // a few sequential round trips; issue 9, docs/CONVERGENCE.md). Two orders are kept, because together
+  // they make concurrent batches on different stream shards see each other's work: the pending index is
+  // listed only after this batch's shards are written, and the aggregates are read (evaluation, 4) only
+  // after this batch's pending entries are written. Of two batches, the later reader sees the earlier
+  // writer: a generation indexed by one and completed by the other's members is evaluated by one of them.
+  const phasesStart = clock();
+  const measured = async (phase: 'shards' | 'pendingIndex', work: () => Promise<void>): Promise<void> => {
+    await work();
+    report.phaseMs[phase] = clock() - phasesStart;
+  };
   // 1. Aggregates: the shards are independent items (each one conditional write; conflicts retry
   // inside), so they are updated concurrently: a batch's latency is one shard's read + write, not 16.
-  let phaseStart = clock();
-  await forEachConcurrently([...shardUpdates.values()], SHARD_UPDATE_CONCURRENCY, async (group) => {
-    try {
-      if (await updateShard(deps.aggregates, group.lineage, group.shard, group.updates, logger)) report.shardsWritten++;
-    } catch (error) {
-      logger.error({ lineage: group.lineage, shard: group.shard, err: error }, 'aggregate shard update failed');
-      for (const id of group.recordIds) failedIds.add(id);
+  // 2. Then the lineage registry (heartbeats). Then, and only then, the pending index is listed.
+  const shardsWritten = measured('shards', async () => {
+    await forEachConcurrently([...shardUpdates.values()], SHARD_UPDATE_CONCURRENCY, async (group) => {
+      try {
+        if (await updateShard(deps.aggregates, group.lineage, group.shard, group.updates, logger)) report.shardsWritten++;
+      } catch (error) {
+        logger.error({ lineage: group.lineage, shard: group.shard, err: error }, 'aggregate shard update failed');
+        for (const id of group.recordIds) failedIds.add(id);
+      }
+    });
+    if (heartbeats.size > 0) {
+      try {
+        // Heartbeats from LINEAGE records (the gateway also registers each new lineage ahead of its states).
+        await registerLineageHeartbeats(deps.aggregates, heartbeats);
+      } catch (error) {
+        logger.error({ err: error }, 'lineage registry update failed');
+        for (const id of heartbeatRecordIds) failedIds.add(id);
+      }
     }
   });
-  report.phaseMs.shards = clock() - phaseStart;
-  phaseStart = clock();
-  // 2. Lineage registry.
-  if (heartbeats.size > 0) {
-    try {
-      // Heartbeats from LINEAGE records (the gateway also registers each new lineage ahead of its states).
-      await registerLineageHeartbeats(deps.aggregates, heartbeats);
-    } catch (error) {
-      logger.error({ err: error }, 'lineage registry update failed');
-      for (const id of heartbeatRecordIds) failedIds.add(id);
-    }
-  }
+  const pendingListed = shardsWritten.then(() => pendingOn(deps, touchedLineages.keys())).then(
+    (listed) => ({ ok: true as const, listed }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
   // 3. New or changed watermarks: index as pending; older generations of the object are superseded.
   // Different objects' items are independent; one object's two steps stay in order.
-  await forEachConcurrently([...objectCandidates.values()], EVALUATION_CONCURRENCY, async (entry) => {
-    try {
-      await indexPending(deps, entry.candidate, entry.record);
-      await supersedeOlder(deps, entry.candidate);
-    } catch (error) {
-      logger.error({ candidate: candidateKey(entry.candidate), err: error }, 'pending index update failed');
-      for (const id of entry.recordIds) failedIds.add(id);
-    }
-  });
-  report.phaseMs.pendingIndex = clock() - phaseStart;
-  phaseStart = clock();
+  const pendingIndexed = measured('pendingIndex', () =>
+    forEachConcurrently([...objectCandidates.values()], EVALUATION_CONCURRENCY, async (entry) => {
+      try {
+        await indexPending(deps, entry.candidate, entry.record);
+        await supersedeOlder(deps, entry.candidate);
+      } catch (error) {
+        logger.error({ candidate: candidateKey(entry.candidate), err: error }, 'pending index update failed');
+        for (const id of entry.recordIds) failedIds.add(id);
+      }
+    }),
+  );
+  await Promise.all([shardsWritten, pendingIndexed]);
+  const phaseStart = clock();
   // 4. Evaluate: objects of this batch, and everything pending on a touched lineage.
   const candidates = new Map<string, Candidate>();
   for (const entry of objectCandidates.values()) candidates.set(candidateKey(entry.candidate), entry.candidate);
@@ -238,18 +255,18 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
   // Their outcome never fails a record: the stream path to the status function stays the backstop.
   const handoff = deps.statusHandoff?.begin();
   const evaluation: ConvergenceDeps = handoff === undefined ? deps : { ...deps, onDecisionWritten: (record, previous) => handoff.offer(record, previous) };
-  try {
-    for (const candidate of await pendingOn(deps, touchedLineages.keys())) candidates.set(candidateKey(candidate), candidate);
-  } catch (error) {
-    logger.error({ err: error }, 'listing pending generations failed');
+  const pending = await pendingListed;
+  if (pending.ok) for (const candidate of pending.listed) candidates.set(candidateKey(candidate), candidate);
+  else {
+    logger.error({ err: pending.error }, 'listing pending generations failed');
     for (const ids of touchedLineages.values()) for (const id of ids) failedIds.add(id);
   }
   const { failed } = await evaluateAll(evaluation, [...candidates.values()], snapshot);
   report.phaseMs.evaluate = clock() - phaseStart;
   if (handoff !== undefined) {
-    phaseStart = clock();
+    const handoffStart = clock();
     report.handoff = await handoff.settle();
-    report.phaseMs.handoff = clock() - phaseStart;
+    report.phaseMs.handoff = clock() - handoffStart;
   }
   report.evaluated = candidates.size - failed.size;
   if (failed.size > 0) {

@@ -8,6 +8,17 @@ import { canonicalJson } from './stream-record';
 
 export type StartingPosition = 'TRIM_HORIZON' | 'LATEST';
 
+/**
+ * When each record was appended (Date.now()), for the deliveries' iterator age (Lambda's IteratorAge
+ * metric). Kept beside the record, not in it: the record is what the handler receives.
+ */
+const appendedAtByRecord = new WeakMap<DynamoDBRecord, number>();
+
+/** When `record` was appended to its shard (undefined for a record that did not come from a change log). */
+export function appendedAt(record: DynamoDBRecord): number | undefined {
+  return appendedAtByRecord.get(record);
+}
+
 /** A monotonic sequence shared by every table of one local DynamoDB. */
 export class SequenceCounter {
   private next = 1n;
@@ -41,6 +52,7 @@ class Shard {
   }
 
   append(record: DynamoDBRecord, maxUnread: number): void {
+    appendedAtByRecord.set(record, Date.now());
     this.records.push(record);
     if (this.cursors.size === 0 && this.retained > maxUnread) {
       // No reader: keep a bounded tail, as AWS keeps 24 hours. A reader opened later at TRIM_HORIZON

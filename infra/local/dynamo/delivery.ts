@@ -7,7 +7,7 @@
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import pino, { type Logger } from 'pino';
 import { z } from 'zod';
-import type { ChangeLogReader, StartingPosition, TableChangeLog } from './change-log';
+import { appendedAt, type ChangeLogReader, type StartingPosition, type TableChangeLog } from './change-log';
 import { copyRecords } from './record-copy';
 import { streamFaultsFor, type StreamFaultSeam } from './stream-faults';
 
@@ -76,6 +76,11 @@ export interface DeliveryStats {
   /** Records the filter discarded, and batches it left empty (the handler was not called). */
   filteredRecords: number;
   emptiedBatches: number;
+  /**
+   * Lambda's IteratorAge: at each handler call, how long ago the batch's newest record was appended (ms);
+   * the latest value and the largest seen. How long a record waited for its function is at least this.
+   */
+  iteratorAgeMs: { last: number; max: number };
 }
 
 export interface StreamDelivery {
@@ -110,7 +115,7 @@ export function createStreamDelivery(opts: StreamDeliveryOptions): StreamDeliver
 
   const reader: ChangeLogReader = opts.source.openReader(opts.startingPosition ?? 'TRIM_HORIZON');
   const faults = opts.faults ?? streamFaultsFor(opts.source);
-  const stats: DeliveryStats = { invocations: 0, failedInvocations: 0, deliveredRecords: 0, droppedRecords: 0, filteredRecords: 0, emptiedBatches: 0 };
+  const stats: DeliveryStats = { invocations: 0, failedInvocations: 0, deliveredRecords: 0, droppedRecords: 0, filteredRecords: 0, emptiedBatches: 0, iteratorAgeMs: { last: 0, max: 0 } };
   const inFlight = new Set<number>();
   let draining = false;
   let stopped = false;
@@ -173,6 +178,11 @@ export function createStreamDelivery(opts: StreamDeliveryOptions): StreamDeliver
 
   async function invoke(records: DynamoDBRecord[]): Promise<Outcome> {
     stats.invocations++;
+    const newest = records.length === 0 ? undefined : appendedAt(records[records.length - 1] as DynamoDBRecord);
+    if (newest !== undefined) {
+      stats.iteratorAgeMs.last = Date.now() - newest;
+      stats.iteratorAgeMs.max = Math.max(stats.iteratorAgeMs.max, stats.iteratorAgeMs.last);
+    }
     const kept = opts.filter ? records.filter(opts.filter) : records;
     if (opts.filter) stats.filteredRecords += records.length - kept.length;
     if (kept.length === 0) {

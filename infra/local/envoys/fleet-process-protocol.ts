@@ -15,6 +15,11 @@ export const fleetQuerySchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('configuredCount') }),
   z.object({ kind: z.literal('ackCount'), since: z.number() }),
   z.object({ kind: z.literal('lastAcks'), names: z.array(z.string()), since: z.number() }),
+  z.object({
+    kind: z.literal('programmedAt'),
+    targets: z.array(z.object({ key: z.string(), lineage: z.string(), seqByType: z.record(z.string(), z.number().int().min(0)) })),
+    since: z.number(),
+  }),
 ]);
 export type FleetQuery = z.infer<typeof fleetQuerySchema>;
 
@@ -33,4 +38,5 @@ export const childMessageSchema = z.discriminatedUnion('type', [
 export type ChildMessage = z.input<typeof childMessageSchema>;
 
 export const lastAcksResultSchema = z.object({ lastAck: z.record(z.string(), z.number()), envoysWith: z.record(z.string(), z.number().int().min(0)), acks: z.number().int().min(0) });
+export const programmedAtResultSchema = z.object({ lastAck: z.record(z.string(), z.number()), envoysWith: z.record(z.string(), z.number().int().min(0)) });
 export const countResultSchema = z.number().int().min(0);

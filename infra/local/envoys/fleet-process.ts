@@ -6,8 +6,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Fleet } from './fleet';
-import { ackCountFromTruth, configuredCountOf, connectedCountOf, lastAcksFromTruth, type FleetLastAcks } from './fleet-queries';
-import { childMessageSchema, countResultSchema, lastAcksResultSchema, type FleetQuery, type ParentMessage } from './fleet-process-protocol';
+import { ackCountFromTruth, configuredCountOf, connectedCountOf, lastAcksFromTruth, programmedAtFromTruth, type FleetLastAcks, type FleetProgrammedAt, type WatermarkTarget } from './fleet-queries';
+import { childMessageSchema, countResultSchema, lastAcksResultSchema, programmedAtResultSchema, type FleetQuery, type ParentMessage } from './fleet-process-protocol';
 import { buildFleet, type FleetSpec } from './fleet-spec';
 import type { SimEnvoy } from './simEnvoy';
 
@@ -21,6 +21,8 @@ export interface FleetQueries {
   ackCount(since: number): Promise<number>;
   /** Per resource name, the last Envoy's first acceptance of it (CDS and EDS) since `since`: lastAcksFromTruth. */
   lastAcks(names: readonly string[], since: number): Promise<FleetLastAcks>;
+  /** Per target, the last Envoy to have it on every watermarked type since `since`: programmedAtFromTruth. */
+  programmedAt(targets: readonly WatermarkTarget[], since: number): Promise<FleetProgrammedAt>;
 }
 
 export function inlineFleetQueries(fleet: Fleet, envoys: readonly SimEnvoy[]): FleetQueries {
@@ -30,6 +32,7 @@ export function inlineFleetQueries(fleet: Fleet, envoys: readonly SimEnvoy[]): F
     configuredCount: async () => configuredCountOf(fleet.truth, nodeIds()),
     ackCount: async (since) => ackCountFromTruth(fleet.truth, nodeIds(), since),
     lastAcks: async (names, since) => lastAcksFromTruth(fleet.truth, nodeIds(), names, since),
+    programmedAt: async (targets, since) => programmedAtFromTruth(fleet.truth, nodeIds(), targets, since),
   };
 }
 
@@ -211,6 +214,7 @@ export async function startFleetProcess(opts: FleetProcessOptions): Promise<Flee
     configuredCount: async () => countResultSchema.parse(await ask({ kind: 'configuredCount' })),
     ackCount: async (since) => countResultSchema.parse(await ask({ kind: 'ackCount', since })),
     lastAcks: async (names, since) => lastAcksResultSchema.parse(await ask({ kind: 'lastAcks', names: [...names], since })),
+    programmedAt: async (targets, since) => programmedAtResultSchema.parse(await ask({ kind: 'programmedAt', targets: targets.map((t) => ({ ...t })), since })),
     close: () =>
       (closing ??= (async () => {
         closeRequested = true;

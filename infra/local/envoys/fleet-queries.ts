@@ -1,6 +1,7 @@
 // What benches and tests ask of a fleet's ground truth, computed where the fleet lives (this process
 // or the fleet child process) and returned as plain JSON, so both fleet modes answer identically.
 import { CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL } from '../../../common/xds';
+import { parseVersion } from '../../../common/core/version';
 import type { GroundTruth } from './groundTruth';
 import type { SimEnvoy } from './simEnvoy';
 
@@ -61,6 +62,68 @@ export function ackCountFromTruth(truth: GroundTruth, nodeIds: Iterable<string>,
   let count = 0;
   for (const nodeId of nodeIds) count += ackCountOf(truth, nodeId, since);
   return count;
+}
+
+/**
+ * An object generation as the gateway stamped it: per type, the gateway seq (on `lineage`) from which
+ * that type's content reflects it (the OBJECT item's watermark, DESIGN §4).
+ */
+export interface WatermarkTarget {
+  key: string;
+  lineage: string;
+  seqByType: Record<string, number>;
+}
+
+export interface FleetProgrammedAt {
+  /** Per target key: the latest, over Envoys, of the moment the Envoy had it on every watermarked type. */
+  lastAck: Record<string, number>;
+  /** Per target key: Envoys that had it on every watermarked type (since `since`). */
+  envoysWith: Record<string, number>;
+}
+
+/**
+ * When each Envoy had each target, by invariant 1's own definition: for every type of the watermark,
+ * an accepted response (at or after `since`) whose gateway version is on the target's lineage at or
+ * past the watermark's seq; the Envoy had it at the latest of those first acceptances. Unlike
+ * `lastAcksFromTruth` (cluster and endpoints only), this counts every type the change touched, e.g. the
+ * route that points at the new cluster, which a SotW control plane may send after CDS/EDS.
+ */
+export function programmedAtFromTruth(truth: GroundTruth, nodeIds: Iterable<string>, targets: readonly WatermarkTarget[], since: number): FleetProgrammedAt {
+  const lastAck = new Map<string, number>();
+  const envoysWith = new Map<string, number>();
+  for (const nodeId of nodeIds) {
+    // Per type: the accepted (lineage, seq) in order, parsed once for all targets.
+    const acceptedByType = new Map<string, Array<{ lineage: string; seq: number; at: number }>>();
+    const accepted = (typeUrl: string): Array<{ lineage: string; seq: number; at: number }> => {
+      let list = acceptedByType.get(typeUrl);
+      if (list === undefined) {
+        list = [];
+        for (const entry of truth.acceptedVersions(nodeId, typeUrl)) {
+          if (entry.acceptedAt < since) continue;
+          const parsed = parseVersion(entry.versionInfo);
+          if (parsed.ok) list.push({ lineage: parsed.value.lineage, seq: parsed.value.seq, at: entry.acceptedAt });
+        }
+        acceptedByType.set(typeUrl, list);
+      }
+      return list;
+    };
+    for (const target of targets) {
+      let at = 0;
+      let complete = true;
+      for (const [typeUrl, seq] of Object.entries(target.seqByType)) {
+        const first = accepted(typeUrl).find((entry) => entry.lineage === target.lineage && entry.seq >= seq);
+        if (first === undefined) {
+          complete = false;
+          break;
+        }
+        at = Math.max(at, first.at);
+      }
+      if (!complete) continue;
+      envoysWith.set(target.key, (envoysWith.get(target.key) ?? 0) + 1);
+      lastAck.set(target.key, Math.max(lastAck.get(target.key) ?? 0, at));
+    }
+  }
+  return { lastAck: Object.fromEntries(lastAck), envoysWith: Object.fromEntries(envoysWith) };
 }
 
 /** Envoys whose streams are up (SimEnvoy status 'connected'). */

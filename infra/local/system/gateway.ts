@@ -1,13 +1,19 @@
 // The xDS gateway, in-process through its own start function (xds-gateway/ops/gateway.ts) with a
 // configuration parsed by its own parser, so npm start exercises exactly the flags a deployment uses.
 // Readiness: the gateway's /readyz checks (control plane reachable, store answered).
+import { fork } from 'node:child_process';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { parseGatewayConfig } from '../../../xds-gateway/ops/config';
 import { startGateway, type Gateway } from '../../../xds-gateway/ops/gateway';
 import type { Component } from './component';
 
 export interface GatewayComponent extends Component {
-  gateway: Gateway;
+  /** The in-process gateway (absent when it runs as a child process). */
+  gateway?: Gateway;
+  /** The child's pid (child mode only). */
+  pid?: number;
   xdsAddress: string;
   opsUrl: string;
   metricsUrl: string;
@@ -23,6 +29,11 @@ export interface GatewayComponentOptions {
   ackTimeoutMs: number;
   /** Collect process metrics (off when several systems share a process, e.g. tests). */
   defaultMetrics: boolean;
+  /**
+   * Where the gateway runs: in this process (default), or as its own Node process running
+   * xds-gateway/main.ts with the same flags, as it is deployed (the e2e bench: docs/bench/README.md).
+   */
+  process?: 'inline' | 'child';
   logger: Logger;
 }
 
@@ -47,10 +58,9 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
     'shutdown-grace-ms': '200',
     'flush-timeout-ms': '5000',
   };
-  const parsed = parseGatewayConfig(
-    Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]),
-    {},
-  );
+  const argv = Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]);
+  if (opts.process === 'child') return startGatewayChild(argv, opts.logger.child({ component: 'gateway' }));
+  const parsed = parseGatewayConfig(argv, {});
   if (parsed.kind !== 'ok') throw new Error(`gateway configuration: ${parsed.kind === 'error' ? parsed.message : 'help requested'}`);
   const gateway = await startGateway(parsed.config, opts.logger.child({ component: 'gateway' }), { defaultMetrics: opts.defaultMetrics });
   const opsUrl = `http://127.0.0.1:${gateway.opsPort}`;
@@ -74,5 +84,95 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
     opsUrl,
     metricsUrl: `${opsUrl}/metrics`,
     close: () => gateway.close(),
+  };
+}
+
+const MAIN = join(__dirname, '..', '..', '..', 'xds-gateway', 'main.ts');
+const portsLine = z.object({ xdsPort: z.number().int().positive(), opsPort: z.number().int().positive(), bootId: z.string() });
+
+/**
+ * The gateway as its own process: `node --import tsx xds-gateway/main.ts <flags>` with an IPC channel
+ * (main.ts shuts down when it closes, so the child never outlives this process). Ready once it printed
+ * its ports (first stdout line) and /readyz answers 200; its JSON log lines (stderr) are re-emitted on
+ * `logger` at their level; close() is SIGTERM (flush, then exit), SIGKILL after 10 s.
+ */
+async function startGatewayChild(argv: string[], logger: Logger): Promise<GatewayComponent> {
+  const level = logger.level === 'silent' ? 'error' : logger.level;
+  const child = fork(MAIN, [...argv, '--log-level', level], {
+    execArgv: ['--import', 'tsx', ...(process.env['LOCAL_GATEWAY_EXEC_ARGV']?.split(' ').filter((arg) => arg !== '') ?? [])],
+    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  let stderrTail = '';
+  let stderrBuffer = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderrBuffer += chunk.toString('utf8');
+    const lines = stderrBuffer.split('\n');
+    stderrBuffer = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line === '') continue;
+      stderrTail = `${stderrTail}${line}\n`.slice(-4000);
+      try {
+        const entry = JSON.parse(line) as { level?: number; msg?: string };
+        const method = (entry.level ?? 30) >= 50 ? 'error' : (entry.level ?? 30) >= 40 ? 'warn' : (entry.level ?? 30) >= 30 ? 'info' : 'debug';
+        logger[method]({ child: entry }, entry.msg ?? 'gateway child log');
+      } catch {
+        logger.error({ line: line.slice(0, 500) }, 'gateway child wrote a non-JSON line');
+      }
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const ports = await new Promise<z.infer<typeof portsLine>>((resolve, reject) => {
+    let stdout = '';
+    const timer = setTimeout(() => fail(new Error('gateway child did not print its ports within 60 s')), 60_000);
+    const fail = (error: Error): void => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(new Error(`${error.message}\n${stderrTail}`));
+    };
+    child.stdout?.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+      const newline = stdout.indexOf('\n');
+      if (newline < 0) return;
+      clearTimeout(timer);
+      const parsed = portsLine.safeParse((() => {
+        try {
+          return JSON.parse(stdout.slice(0, newline)) as unknown;
+        } catch {
+          return undefined;
+        }
+      })());
+      if (parsed.success) resolve(parsed.data);
+      else fail(new Error(`gateway child printed an unexpected first line: ${stdout.slice(0, newline).slice(0, 200)}`));
+    });
+    void exited.then((code) => fail(new Error(`gateway child exited with ${code} before it was ready`)));
+  });
+  const opsUrl = `http://127.0.0.1:${ports.opsPort}`;
+  const close = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(killer);
+  };
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const ready = await fetch(`${opsUrl}/readyz`).then((r) => r.ok, () => false);
+    if (ready) break;
+    if (child.exitCode !== null || Date.now() > deadline) {
+      const readyz = await fetch(`${opsUrl}/readyz`).then((r) => r.text(), (e: unknown) => String(e));
+      await close();
+      throw new Error(`gateway child not ready after 20 s: ${readyz}\n${stderrTail}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  logger.info({ pid: child.pid, xdsPort: ports.xdsPort, opsPort: ports.opsPort }, 'gateway child process started');
+  return {
+    name: 'gateway',
+    ...(child.pid === undefined ? {} : { pid: child.pid }),
+    xdsAddress: `127.0.0.1:${ports.xdsPort}`,
+    opsUrl,
+    metricsUrl: `${opsUrl}/metrics`,
+    close,
   };
 }

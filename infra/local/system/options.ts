@@ -60,6 +60,11 @@ export const localSystemOptionsSchema = z
      */
     fleetProcess: z.enum(['inline', 'child']).default('inline'),
     /**
+     * Where the xDS gateway runs: 'inline' (default) in this process; 'child' as its own Node process
+     * running xds-gateway/main.ts with the same flags, as it is deployed (the e2e bench's default).
+     */
+    gatewayProcess: z.enum(['inline', 'child']).default('inline'),
+    /**
      * Most records per convergence invocation (the mapping's batchSize; serverless.yml sets the same).
      * A batch's DynamoDB requests are mostly fixed (aggregate shards, pending index, OBJECT items), so
      * larger batches consume the stream faster (docs/LOCAL-DYNAMO.md, "Convergence batch size").

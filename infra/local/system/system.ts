@@ -129,6 +129,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline'>(in
           region: dynamo.local.region,
           ackTimeoutMs: options.ackTimeoutMs,
           defaultMetrics: context.processMetrics ?? false,
+          process: options.gatewayProcess,
           logger,
         }),
       );

@@ -2,7 +2,8 @@
 // on a hand-built GroundTruth, and the node-id template of a FleetSpec.
 import { CLUSTER_LOAD_ASSIGNMENT_TYPE_URL as EDS, CLUSTER_TYPE_URL as CDS, LISTENER_TYPE_URL as LDS } from '../../../common/xds';
 import { GroundTruth } from '../../../infra/local/envoys';
-import { ackCountFromTruth, configuredCountOf, lastAcksFromTruth } from '../../../infra/local/envoys/fleet-queries';
+import { ackCountFromTruth, configuredCountOf, lastAcksFromTruth, programmedAtFromTruth } from '../../../infra/local/envoys/fleet-queries';
+import { encodeVersion } from '../../../common/core/version';
 import { fleetSpecSchema, nodeFromTemplate } from '../../../infra/local/envoys/fleet-spec';
 
 function accept(truth: GroundTruth, node: string, typeUrl: string, at: number, names: string[]): void {
@@ -52,5 +53,40 @@ describe('fleet ground-truth queries', () => {
     expect(nodeFromTemplate({ idPrefix: 's-', cluster: 'c' }, 0)).toEqual({ id: 's-0', cluster: 'c' });
     expect(fleetSpecSchema.safeParse({ target: 'h:1', groups: [], extra: 1 }).success).toBe(false);
     expect(fleetSpecSchema.safeParse({ target: 'h:1', groups: [{ role: 'r', count: -1, firstIndex: 0, transport: 'ads', protocol: 'sotw', subscriptions: [{ typeUrl: CDS }], node: template }] }).success).toBe(false);
+  });
+});
+
+describe('programmedAtFromTruth: invariant 1 by the ground truth', () => {
+  const LINEAGE = 'gw.boot1.ingress';
+  const RDS = 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration';
+  const version = (seq: number, lineage = LINEAGE): string => encodeVersion({ lineage, seq });
+  const acceptVersion = (truth: GroundTruth, node: string, typeUrl: string, at: number, versionInfo: string): void =>
+    truth.recordAccepted(node, typeUrl, { versionInfo, nonce: String(at), acceptedAt: at, resources: [], removed: [] });
+  const truth = new GroundTruth();
+  for (const node of ['a', 'b', 'c']) truth.registerEnvoy(node, 'ingress');
+  // The object's watermark: CDS from seq 5, RDS from seq 7.
+  const target = { key: 'x', lineage: LINEAGE, seqByType: { [CDS]: 5, [RDS]: 7 } };
+  // a: CDS at 5 (t=110), RDS 6 (t=120, not yet), RDS 7 (t=300): had it at 300, its route being last.
+  acceptVersion(truth, 'a', CDS, 110, version(5));
+  acceptVersion(truth, 'a', RDS, 120, version(6));
+  acceptVersion(truth, 'a', RDS, 300, version(7));
+  // b: past both at 150/160, then later versions (first acceptances count).
+  acceptVersion(truth, 'b', CDS, 150, version(6));
+  acceptVersion(truth, 'b', RDS, 160, version(8));
+  acceptVersion(truth, 'b', RDS, 500, version(9));
+  // c: RDS at a high seq but on another lineage (a restarted gateway): never had it on this one.
+  acceptVersion(truth, 'c', CDS, 130, version(5));
+  acceptVersion(truth, 'c', RDS, 140, version(99, 'gw.boot2.ingress'));
+  // Not a gateway version at all (a direct connection): ignored.
+  acceptVersion(truth, 'c', RDS, 145, 'contour-uuid-1');
+
+  test.each([
+    { nodes: ['a', 'b'], since: 100, lastAck: { x: 300 }, envoysWith: { x: 2 } },
+    { nodes: ['b'], since: 100, lastAck: { x: 160 }, envoysWith: { x: 1 } },
+    { nodes: ['c'], since: 100, lastAck: {}, envoysWith: {} },
+    // Acceptances before `since` do not count: b's CDS at 150 is missed from 155 on.
+    { nodes: ['b'], since: 155, lastAck: {}, envoysWith: {} },
+  ])('$nodes since $since', ({ nodes, since, lastAck, envoysWith }) => {
+    expect(programmedAtFromTruth(truth, nodes, [target], since)).toEqual({ lastAck, envoysWith });
   });
 });
