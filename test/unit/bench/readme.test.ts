@@ -102,3 +102,23 @@ describe('bench report', () => {
     }
   });
 });
+
+describe('target rows pick the right run', () => {
+  it('judges last ACK → True at the 1,000 × 1,000 anchor even when a bigger fleet ran, and writes per ACK at the worst row', () => {
+    const results: BenchResults = {
+      machine: 'test',
+      runs: [
+        sizeRun(1000, 100, { e2e: e2e(1000, 100, 900, 2, 0.4) }),
+        sizeRun(1000, 1000, { e2e: e2e(1000, 1000, 700, 2, 1.04) }),
+        sizeRun(5000, 100, { e2e: e2e(5000, 100, 9000, 2, 0.5) }),
+      ],
+    };
+    const rows = evaluateTargets(results);
+    const ack = rows.find((r) => r.id === 'ack-to-true');
+    expect(ack?.measured).toBe('700 ms');
+    expect(ack?.conditions).toBe('1000x1000');
+    const perAck = rows.find((r) => r.id === 'dynamo-per-ack');
+    expect(perAck?.measured).toBe('1.04');
+    expect(perAck?.verdict).toBe('missed');
+  });
+});
