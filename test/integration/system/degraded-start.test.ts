@@ -23,13 +23,21 @@ function close(server: Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
-/** A free port P such that P - offset >= 1024: the port a component at layout offset `offset` will ask for. */
+// The layout's ports are taken below the kernel's ephemeral range (Linux default 32768-60999): there,
+// no other test's random listener or outgoing connection can take base + 1 between the system's
+// close and the check that it is free again (that race made this suite flaky once the fleet, dynalite
+// and the gateway ran in child processes with many connections of their own).
+const LAYOUT_PORTS = { from: 20_000, to: 32_000 };
+
+/** Occupies port P = base + offset (a component at that layout offset will ask for it); returns base. */
 async function occupiedAt(offset: number): Promise<{ base: number; blocker: Server }> {
-  for (;;) {
-    const blocker = await occupy(0);
-    const port = (blocker.address() as { port: number }).port;
-    if (port - offset >= 1024 && port + 20 < 65_536) return { base: port - offset, blocker };
-    await close(blocker);
+  for (let attempt = 0; ; attempt++) {
+    const port = LAYOUT_PORTS.from + offset + Math.floor(Math.random() * (LAYOUT_PORTS.to - LAYOUT_PORTS.from - 20));
+    try {
+      return { base: port - offset, blocker: await occupy(port) };
+    } catch (error) {
+      if (attempt >= 50) throw error;
+    }
   }
 }
 
