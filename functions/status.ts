@@ -8,8 +8,8 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import pino, { type Logger } from 'pino';
 import { z } from 'zod';
+import { conditionSettingsShape } from './kube/condition-settings';
 
-import { DEFAULT_CONDITION_TYPE } from '../common/core';
 import { createEventStoreFromEnv } from '../common/store';
 import { createKubeAccess, kubeAccessConfigFromEnv, type KubeAccess } from './kube/access';
 import { StatusWriter } from './kube/status-writer';
@@ -18,11 +18,7 @@ import { dynamoObjectCleanup } from './status/object-cleanup';
 import { processStatusBatch, type StatusProcessorDeps } from './status/process';
 
 const statusEnvSchema = z.object({
-  CONDITION_TYPE: z
-    .string()
-    .regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z][A-Za-z0-9_.-]{0,62}$/, 'a condition type is CamelCase, optionally prefixed by a DNS domain and "/"')
-    .default(DEFAULT_CONDITION_TYPE),
-  STATUS_WRITE_ON_MESSAGE_CHANGE: z.enum(['true', 'false']).default('false'),
+  ...conditionSettingsShape,
 });
 
 /** Empty strings (serverless params left blank) mean "not set". */

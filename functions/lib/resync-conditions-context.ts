@@ -7,8 +7,9 @@
 // a deployment that has not given the resync function Kubernetes access keeps working.
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { conditionSettingsShape } from '../kube/condition-settings';
 
-import { DEFAULT_CONDITION_TYPE, type AggregateStore } from '../../common/core';
+import { type AggregateStore } from '../../common/core';
 import { createEventStoreFromEnv } from '../../common/store';
 import { createKubeAccess, kubeAccessConfigFromEnv, type KubeAccess } from '../kube/access';
 import { StatusWriter } from '../kube/status-writer';
@@ -18,12 +19,7 @@ import type { ConditionResyncDeps } from './resync-conditions';
 
 const conditionResyncEnvSchema = z.object({
   TABLE_NAME: z.string().min(3),
-  // Same rule as the status function's CONDITION_TYPE (a metav1.Condition type).
-  CONDITION_TYPE: z
-    .string()
-    .regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z][A-Za-z0-9_.-]{0,62}$/, 'a condition type is CamelCase, optionally prefixed by a DNS domain and "/"')
-    .default(DEFAULT_CONDITION_TYPE),
-  STATUS_WRITE_ON_MESSAGE_CHANGE: z.enum(['true', 'false']).default('false'),
+  ...conditionSettingsShape,
   RESYNC_MAX_OBJECTS: z.coerce.number().int().positive().default(500),
   RESYNC_MAX_SCANNED_ITEMS: z.coerce.number().int().positive().default(50_000),
   /** Deleted objects' items are kept this long before DynamoDB's TTL removes them. */

@@ -14,8 +14,9 @@
 // failure the handoff pauses for a while so a Kubernetes outage does not slow every batch.
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { conditionSettingsShape } from '../kube/condition-settings';
 
-import { DEFAULT_CONDITION_TYPE, formatObjectRef, type Decision, type ObjectGeneration, type ObjectStore } from '../../common/core';
+import { formatObjectRef, type Decision, type ObjectGeneration, type ObjectStore } from '../../common/core';
 import { createKubeAccess, kubeAccessConfigFromEnv, type KubeAccess } from '../kube/access';
 import { StatusWriter } from '../kube/status-writer';
 import { parseTrackedKinds, TrackedKinds } from '../kube/tracked-kinds';
@@ -168,11 +169,7 @@ const handoffEnvSchema = z.object({
   STATUS_HANDOFF: z.enum(['true', 'false']).default('true'),
   STATUS_HANDOFF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
   STATUS_HANDOFF_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(2000),
-  CONDITION_TYPE: z
-    .string()
-    .regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z][A-Za-z0-9_.-]{0,62}$/, 'a condition type is CamelCase, optionally prefixed by a DNS domain and "/"')
-    .default(DEFAULT_CONDITION_TYPE),
-  STATUS_WRITE_ON_MESSAGE_CHANGE: z.enum(['true', 'false']).default('false'),
+  ...conditionSettingsShape,
 });
 
 export interface StatusHandoffBuildOptions {

@@ -5,17 +5,9 @@ import pino from 'pino';
 import { startDynamoComponent } from '../../../infra/local/system/dynamo';
 import { localSystemOptionsSchema } from '../../../infra/local/system/options';
 import { clientFor } from '../../support/dynamo-local';
+import { isAlive } from './helpers';
 
 const logger = pino({ level: 'silent' });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 test('the system options default to a child dynalite and accept inline; a bad mode is refused', () => {
   expect(localSystemOptionsSchema.parse({}).dynaliteProcess).toBe('child');

@@ -3,35 +3,13 @@
 // change becomes True, and the fleet's own ground truth (computed in the child) says every Envoy
 // accepted it before that; closing the system ends the child.
 import pino from 'pino';
-import { canaryCluster, HTTPPROXIES_PATH, patchToCanary } from '../../../bench/support/changes';
+import { canaryCluster, patchToCanary } from '../../../bench/support/changes';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
-import { eventually } from './helpers';
+import { conditionOf as conditionIn, isAlive, eventually } from './helpers';
 
 const ENVOYS = 20;
 jest.setTimeout(120_000);
 const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
-
-interface Condition {
-  type: string;
-  status: string;
-  observedGeneration?: number;
-}
-
-async function conditionOf(system: LocalSystem<'child'>, name: string): Promise<Condition | undefined> {
-  const response = await fetch(`${system.kube.url}${HTTPPROXIES_PATH}/${name}`);
-  if (!response.ok) return undefined;
-  const body = (await response.json()) as { status?: { conditions?: Condition[] } };
-  return body.status?.conditions?.find((condition) => condition.type === system.options.conditionType);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('local system with the fleet in a child process', () => {
   let system: LocalSystem<'child'>;
@@ -53,12 +31,12 @@ describe('local system with the fleet in a child process', () => {
     expect(isAlive(system.fleet.pid)).toBe(true);
     await eventually(async () => (await system.fleet.queries.connectedCount()) === ENVOYS, 'every Envoy connected');
     await eventually(async () => (await system.fleet.queries.configuredCount()) === ENVOYS, 'every Envoy ACKed all four types');
-    await eventually(async () => (await conditionOf(system, 'sample-0'))?.status === 'True' || undefined, 'sample-0 True at generation 1');
+    await eventually(async () => (await conditionIn(system.kube.url, system.options.conditionType, 'sample-0'))?.status === 'True' || undefined, 'sample-0 True at generation 1');
 
     const since = Date.now();
     await patchToCanary(system.kube.url, 0);
     await eventually(async () => {
-      const condition = await conditionOf(system, 'sample-0');
+      const condition = await conditionIn(system.kube.url, system.options.conditionType, 'sample-0');
       return (condition?.status === 'True' && condition.observedGeneration === 2) || undefined;
     }, 'sample-0 True at generation 2');
     const trueSeenAt = Date.now();

@@ -3,30 +3,14 @@
 // DynamoDB (a spec change becomes True, and the fleet's ground truth has every Envoy at or past the
 // watermark the child wrote before that), and closing the system ends the child.
 import pino from 'pino';
-import { HTTPPROXIES_PATH, patchToCanary } from '../../../bench/support/changes';
+import { patchToCanary } from '../../../bench/support/changes';
 import { createEventStoreFromEnv } from '../../../common/store';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
-import { eventually } from './helpers';
+import { conditionOf as conditionIn, isAlive, eventually } from './helpers';
 
 const ENVOYS = 10;
 jest.setTimeout(120_000);
 const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
-
-async function conditionOf(system: LocalSystem, name: string): Promise<{ status: string; observedGeneration?: number } | undefined> {
-  const response = await fetch(`${system.kube.url}${HTTPPROXIES_PATH}/${name}`);
-  if (!response.ok) return undefined;
-  const body = (await response.json()) as { status?: { conditions?: Array<{ type: string; status: string; observedGeneration?: number }> } };
-  return body.status?.conditions?.find((condition) => condition.type === system.options.conditionType);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('local system with the gateway in a child process', () => {
   let system: LocalSystem;
@@ -47,12 +31,12 @@ describe('local system with the gateway in a child process', () => {
     expect(system.gateway?.gateway).toBeUndefined();
     expect(isAlive(pid as number)).toBe(true);
     await eventually(async () => (await system.fleet.queries.configuredCount()) === ENVOYS, 'every Envoy ACKed all four types through the child');
-    await eventually(async () => (await conditionOf(system, 'sample-0'))?.status === 'True' || undefined, 'sample-0 True at generation 1');
+    await eventually(async () => (await conditionIn(system.kube.url, system.options.conditionType, 'sample-0'))?.status === 'True' || undefined, 'sample-0 True at generation 1');
 
     const since = Date.now();
     await patchToCanary(system.kube.url, 0);
     await eventually(async () => {
-      const condition = await conditionOf(system, 'sample-0');
+      const condition = await conditionIn(system.kube.url, system.options.conditionType, 'sample-0');
       return (condition?.status === 'True' && condition.observedGeneration === 2) || undefined;
     }, 'sample-0 True at generation 2');
     const trueSeenAt = Date.now();

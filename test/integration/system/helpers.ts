@@ -3,6 +3,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { HTTPPROXIES_PATH } from '../../../bench/support/changes';
 import { eventually as pollEventually, type Probe } from '../../support/eventually';
 
 export const REPO_ROOT = join(__dirname, '..', '..', '..');
@@ -51,4 +52,28 @@ export function eventually<T>(probe: Probe<T>, description: string, timeoutMs = 
 
 export function patchSpec(serviceName: string, fqdn: string, prefix = '/'): string {
   return JSON.stringify({ spec: { virtualhost: { fqdn }, routes: [{ conditions: [{ prefix }], services: [{ name: serviceName, port: 8080 }] }] } });
+}
+
+/** Whether a process exists (signal 0; EPERM means it exists but is not ours). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export interface TrackedCondition {
+  type: string;
+  status: string;
+  observedGeneration?: number;
+}
+
+/** The condition of type `conditionType` on an HTTPProxy, as the API server has it (undefined if none). */
+export async function conditionOf(kubeUrl: string, conditionType: string, name: string): Promise<TrackedCondition | undefined> {
+  const response = await fetch(`${kubeUrl}${HTTPPROXIES_PATH}/${name}`);
+  if (!response.ok) return undefined;
+  const body = (await response.json()) as { status?: { conditions?: TrackedCondition[] } };
+  return body.status?.conditions?.find((condition) => condition.type === conditionType);
 }
