@@ -187,6 +187,22 @@ function typeWithoutAwaiting(type: TypeState): Omit<TypeState, 'pending' | 'name
 }
 
 /**
+ * True when some subscribed type of `state` has a response out, sent less than `withinMs` before `now`,
+ * that the Envoy has not answered yet. A change reaching an Envoy usually sends it several types at
+ * once (ADS pushes CDS, EDS, LDS, RDS) and it answers them one after another within milliseconds.
+ * Writing its state at every answer costs an item write per ACK and, at 1,000 Envoys, more writes than
+ * the store path carries, so the last ACKs waited seconds behind the first ones (issue 9). The recorder
+ * holds such a state briefly so that the last answer's write records them all. Responses older than
+ * `withinMs` are not awaited: an Envoy that is slow to answer (or stuck) is written at once.
+ */
+export function answersDueSoon(state: EnvoyState, now: number, withinMs: number): boolean {
+  for (const type of Object.values(state.types)) {
+    if (type.subscribed && type.pending !== undefined && now - type.pending.sentAt < withinMs) return true;
+  }
+  return false;
+}
+
+/**
  * True when `next` differs from `stored` only by what a response being sent changes (per type:
  * `pending`, `namesChange.sent`; core applySent): nothing convergence can count. A heartbeat
  * (`lastSeenAt`) is news: expiry depends on it. The recorder may

@@ -6,9 +6,11 @@
 //      claim an ACK the event log lacks (docs/GATEWAY.md, "The event log"). When a state would carry
 //      more than the bound (core event-log.ts `planCarry`), its events first go to event-log items
 //      (putEventLogs, BatchWriteItem), and only once those are confirmed does the state drop them.
-//      A state that only records a response being sent (`awaitsAnswerOnly`) is held up to
-//      `pendingStateHoldMs`: the ACK usually follows within milliseconds and one write then records
-//      both;
+//      A state that only records a response being sent (`awaitsAnswerOnly`), or one whose Envoy still
+//      has other responses out (`answersDueSoon`: ADS sends CDS, EDS, LDS, RDS at once and the ACKs
+//      follow one by one), is held up to `pendingStateHoldMs` from its first hold: the answers usually
+//      follow within milliseconds and one write then records them all (one write per Envoy per change,
+//      not one per ACK; issue 9). States a stream admission waits for are never held;
 //   2. lineage states (coalesced per lineage) and watermarks (first write wins in the store).
 // The denominator (docs/CONVERGENCE.md, "The denominator"): every Envoy state is stamped with its
 // `incarnation` on its lineage (1, +1 on a new connection, on a state less programmed than the last,
@@ -25,6 +27,7 @@
 import type { Logger } from 'pino';
 import {
   DEFAULT_EVENT_LOG_LIMITS,
+  answersDueSoon,
   awaitsAnswerOnly,
   carriedEventIdentity,
   checkCarriedEvent,
@@ -82,6 +85,13 @@ export interface RecorderOptions {
   eventLogMode?: 'carried' | 'items';
   /** Parallel conditional writes of Envoy states per flush. */
   stateWriteConcurrency?: number;
+  /**
+   * Envoy states one flush writes at most (default 2 × stateWriteConcurrency), oldest queued first;
+   * the next flush starts at once while more are ready. A flush of every queued state made a state
+   * queued just after it began wait for the whole flush and then its turn in the next one: at 1,000
+   * Envoys a flush took ~2.5 s (issue 9). Coalescing is unchanged: a queued state is replaced in place.
+   */
+  maxStatesPerFlush?: number;
   retryBaseMs?: number;
   retryMaxMs?: number;
   /**
@@ -176,6 +186,11 @@ export class Recorder {
   private readonly pendingStateHoldMs: number;
   private readonly eventLogMode: 'carried' | 'items';
   private readonly stateWriteConcurrency: number;
+  private readonly maxStatesPerFlush: number;
+  /** The last flush stopped at maxStatesPerFlush with states still ready to write. */
+  private moreReady = false;
+  /** When the pending timer fires (wall clock: only for comparing two delays). */
+  private timerDueAt = 0;
   private readonly retryBaseMs: number;
   private readonly retryMaxMs: number;
   private readonly merge: (ours: EnvoyState, stored: EnvoyState | undefined) => EnvoyState;
@@ -224,6 +239,7 @@ export class Recorder {
     this.eventLogMode = options.eventLogMode ?? 'carried';
     this.pendingStateHoldMs = this.eventLogMode === 'items' ? 0 : (options.pendingStateHoldMs ?? 1000);
     this.stateWriteConcurrency = options.stateWriteConcurrency ?? 64;
+    this.maxStatesPerFlush = Math.max(1, options.maxStatesPerFlush ?? 2 * this.stateWriteConcurrency);
     this.retryBaseMs = options.retryBaseMs ?? 100;
     this.retryMaxMs = options.retryMaxMs ?? 10_000;
     this.merge = options.mergeEnvoyState ?? defaultMerge;
@@ -373,7 +389,15 @@ export class Recorder {
   // Flush loop
 
   private schedule(delayMs = this.flushIntervalMs): void {
-    if (this.closed || this.timer !== undefined) return;
+    if (this.closed) return;
+    const dueAt = Date.now() + delayMs;
+    // An earlier flush wins: a timer set by an enqueue during a flush must not delay the follow-up
+    // flush that more ready states ask for (maxStatesPerFlush).
+    if (this.timer !== undefined) {
+      if (this.timerDueAt <= dueAt) return;
+      clearTimeout(this.timer);
+    }
+    this.timerDueAt = dueAt;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       void this.runScheduled();
@@ -395,7 +419,7 @@ export class Recorder {
       this.counters.consecutiveFailures++;
     }
     if (!this.isEmpty()) {
-      this.schedule(this.counters.consecutiveFailures > 0 ? this.backoffMs() : this.flushIntervalMs);
+      this.schedule(this.counters.consecutiveFailures > 0 ? this.backoffMs() : this.moreReady ? 0 : this.flushIntervalMs);
     } else {
       this.resolveIdle();
     }
@@ -421,6 +445,7 @@ export class Recorder {
     }
     this.checkPressure();
     if (this.isEmpty()) this.resolveIdle();
+    else if (this.moreReady && !failed) this.schedule(0);
   }
 
   /** Takes a node's queued events, dropping (with a log line) any that cannot be stored. */
@@ -483,12 +508,20 @@ export class Recorder {
     const orphans = new Map<string, { events: EnvoyEvent[]; carried: CarriedEvent[] }>();
     /** Per node taken from the queue: its enqueue count then (whenStateWritten). */
     const enqueuedAt = new Map<string, number>();
+    // Map order is first-queued order (a replaced state keeps its place): the oldest go first.
+    this.moreReady = false;
     for (const nodeId of new Set([...this.envoyStates.keys(), ...this.nodeEvents.keys()])) {
+      if (!writeHeld && ready.length >= this.maxStatesPerFlush) {
+        this.moreReady = true;
+        break;
+      }
       const queued = this.envoyStates.get(nodeId);
       const hasEvents = this.nodeEvents.has(nodeId);
-      if (queued !== undefined && !hasEvents && !writeHeld && this.pendingStateHoldMs > 0) {
+      // A stream being admitted waits for this write (whenStateWritten): never held.
+      if (queued !== undefined && !writeHeld && this.pendingStateHoldMs > 0 && !this.stateWaiters.has(nodeId)) {
         const held = this.heldSince.get(nodeId);
-        if (held?.state === queued || awaitsAnswerOnly(this.envoyRevs.get(nodeId)?.stored, queued)) {
+        const onlySent = !hasEvents && (held?.state === queued || awaitsAnswerOnly(this.envoyRevs.get(nodeId)?.stored, queued));
+        if (onlySent || answersDueSoon(queued, now, this.pendingStateHoldMs)) {
           const since = held?.since ?? now;
           this.heldSince.set(nodeId, { since, state: queued });
           if (now - since < this.pendingStateHoldMs) continue;

@@ -9,6 +9,7 @@ import { FaultSeam, INTERNAL_ERROR_REPLY, THROTTLE_REPLY, type DynamoErrorReply 
 import { extractKey, keyId, KeySchemaCache, readImages, type ItemRef, type KeySchema } from './images';
 import { KeyLocks } from './key-lock';
 import { crc32, TARGET_PREFIX, WireClient, type AttributeMap, type WireResponse } from './wire';
+import { planSingleWrite, takeReturnedImage, type SingleWritePlan } from './single-write-images';
 import { isCapturedWrite, splitBatchWrite, tableNamesOf, writeTargets, type CapturedWrite } from './write-requests';
 import type { TableChangeLog } from './change-log';
 
@@ -49,11 +50,58 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
   const stats: FrontStats = { requests: 0, capturedWrites: 0, records: 0, lostRecords: 0 };
   const log = opts.logger;
 
+  /** Logs and counts a write applied without one of its images: its stream records are lost. */
+  function imagesLost(err: unknown, operation: CapturedWrite, refs: ItemRef[]): void {
+    stats.lostRecords += refs.length;
+    log.error({ err, operation, items: refs.map((r) => r.id) }, 'write applied but an image around it could not be read; its stream records are lost');
+  }
+
+  function appendChange(ref: ItemRef & { schema: KeySchema }, oldImage: AttributeMap | undefined, newImage: AttributeMap | undefined, byTtl: boolean): void {
+    const record = opts.changeLogFor(ref.tableName).append({ keys: ref.key, oldImage, newImage, byTtl }, ref.schema.partitionKey);
+    if (record) stats.records++;
+  }
+
+  /**
+   * A single-item write whose reply carries an image (./single-write-images.ts): one dynalite request
+   * for a put or a delete, two for an update, instead of three. Called holding the item's lock.
+   */
+  async function captureSingleWrite(
+    operation: CapturedWrite,
+    plan: SingleWritePlan,
+    ref: ItemRef & { schema: KeySchema },
+    send: (body?: Buffer) => Promise<WireResponse>,
+  ): Promise<WireResponse> {
+    const before = plan.returns === 'ALL_NEW' ? await readImages(wire, schemas, [ref]).catch((err: unknown) => err as Error) : undefined;
+    const response = await send(plan.body);
+    if (response.status !== 200) return response;
+    stats.capturedWrites++;
+    const returned = takeReturnedImage(plan, response);
+    if (returned === undefined || before instanceof Error) {
+      imagesLost(before instanceof Error ? before : new Error('the write\'s reply did not carry its image'), operation, [ref]);
+      return returned?.reply ?? response;
+    }
+    if (plan.returns === 'ALL_NEW') {
+      appendChange(ref, before?.get(ref.id), returned.image, false);
+      return returned.reply;
+    }
+    let newImage = plan.knownNewImage?.image;
+    if (plan.knownNewImage === undefined) {
+      const after = await readImages(wire, schemas, [ref]).catch((err: unknown) => err as Error);
+      if (after instanceof Error) {
+        imagesLost(after, operation, [ref]);
+        return returned.reply;
+      }
+      newImage = after.get(ref.id);
+    }
+    appendChange(ref, returned.image, newImage, false);
+    return returned.reply;
+  }
+
   /** Forwards a write while holding its items' locks and appends the change records. */
   async function captureWrite(
     operation: CapturedWrite,
     parsedBody: unknown,
-    send: () => Promise<WireResponse>,
+    send: (body?: Buffer) => Promise<WireResponse>,
     byTtl = false,
   ): Promise<WireResponse> {
     const targets = writeTargets(operation, parsedBody);
@@ -70,6 +118,9 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
     const refs = [...items.values()];
     const release = await locks.acquireAll(items.keys());
     try {
+      // TTL deletions (byTtl) send their own request and read no reply: they keep reading images.
+      const plan = refs.length === 1 && !byTtl ? planSingleWrite(operation, parsedBody) : undefined;
+      if (plan !== undefined) return await captureSingleWrite(operation, plan, refs[0] as ItemRef & { schema: KeySchema }, send);
       // A key of the wrong type makes this read fail as it will make the write fail: forward anyway,
       // so the client gets dynalite's own ValidationException rather than an error of ours.
       const before = await readImages(wire, schemas, refs).catch((err: unknown) => err as Error);
@@ -79,25 +130,10 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
       let after: Map<string, AttributeMap | undefined> | Error = before;
       if (!(before instanceof Error)) after = await readImages(wire, schemas, refs).catch((err: unknown) => err as Error);
       if (before instanceof Error || after instanceof Error) {
-        stats.lostRecords += refs.length;
-        log.error(
-          { err: before instanceof Error ? before : after, operation, items: refs.map((r) => r.id) },
-          'write applied but an image around it could not be read; its stream records are lost',
-        );
+        imagesLost(before instanceof Error ? before : after, operation, refs);
         return response;
       }
-      for (const ref of refs) {
-        const record = opts.changeLogFor(ref.tableName).append(
-          {
-            keys: ref.key,
-            oldImage: before.get(ref.id),
-            newImage: after.get(ref.id),
-            byTtl,
-          },
-          ref.schema.partitionKey,
-        );
-        if (record) stats.records++;
-      }
+      for (const ref of refs) appendChange(ref, before.get(ref.id), after.get(ref.id), byTtl);
       return response;
     } finally {
       release();
@@ -137,7 +173,7 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
       }
     }
 
-    const send = (): Promise<WireResponse> => wire.forward(req.method ?? 'POST', req.headers, body);
+    const send = (forwarded: Buffer = body): Promise<WireResponse> => wire.forward(req.method ?? 'POST', req.headers, forwarded);
     const response = isWrite ? await captureWrite(operation, parsedBody, send) : await send();
 
     if (operation === 'CreateTable' || operation === 'DeleteTable') {

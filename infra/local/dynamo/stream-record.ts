@@ -21,7 +21,7 @@ export interface ItemChange {
 export function classifyChange(oldImage: AttributeMap | undefined, newImage: AttributeMap | undefined): ChangeKind | undefined {
   if (!oldImage && newImage) return 'INSERT';
   if (oldImage && !newImage) return 'REMOVE';
-  if (oldImage && newImage) return canonicalJson(oldImage) === canonicalJson(newImage) ? undefined : 'MODIFY';
+  if (oldImage && newImage) return sameValue(oldImage, newImage, undefined) ? undefined : 'MODIFY';
   return undefined;
 }
 
@@ -45,6 +45,31 @@ function canonicalize(value: unknown, tag: string | undefined): unknown {
     return out;
   }
   return value;
+}
+
+const SET_TAGS = new Set(['SS', 'NS', 'BS']);
+
+/**
+ * Equality of two attribute values with the meaning canonicalJson gives them (key order and set
+ * member order ignored), without building the strings: it runs on every captured write (issue 9).
+ */
+function sameValue(a: unknown, b: unknown, tag: string | undefined): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    if (tag !== undefined && SET_TAGS.has(tag)) {
+      const left = a.map((v) => canonicalJson(v)).sort();
+      const right = b.map((v) => canonicalJson(v)).sort();
+      return left.every((v, i) => v === right[i]);
+    }
+    return a.every((v, i) => sameValue(v, b[i], undefined));
+  }
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object' || Array.isArray(b)) return false;
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  const keys = Object.keys(left).filter((key) => left[key] !== undefined);
+  if (keys.length !== Object.keys(right).filter((key) => right[key] !== undefined).length) return false;
+  return keys.every((key) => Object.prototype.hasOwnProperty.call(right, key) && sameValue(left[key], right[key], key));
 }
 
 /** Sequence numbers are zero-padded decimals, so string order is numeric order (as on AWS). */

@@ -207,6 +207,71 @@ test('a state that only records a response sent waits for its ACK (one write for
   expect((await stored(store, 'n3')).types[RDS_TYPE_URL]?.pending).toEqual({ seq: 3, sentAt: 6_000 });
 });
 
+test('an ACK while the Envoy still has other responses out waits for their ACKs: one write for the change', async () => {
+  const { store, operations } = await storeOn();
+  const recorder = recorderOn(store, { pendingStateHoldMs: 60_000 });
+  recorder.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));
+  let state = ackedState('n5', L1, 1, CDS_TYPE_URL);
+  state = ackedState('n5', L1, 1, EDS_TYPE_URL, state);
+  state = ackedState('n5', L1, 1, RDS_TYPE_URL, state);
+  recorder.enqueueEnvoyState(state);
+  await recorder.flushNow();
+  const rev = (await stored(store, 'n5')).rev;
+
+  // A change reaches the Envoy: three responses out at once (as ADS pushes them); CDS and EDS are ACKed first.
+  const sentAt = Date.now();
+  for (const typeUrl of [CDS_TYPE_URL, EDS_TYPE_URL, RDS_TYPE_URL]) state = applySent(state, { typeUrl, version: { lineage: L1, seq: 2 }, now: sentAt });
+  recorder.enqueueEnvoyState(state);
+  for (const typeUrl of [CDS_TYPE_URL, EDS_TYPE_URL]) {
+    state = applyAck(state, { typeUrl, version: { lineage: L1, seq: 2 }, now: sentAt + 1 });
+    recorder.enqueueEvent(ackEvent('n5', L1, 2, typeUrl));
+    recorder.enqueueEnvoyState(state);
+  }
+  operations.reset();
+  await recorder.flushNow();
+  expect(operations.counts().items).toBe(0);
+  expect((await stored(store, 'n5')).rev).toBe(rev);
+
+  // The last answer: one write records the state and all three ACKs.
+  state = applyAck(state, { typeUrl: RDS_TYPE_URL, version: { lineage: L1, seq: 2 }, now: sentAt + 2 });
+  recorder.enqueueEvent(ackEvent('n5', L1, 2, RDS_TYPE_URL));
+  recorder.enqueueEnvoyState(state);
+  await recorder.flushNow();
+  expect(operations.counts()).toMatchObject({ items: 1, byKind: { EnvoyState: 1 } });
+  const written = await stored(store, 'n5');
+  expect(written.unlogged?.filter((e) => e.q === 2)).toHaveLength(3);
+  expect(Object.values(written.types).map((type) => type.acked)).toEqual([2, 2, 2]);
+  await recorder.close();
+});
+
+test('an ACK is not held for a response out longer than the hold, nor when a stream admission waits for the state', async () => {
+  const { store, operations } = await storeOn();
+  const recorder = recorderOn(store, { pendingStateHoldMs: 200 });
+  recorder.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));
+  const base = (nodeId: string): EnvoyState => ackedState(nodeId, L1, 1, EDS_TYPE_URL, ackedState(nodeId, L1, 1, CDS_TYPE_URL));
+  recorder.enqueueEnvoyState(base('n6'));
+  recorder.enqueueEnvoyState(base('n7'));
+  await recorder.flushNow();
+  operations.reset();
+
+  // n6: its EDS response went out 10 s ago (a slow or stuck Envoy): the CDS ACK is written at once.
+  let slow = applySent(base('n6'), { typeUrl: EDS_TYPE_URL, version: { lineage: L1, seq: 2 }, now: Date.now() - 10_000 });
+  slow = applyAck(applySent(slow, { typeUrl: CDS_TYPE_URL, version: { lineage: L1, seq: 2 }, now: Date.now() }), { typeUrl: CDS_TYPE_URL, version: { lineage: L1, seq: 2 }, now: Date.now() });
+  recorder.enqueueEvent(ackEvent('n6', L1, 2, CDS_TYPE_URL));
+  recorder.enqueueEnvoyState(slow);
+  // n7: a response just went out, but a new stream of this Envoy waits for its state to be stored.
+  const admitted = applySent(base('n7'), { typeUrl: EDS_TYPE_URL, version: { lineage: L1, seq: 2 }, now: Date.now() });
+  recorder.enqueueEvent(ackEvent('n7', L1, 1, EDS_TYPE_URL));
+  recorder.enqueueEnvoyState(admitted);
+  const admission = recorder.whenStateWritten('n7');
+  await recorder.flushNow();
+  await admission;
+  expect(operations.counts().byKind['EnvoyState']).toBe(2);
+  expect((await stored(store, 'n6')).types[CDS_TYPE_URL]?.acked).toBe(2);
+  expect((await stored(store, 'n7')).types[EDS_TYPE_URL]?.pending?.seq).toBe(2);
+  await recorder.close();
+});
+
 test('eventLogMode items (the format before issue 9) still writes one item per event before the state', async () => {
   const { store, operations } = await storeOn();
   const recorder = recorderOn(store, { eventLogMode: 'items' });

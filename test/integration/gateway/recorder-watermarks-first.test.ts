@@ -39,7 +39,7 @@ describe('Recorder: watermarks before Envoy states', () => {
 
   beforeEach(() => {
     store = new OrderedStore();
-    recorder = new Recorder({ store, logger: testLogger, clock: { now: () => Date.now() }, flushIntervalMs: 60_000, retryBaseMs: 1, retryMaxMs: 5 });
+    recorder = new Recorder({ store, logger: testLogger, clock: { now: () => Date.now() }, flushIntervalMs: 60_000, retryBaseMs: 1, retryMaxMs: 5, maxStatesPerFlush: 1000 });
   });
 
   afterEach(async () => {

@@ -1,0 +1,33 @@
+// answersDueSoon: whether the recorder may hold an Envoy's state for answers still due (issue 9).
+import { answersDueSoon, type EnvoyState, type TypeState } from '../../../common/core';
+
+const LINEAGE = 'gw-a.boot1.edge';
+const NOW = 100_000;
+
+function stateWith(types: Record<string, Partial<TypeState>>): EnvoyState {
+  const full: Record<string, TypeState> = {};
+  for (const [typeUrl, type] of Object.entries(types)) full[typeUrl] = { lineage: LINEAGE, subscribed: true, ...type };
+  return {
+    nodeId: 'n1',
+    cluster: 'edge',
+    metadata: {},
+    group: 'edge',
+    lineage: LINEAGE,
+    status: 'CONNECTED',
+    connectedAt: 1,
+    lastSeenAt: NOW,
+    rev: 1,
+    types: full,
+  } as EnvoyState;
+}
+
+test.each<[string, Record<string, Partial<TypeState>>, boolean]>([
+  ['nothing out', { cds: { acked: 3 }, eds: { acked: 3 } }, false],
+  ['a response sent 10 ms ago', { cds: { acked: 4 }, eds: { acked: 3, pending: { seq: 4, sentAt: NOW - 10 } } }, true],
+  ['a response sent exactly the hold ago', { eds: { pending: { seq: 4, sentAt: NOW - 1000 } } }, false],
+  ['a response sent long ago (slow or stuck Envoy)', { eds: { pending: { seq: 4, sentAt: NOW - 60_000 } } }, false],
+  ['a recent response on a type no longer subscribed', { eds: { subscribed: false, pending: { seq: 4, sentAt: NOW - 10 } } }, false],
+  ['one old and one recent response', { cds: { pending: { seq: 4, sentAt: NOW - 60_000 } }, rds: { pending: { seq: 5, sentAt: NOW - 5 } } }, true],
+])('%s → %s', (_, types, expected) => {
+  expect(answersDueSoon(stateWith(types), NOW, 1000)).toBe(expected);
+});
