@@ -261,6 +261,10 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
     logger.error({ err: pending.error }, 'listing pending generations failed');
     for (const ids of touchedLineages.values()) for (const id of ids) failedIds.add(id);
   }
+  // The aggregates are read while each candidate's own item is read, not after the first of those
+  // reads: one round trip less before the first decision (issue 9). Both orders above still hold (this
+  // batch's shards and pending entries are written). A failed read is reported by the evaluations.
+  if (candidates.size > 0) snapshot.get().catch(() => undefined);
   const { failed } = await evaluateAll(evaluation, [...candidates.values()], snapshot);
   report.phaseMs.evaluate = clock() - phaseStart;
   if (handoff !== undefined) {

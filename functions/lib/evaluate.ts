@@ -19,6 +19,7 @@ import {
   type ConvergencePolicy,
   type Decision,
   type EventStore,
+  type ItemRead,
   type LineageAggregate,
   type ObjectGeneration,
   type ObjectRef,
@@ -226,10 +227,22 @@ export function recentSameVerdict(stored: Decision | undefined, fresh: Decision,
   return stored.state === fresh.state && stored.supersededBy === fresh.supersededBy && stored.notObservableReason === fresh.notObservableReason;
 }
 
-async function newerGeneration(deps: EvaluationDeps, candidate: Candidate): Promise<number | undefined> {
-  const page = await deps.store.listObjectGenerations(candidate.object, { descending: true, limit: 1 });
-  const latest = page.items[0]?.generation;
-  return latest !== undefined && latest > candidate.generation ? latest : undefined;
+/** Generations read, newest first, when a candidate is evaluated: its own item is almost always among them. */
+const NEWEST_GENERATIONS_READ = 3;
+
+/**
+ * The candidate's OBJECT item and the newest generation of its object, in one strongly consistent
+ * Query (newest first) instead of a GetItem and, before writing, a second Query for a newer
+ * generation: one round trip less on the path from the last ACK to the decision (issue 9). A
+ * generation not among the newest few (or corrupt: listings skip invalid items) is read by key.
+ */
+async function readWithNewest(deps: EvaluationDeps, candidate: Candidate): Promise<{ read: ItemRead<ObjectGeneration>; newer: number | undefined }> {
+  const page = await deps.store.listObjectGenerations(candidate.object, { descending: true, limit: NEWEST_GENERATIONS_READ });
+  const newest = page.items[0]?.generation;
+  const newer = newest !== undefined && newest > candidate.generation ? newest : undefined;
+  const own = page.items.find((item) => item.generation === candidate.generation);
+  if (own !== undefined) return { read: { status: 'found', value: own }, newer };
+  return { read: await deps.store.getObjectGeneration(candidate.object, candidate.generation), newer };
 }
 
 /** Decides one object generation and stores the decision; never throws on bad data, only on I/O. */
@@ -254,7 +267,7 @@ async function unchangedFromCache(deps: EvaluationDeps, snapshot: AggregateSnaps
 
 /** The full evaluation: reads the item, decides, writes if needed; returns the record as now stored. */
 async function evaluateFromStore(deps: EvaluationDeps, snapshot: AggregateSnapshot, candidate: Candidate): Promise<{ outcome: EvaluationOutcome; record?: ObjectGeneration }> {
-  const read = await deps.store.getObjectGeneration(candidate.object, candidate.generation);
+  const { read, newer } = await readWithNewest(deps, candidate);
   if (read.status === 'missing') return { outcome: 'missing' };
   if (read.status === 'corrupt') {
     deps.logger.error({ object: formatObjectRef(candidate.object), generation: candidate.generation, reason: read.error }, 'corrupt object generation skipped');
@@ -278,11 +291,13 @@ async function evaluateFromStore(deps: EvaluationDeps, snapshot: AggregateSnapsh
   const fresh = await snapshot.decide(record);
   const now = fresh.now;
   let decision: Decision = fresh.decision;
-  // Nothing to write: no need to ask whether a newer generation exists (a newer generation's own
-  // watermark record supersedes this one, supersedeOlder; the check below guards writes only).
+  // Nothing to write: a newer generation changes nothing here (its own watermark record supersedes
+  // this one, supersedeOlder); `newer` guards writes only. It was read with the item: a generation
+  // created since is caught by that record's supersedeOlder, as one created between a later check and
+  // the write always was.
   const resolving = decision.state === 'Programmed' || decision.state === 'GenerationNotObservable';
   if (!resolving && nothingToWrite(deps, record.decision, decision, now)) return { outcome: 'unchanged', record };
-  const supersededBy = await newerGeneration(deps, candidate);
+  const supersededBy = newer;
   if (supersededBy !== undefined) {
     const evaluatedRevs = maxEvaluatedRevs(decision.evaluatedRevs, record.decision?.evaluatedRevs);
     decision = {
