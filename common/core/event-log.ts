@@ -203,6 +203,26 @@ export function answersDueSoon(state: EnvoyState, now: number, withinMs: number)
 }
 
 /**
+ * True when an Envoy state moving from `storedThrough` to `nextThrough` (programmedThrough on one
+ * lineage) reaches one of `watermarkSeqs` (ascending, that lineage's): convergence can count
+ * something new, so the recorder writes the state at once instead of holding it for answers still due.
+ */
+export function crossesWatermark(storedThrough: number | undefined, nextThrough: number | undefined, watermarkSeqs: readonly number[]): boolean {
+  if (nextThrough === undefined) return false;
+  const from = storedThrough ?? -1;
+  if (nextThrough <= from) return false;
+  // The first seq above `from` (binary search), then whether it is at or below `nextThrough`.
+  let low = 0;
+  let high = watermarkSeqs.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if ((watermarkSeqs[mid] as number) <= from) low = mid + 1;
+    else high = mid;
+  }
+  return low < watermarkSeqs.length && (watermarkSeqs[low] as number) <= nextThrough;
+}
+
+/**
  * True when `next` differs from `stored` only by what a response being sent changes (per type:
  * `pending`, `namesChange.sent`; core applySent): nothing convergence can count. A heartbeat
  * (`lastSeenAt`) is news: expiry depends on it. The recorder may

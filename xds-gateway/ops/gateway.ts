@@ -155,7 +155,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     eventLogMode: config.eventLogMode,
     // A state that only records "a response was sent" waits for its ACK to share one write; never
     // longer than half the ACK timeout, so a STUCK report is never delayed past it.
-    pendingStateHoldMs: Math.min(1000, config.ackTimeoutMs / 2),
+    pendingStateHoldMs: Math.min(config.stateHoldMs, config.ackTimeoutMs / 2),
     highWaterEvents: config.queueHighWater,
     stateWriteConcurrency: config.stateWriteConcurrency,
     mergeEnvoyState,

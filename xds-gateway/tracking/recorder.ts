@@ -29,6 +29,7 @@ import {
   DEFAULT_EVENT_LOG_LIMITS,
   answersDueSoon,
   awaitsAnswerOnly,
+  crossesWatermark,
   carriedEventIdentity,
   checkCarriedEvent,
   eventLogBatches,
@@ -60,6 +61,9 @@ export interface RecorderMetrics {
   writeLatency(operation: 'putEvents' | 'envoyState' | 'lineageState' | 'watermark', seconds: number): void;
   writeFailed(operation: string): void;
 }
+
+/** Recent watermark seqs kept per lineage for the hold rule (a rebuild adds one per changed object). */
+const MAX_WATERMARK_SEQS = 4096;
 
 export interface RecorderOptions {
   store: EventStore;
@@ -206,6 +210,8 @@ export class Recorder {
    * last found so (an unchanged queued state is not compared again at every flush).
    */
   private readonly heldSince = new Map<string, { since: number; state: EnvoyState }>();
+  /** Per lineage, the seqs of watermarks recorded recently, ascending: a state reaching one is not held. */
+  private readonly watermarkSeqs = new Map<string, number[]>();
   /** Per node: states enqueued so far, the enqueue count of the last one written, and waiters (whenStateWritten). */
   private readonly stateEnqueues = new Map<string, number>();
   private readonly statesWritten = new Map<string, number>();
@@ -305,12 +311,24 @@ export class Recorder {
 
   enqueueWatermark(ref: ObjectRef, generation: number, lineage: string, watermark: LineageWatermark): void {
     this.objectWrites.push({ kind: 'watermark', ref, generation, lineage, watermark });
+    this.rememberWatermarkSeq(lineage, watermark.seq);
     this.schedule();
   }
 
   enqueueNotObservable(ref: ObjectRef, generation: number, reason: string, at: number): void {
     this.objectWrites.push({ kind: 'notObservable', ref, generation, reason, at });
     this.schedule();
+  }
+
+  /** Keeps the lineage's recent watermark seqs ascending and bounded (the newest are the ones Envoys are reaching). */
+  private rememberWatermarkSeq(lineage: string, seq: number): void {
+    const seqs = this.watermarkSeqs.get(lineage) ?? [];
+    let index = seqs.length;
+    while (index > 0 && (seqs[index - 1] as number) > seq) index--;
+    if (seqs[index - 1] === seq) return;
+    seqs.splice(index, 0, seq);
+    if (seqs.length > MAX_WATERMARK_SEQS) seqs.splice(0, seqs.length - MAX_WATERMARK_SEQS);
+    this.watermarkSeqs.set(lineage, seqs);
   }
 
   /** True while more events are queued than the high-water mark. */
@@ -498,6 +516,32 @@ export class Recorder {
     this.metrics?.eventsWritten(events);
   }
 
+  /**
+   * The nodes to write, urgent ones first, each group oldest-queued first (Map order is first-queued
+   * order; a replaced state keeps its place). Urgent: a stream admission waits for the node's state
+   * (whenStateWritten), or its state reaches a recorded watermark, which is what convergence waits for
+   * (the last ACK of a change). During a fleet-wide push the gateway writes far fewer states per second
+   * than Envoys ACK (at 1,000 Envoys × 1,000 objects ~130/s while relaying, issue 9); these go ahead of
+   * intermediate states (an ACK with other answers still due, a heartbeat), which a later state of the
+   * same Envoy often replaces before their turn.
+   */
+  private flushOrder(): { order: string[]; urgent: Set<string> } {
+    const urgent = new Set<string>();
+    const rest: string[] = [];
+    for (const nodeId of new Set([...this.envoyStates.keys(), ...this.nodeEvents.keys()])) {
+      const queued = this.envoyStates.get(nodeId);
+      if (queued !== undefined && (this.stateWaiters.has(nodeId) || this.reachesWatermark(nodeId, queued))) urgent.add(nodeId);
+      else rest.push(nodeId);
+    }
+    return { order: [...urgent, ...rest], urgent };
+  }
+
+  private reachesWatermark(nodeId: string, queued: EnvoyState): boolean {
+    const stored = this.envoyRevs.get(nodeId)?.stored;
+    const seqs = this.watermarkSeqs.get(queued.lineage);
+    return seqs !== undefined && crossesWatermark(stored?.lineage === queued.lineage ? stored.programmedThrough : undefined, queued.programmedThrough, seqs);
+  }
+
   /** Returns false if anything must be retried. */
   private async flushEnvoys(writeHeld: boolean): Promise<boolean> {
     if (this.envoyStates.size === 0 && this.nodeEvents.size === 0) return true;
@@ -508,17 +552,17 @@ export class Recorder {
     const orphans = new Map<string, { events: EnvoyEvent[]; carried: CarriedEvent[] }>();
     /** Per node taken from the queue: its enqueue count then (whenStateWritten). */
     const enqueuedAt = new Map<string, number>();
-    // Map order is first-queued order (a replaced state keeps its place): the oldest go first.
     this.moreReady = false;
-    for (const nodeId of new Set([...this.envoyStates.keys(), ...this.nodeEvents.keys()])) {
+    const { order, urgent } = this.flushOrder();
+    for (const nodeId of order) {
       if (!writeHeld && ready.length >= this.maxStatesPerFlush) {
         this.moreReady = true;
         break;
       }
       const queued = this.envoyStates.get(nodeId);
       const hasEvents = this.nodeEvents.has(nodeId);
-      // A stream being admitted waits for this write (whenStateWritten): never held.
-      if (queued !== undefined && !writeHeld && this.pendingStateHoldMs > 0 && !this.stateWaiters.has(nodeId)) {
+      // Urgent states (a stream admission waits, or a watermark is reached) are never held.
+      if (queued !== undefined && !writeHeld && this.pendingStateHoldMs > 0 && !urgent.has(nodeId)) {
         const held = this.heldSince.get(nodeId);
         const onlySent = !hasEvents && (held?.state === queued || awaitsAnswerOnly(this.envoyRevs.get(nodeId)?.stored, queued));
         if (onlySent || answersDueSoon(queued, now, this.pendingStateHoldMs)) {

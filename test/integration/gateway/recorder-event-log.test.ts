@@ -272,6 +272,35 @@ test('an ACK is not held for a response out longer than the hold, nor when a str
   await recorder.close();
 });
 
+test('a state that reaches a recorded watermark is written at once, answers due or not', async () => {
+  const { store, operations } = await storeOn();
+  const recorder = recorderOn(store, { pendingStateHoldMs: 60_000 });
+  recorder.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));
+  const base = (nodeId: string): EnvoyState => ({ ...ackedState(nodeId, L1, 1, EDS_TYPE_URL, ackedState(nodeId, L1, 1, CDS_TYPE_URL)), programmedThrough: 1 });
+  recorder.enqueueEnvoyState(base('n8'));
+  recorder.enqueueEnvoyState(base('n9'));
+  await recorder.flushNow();
+  operations.reset();
+  const ref = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'web' };
+  recorder.enqueueWatermark(ref, 2, L1, { seq: 3, types: { [CDS_TYPE_URL]: 3 }, at: Date.now() });
+
+  // Both ACK CDS@3 while their EDS@4 is still out; n8 reaches the watermark (3), n9 only reaches 2.
+  const afterAck = (nodeId: string, through: number): EnvoyState => {
+    let state = applySent(base(nodeId), { typeUrl: EDS_TYPE_URL, version: { lineage: L1, seq: 4 }, now: Date.now() });
+    state = applySent(state, { typeUrl: CDS_TYPE_URL, version: { lineage: L1, seq: 3 }, now: Date.now() });
+    state = applyAck(state, { typeUrl: CDS_TYPE_URL, version: { lineage: L1, seq: 3 }, now: Date.now() });
+    recorder.enqueueEvent(ackEvent(nodeId, L1, 3, CDS_TYPE_URL));
+    return { ...state, programmedThrough: through };
+  };
+  recorder.enqueueEnvoyState(afterAck('n8', 3));
+  recorder.enqueueEnvoyState(afterAck('n9', 2));
+  await recorder.flushNow();
+  expect(operations.counts().byKind['EnvoyState']).toBe(1);
+  expect((await stored(store, 'n8')).programmedThrough).toBe(3);
+  expect((await stored(store, 'n9')).programmedThrough).toBe(1);
+  await recorder.close();
+});
+
 test('eventLogMode items (the format before issue 9) still writes one item per event before the state', async () => {
   const { store, operations } = await storeOn();
   const recorder = recorderOn(store, { eventLogMode: 'items' });

@@ -57,3 +57,29 @@ test('states go oldest-queued first, at most maxStatesPerFlush per flush; a repl
     await recorder.close();
   }
 });
+
+test('a state that reaches a recorded watermark goes ahead of older queued states', async () => {
+  const order: string[] = [];
+  const tableName = await fixture.newTable();
+  const store = new DynamoEventStore({ tableName, operations: recordingStatePuts(documentOperations(fixture.clients().documentClient), order), logger: testLogger, clock: { now: () => Date.now() } });
+  const recorder = new Recorder({ store, logger: testLogger, clock: { now: () => Date.now() }, flushIntervalMs: 60_000, stateWriteConcurrency: 1, maxStatesPerFlush: 5 });
+  try {
+    recorder.enqueueLineageState(lineageStateFor(LINEAGE, 'edge', Date.now()));
+    const ids = Array.from({ length: 12 }, (_, i) => `n${String(i).padStart(2, '0')}`);
+    for (const id of ids) recorder.enqueueEnvoyState({ ...ackedState(id, 1), programmedThrough: 1 });
+    await recorder.flushNow();
+    await recorder.whenIdle();
+    order.length = 0;
+
+    // Every Envoy has news (ACK of seq 2, short of the watermark at 3); n10 then reaches the watermark.
+    recorder.enqueueWatermark({ group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'web' }, 2, LINEAGE, { seq: 3, types: { [CDS_TYPE_URL]: 3 }, at: Date.now() });
+    for (const id of ids) recorder.enqueueEnvoyState({ ...ackedState(id, 2), programmedThrough: 2 });
+    recorder.enqueueEnvoyState({ ...ackedState('n10', 3), programmedThrough: 3 });
+    await recorder.flushNow();
+    expect(order).toEqual(['n10', 'n00', 'n01', 'n02', 'n03']);
+    await recorder.whenIdle();
+    expect([...order].sort()).toEqual(ids);
+  } finally {
+    await recorder.close();
+  }
+});

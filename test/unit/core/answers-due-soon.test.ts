@@ -1,5 +1,5 @@
 // answersDueSoon: whether the recorder may hold an Envoy's state for answers still due (issue 9).
-import { answersDueSoon, type EnvoyState, type TypeState } from '../../../common/core';
+import { answersDueSoon, crossesWatermark, type EnvoyState, type TypeState } from '../../../common/core';
 
 const LINEAGE = 'gw-a.boot1.edge';
 const NOW = 100_000;
@@ -30,4 +30,20 @@ test.each<[string, Record<string, Partial<TypeState>>, boolean]>([
   ['one old and one recent response', { cds: { pending: { seq: 4, sentAt: NOW - 60_000 } }, rds: { pending: { seq: 5, sentAt: NOW - 5 } } }, true],
 ])('%s → %s', (_, types, expected) => {
   expect(answersDueSoon(stateWith(types), NOW, 1000)).toBe(expected);
+});
+
+// crossesWatermark: a state reaching a watermark is convergence news and is never held.
+test.each<[string, number | undefined, number | undefined, number[], boolean]>([
+  ['reaches the only watermark', 9, 10, [10], true],
+  ['passes it', 9, 12, [10], true],
+  ['was already past it', 10, 12, [10], false],
+  ['stops short of it', 5, 9, [10], false],
+  ['the first state, nothing stored', undefined, 3, [3], true],
+  ['no programmedThrough yet', 5, undefined, [10], false],
+  ['went down (a reset)', 12, 9, [10], false],
+  ['between two watermarks', 10, 14, [4, 10, 15, 20], false],
+  ['reaches the second of several', 10, 15, [4, 10, 15, 20], true],
+  ['no watermarks', 0, 100, [], false],
+])('%s', (_, stored, next, seqs, expected) => {
+  expect(crossesWatermark(stored, next, seqs)).toBe(expected);
 });
