@@ -56,7 +56,53 @@ export interface DynamoAggregateStoreOptions {
   logger: StoreLogger;
 }
 
+/**
+ * Shards this store parsed or wrote, by key, with the item's JSON text. A shard item read again with
+ * the same version and the same text is the content already validated, so its zod validation (~1 ms
+ * per 1,000 members; comparing the text ~0.3 ms) is skipped. A batch reads each shard it updates and
+ * then every shard again to evaluate; parsing them was the largest single cost of a convergence batch
+ * at 1,000 Envoys (issue 9: ~6% of the local system process during a change). Any other item (a newer
+ * version, a corrupt one) differs in text and is validated as before. Cached shards are frozen: the
+ * core never mutates them, and a mutation would now throw.
+ */
+class ShardCache {
+  private readonly entries = new Map<string, { v: unknown; text: string; shard: AggregateShard }>();
+  /** Reads answered without validation (diagnostics and tests). */
+  hits = 0;
+  constructor(private readonly maxEntries = 4096) {}
+
+  get(raw: Record<string, unknown>): AggregateShard | undefined {
+    const entry = this.entries.get(`${String(raw['pk'])}|${String(raw['sk'])}`);
+    if (entry === undefined || entry.v !== raw['v'] || JSON.stringify(raw) !== entry.text) return undefined;
+    this.hits++;
+    return entry.shard;
+  }
+
+  remember(item: Record<string, unknown>, shard: AggregateShard): void {
+    const key = `${String(item['pk'])}|${String(item['sk'])}`;
+    this.entries.delete(key);
+    if (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    this.entries.set(key, { v: item['v'], text: JSON.stringify(item), shard: deepFreeze(shard) });
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);
+  }
+  return value;
+}
+
 export class DynamoAggregateStore implements AggregateStore {
+  private readonly shardCache = new ShardCache();
+  /** Shard reads that skipped validation: the same version and text as one already parsed or written. */
+  get shardParsesSkipped(): number {
+    return this.shardCache.hits;
+  }
   private readonly tableName: string;
   private readonly operations: DocumentOperations;
   private readonly logger: StoreLogger;
@@ -67,10 +113,13 @@ export class DynamoAggregateStore implements AggregateStore {
   }
 
   private parseShard(raw: Record<string, unknown>): { ok: true; shard: AggregateShard } | { ok: false; error: string } {
+    const cached = this.shardCache.get(raw);
+    if (cached !== undefined) return { ok: true, shard: cached };
     // The same validation as core parseItem (kind, schemaVersion, fields); the key is the query's.
     const parsed = AggregateShardItemSchema.safeParse(raw);
     if (parsed.success) {
       const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, ...shard } = parsed.data;
+      this.shardCache.remember(raw, shard);
       return { ok: true, shard };
     }
     const error = `shard ${String(raw['pk'])} / ${String(raw['sk'])}: ${describeZodIssues(parsed.error.issues)}`;
@@ -111,7 +160,10 @@ export class DynamoAggregateStore implements AggregateStore {
 
   async putShard(shard: AggregateShard, expectedV: number | undefined): Promise<OptimisticWrite> {
     const item = { ...aggregateShardKey(shard.lineage, shard.shard), kind: AGGREGATE_SHARD_KIND, schemaVersion: SCHEMA_VERSION, ...shard };
-    return this.conditionalPut(item, expectedV);
+    const outcome = await this.conditionalPut(item, expectedV);
+    // What we stored is what the next read of this version returns (if its text comes back the same).
+    if (outcome === 'written') this.shardCache.remember(item, shard);
+    return outcome;
   }
 
   async getLineageRegistry(): Promise<LineageRegistry> {

@@ -301,6 +301,45 @@ test('a state that reaches a recorded watermark is written at once, answers due 
   await recorder.close();
 });
 
+test('an urgent state (reaching a watermark) keeps carrying its events past the usual bound: no event-log write ahead of it', async () => {
+  const { store, operations } = await storeOn();
+  const recorder = recorderOn(store, { pendingStateHoldMs: 60_000 });
+  recorder.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));
+  // Seven ACKs carried in the stored state (the bound is 8).
+  let state: EnvoyState = { ...ackedState('n10', L1, 1), programmedThrough: 1 };
+  for (let seq = 1; seq <= 7; seq++) {
+    state = { ...ackedState('n10', L1, seq, CDS_TYPE_URL, state), programmedThrough: seq };
+    recorder.enqueueEvent(ackEvent('n10', L1, seq));
+  }
+  recorder.enqueueEnvoyState(state);
+  await recorder.flushNow();
+  expect((await stored(store, 'n10')).unlogged).toHaveLength(7);
+  const ref = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'web' };
+  recorder.enqueueWatermark(ref, 3, L1, { seq: 10, types: { [CDS_TYPE_URL]: 10 }, at: Date.now() });
+  await recorder.flushNow();
+  operations.reset();
+
+  // Three more ACKs, the last reaching the watermark: ten carried, one STATE write, no log item.
+  for (let seq = 8; seq <= 10; seq++) {
+    state = { ...ackedState('n10', L1, seq, CDS_TYPE_URL, state), programmedThrough: seq };
+    recorder.enqueueEvent(ackEvent('n10', L1, seq));
+  }
+  recorder.enqueueEnvoyState(state);
+  await recorder.flushNow();
+  expect(operations.counts().byKind).toEqual({ EnvoyState: 1 });
+  expect((await stored(store, 'n10')).unlogged).toHaveLength(10);
+
+  // The next ordinary write moves them to an event-log item first, as always.
+  state = { ...applyAck(applySent(state, { typeUrl: EDS_TYPE_URL, version: { lineage: L1, seq: 11 }, now: Date.now() }), { typeUrl: EDS_TYPE_URL, version: { lineage: L1, seq: 11 }, now: Date.now() }), programmedThrough: 10 };
+  recorder.enqueueEvent(ackEvent('n10', L1, 11, EDS_TYPE_URL));
+  recorder.enqueueEnvoyState(state);
+  operations.reset();
+  await recorder.flushNow();
+  expect(operations.counts().byKind).toMatchObject({ EnvoyState: 1, EnvoyEventLog: 1 });
+  expect((await listed(store, 'n10')).map((event) => event.seq).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+  await recorder.close();
+});
+
 test('eventLogMode items (the format before issue 9) still writes one item per event before the state', async () => {
   const { store, operations } = await storeOn();
   const recorder = recorderOn(store, { eventLogMode: 'items' });
