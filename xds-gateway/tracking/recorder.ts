@@ -535,8 +535,8 @@ export class Recorder {
   /**
    * The nodes to write, urgent ones first, each group oldest-queued first (Map order is first-queued
    * order; a replaced state keeps its place). Urgent: a stream admission waits for the node's state
-   * (whenStateWritten), or its state reaches a recorded watermark, which is what convergence waits for
-   * (the last ACK of a change). During a fleet-wide push the gateway writes far fewer states per second
+   * (whenStateWritten), its state reaches a recorded watermark, which is what convergence waits for
+   * (the last ACK of a change), or it carries a NACK or a STUCK (a verdict of its own). During a fleet-wide push the gateway writes far fewer states per second
    * than Envoys ACK (at 1,000 Envoys × 1,000 objects ~130/s while relaying, issue 9); these go ahead of
    * intermediate states (an ACK with other answers still due, a heartbeat), which a later state of the
    * same Envoy often replaces before their turn.
@@ -546,10 +546,15 @@ export class Recorder {
     const rest: string[] = [];
     for (const nodeId of new Set([...this.envoyStates.keys(), ...this.nodeEvents.keys()])) {
       const queued = this.envoyStates.get(nodeId);
-      if (queued !== undefined && (this.stateWaiters.has(nodeId) || this.reachesWatermark(nodeId, queued))) urgent.add(nodeId);
+      if (queued !== undefined && (this.stateWaiters.has(nodeId) || this.reachesWatermark(nodeId, queued) || this.carriesBadNews(nodeId))) urgent.add(nodeId);
       else rest.push(nodeId);
     }
     return { order: [...urgent, ...rest], urgent };
+  }
+
+  /** A NACK or a STUCK is queued for the node: convergence reports it (Rejected, Stuck), so it is never held. */
+  private carriesBadNews(nodeId: string): boolean {
+    return this.nodeEvents.get(nodeId)?.some((event) => event.outcome !== 'ACK') === true;
   }
 
   private reachesWatermark(nodeId: string, queued: EnvoyState): boolean {

@@ -7,6 +7,7 @@ import {
   EDS_TYPE_URL,
   RDS_TYPE_URL,
   applyAck,
+  applyNack,
   applySent,
   applySubscribe,
   dedupeEvents,
@@ -337,6 +338,25 @@ test('an urgent state (reaching a watermark) keeps carrying its events past the 
   await recorder.flushNow();
   expect(operations.counts().byKind).toMatchObject({ EnvoyState: 1, EnvoyEventLog: 1 });
   expect((await listed(store, 'n10')).map((event) => event.seq).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+  await recorder.close();
+});
+
+test('a NACK is never held for the Envoy\'s other answers: it is a verdict of its own', async () => {
+  const { store, operations } = await storeOn();
+  const recorder = recorderOn(store, { pendingStateHoldMs: 60_000 });
+  recorder.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));
+  let state = ackedState('n11', L1, 1, EDS_TYPE_URL, ackedState('n11', L1, 1, CDS_TYPE_URL));
+  recorder.enqueueEnvoyState(state);
+  await recorder.flushNow();
+  operations.reset();
+  const sentAt = Date.now();
+  for (const typeUrl of [CDS_TYPE_URL, EDS_TYPE_URL]) state = applySent(state, { typeUrl, version: { lineage: L1, seq: 2 }, now: sentAt });
+  state = applyNack(state, { typeUrl: CDS_TYPE_URL, version: { lineage: L1, seq: 2 }, message: 'bad cluster', now: sentAt + 1 });
+  recorder.enqueueEvent({ nodeId: 'n11', outcome: 'NACK', lineage: L1, seq: 2, typeUrl: CDS_TYPE_URL, at: sentAt + 1, message: 'bad cluster', ttl: TTL });
+  recorder.enqueueEnvoyState(state);
+  await recorder.flushNow();
+  expect(operations.counts().byKind['EnvoyState']).toBe(1);
+  expect((await stored(store, 'n11')).types[CDS_TYPE_URL]?.nack?.message).toBe('bad cluster');
   await recorder.close();
 });
 
