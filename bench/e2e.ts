@@ -104,6 +104,8 @@ export interface E2eResult {
    */
   /** The condition changes the first changed object went through at generation 2 (status/reason@observedGeneration). */
   conditionSequenceExample: string[];
+  /** Generation-2 condition sequences of objects written more than twice (at most 5), to see what the extra writes were. */
+  extraWriteSequences?: Record<string, string[]>;
   timeline: Array<{ atMs: number; streamRecords: number; convergenceDelivered: number; statusDelivered: number; objectsTrue: number; convergenceIteratorAgeMs?: number }>;
 }
 
@@ -330,6 +332,8 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const statusInvocations = functions.deliveries.status.stats.invocations - invocationsBefore.status;
     const rss = process.memoryUsage().rss;
     const changePhaseMs = allTrueAt - changeStart;
+    const sequenceOf = (name: string): string[] => watch.objects.get(name)?.history.filter((h) => h.generation === 2).map((h) => `${h.status}/${h.reason ?? ''}@${h.observedGeneration ?? '?'}`) ?? [];
+    const extraWrites = names.filter((name) => (watch.objects.get(name)?.conditionWrites.get(2) ?? 0) > 2);
     return {
       conditions: `the system on this machine (2 shared cores; the gateway ${system.gateway?.pid === undefined ? 'in-process' : 'in a child process'}); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}`,
       envoys: options.envoys,
@@ -371,7 +375,8 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       changePhaseMs,
       idle: { beforeChange: idleBeforeChange, afterChange: idleAfterChange },
       timeline,
-      conditionSequenceExample: watch.objects.get(names[0] ?? '')?.history.filter((h) => h.generation === 2).map((h) => `${h.status}/${h.reason ?? ''}@${h.observedGeneration ?? '?'}`) ?? [],
+      conditionSequenceExample: sequenceOf(names[0] ?? ''),
+      ...(extraWrites.length === 0 ? {} : { extraWriteSequences: Object.fromEntries(extraWrites.slice(0, 5).map((name) => [name, sequenceOf(name)])) }),
     };
   } finally {
     watch.close();

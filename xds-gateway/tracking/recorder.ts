@@ -536,7 +536,7 @@ export class Recorder {
    * The nodes to write, urgent ones first, each group oldest-queued first (Map order is first-queued
    * order; a replaced state keeps its place). Urgent: a stream admission waits for the node's state
    * (whenStateWritten), its state reaches a recorded watermark, which is what convergence waits for
-   * (the last ACK of a change), or it carries a NACK or a STUCK (a verdict of its own). During a fleet-wide push the gateway writes far fewer states per second
+   * (the last ACK of a change), or it carries a NACK (a verdict of its own). During a fleet-wide push the gateway writes far fewer states per second
    * than Envoys ACK (at 1,000 Envoys × 1,000 objects ~130/s while relaying, issue 9); these go ahead of
    * intermediate states (an ACK with other answers still due, a heartbeat), which a later state of the
    * same Envoy often replaces before their turn.
@@ -552,9 +552,15 @@ export class Recorder {
     return { order: [...urgent, ...rest], urgent };
   }
 
-  /** A NACK or a STUCK is queued for the node: convergence reports it (Rejected, Stuck), so it is never held. */
+  /**
+   * A NACK is queued for the node: a verdict of its own (Rejected), so it is never held. A STUCK is
+   * not urgent: it is a judgement already an ACK timeout late, and at 5,000 Envoys on this machine,
+   * where a push takes longer than the local 10 s timeout, writing it first made objects go
+   * Pending → Stuck → Pending → Programmed (4 Kubernetes writes) where a later state of the same Envoy,
+   * ACKed meanwhile, replaces it in the queue (issue 9).
+   */
   private carriesBadNews(nodeId: string): boolean {
-    return this.nodeEvents.get(nodeId)?.some((event) => event.outcome !== 'ACK') === true;
+    return this.nodeEvents.get(nodeId)?.some((event) => event.outcome === 'NACK') === true;
   }
 
   private reachesWatermark(nodeId: string, queued: EnvoyState): boolean {
