@@ -62,6 +62,12 @@ export interface RecorderMetrics {
   writeFailed(operation: string): void;
 }
 
+/**
+ * How soon a flush follows an urgent state (one reaching a watermark, or a NACK) instead of the flush
+ * window (100 ms): a few milliseconds still let the states of one burst of ACKs share a flush.
+ */
+const URGENT_FLUSH_DELAY_MS = 5;
+
 /** Recent watermark seqs kept per lineage for the hold rule (a rebuild adds one per changed object). */
 const MAX_WATERMARK_SEQS = 4096;
 
@@ -277,14 +283,17 @@ export class Recorder {
     else queue.push(event);
     this.unconfirmedEvents++;
     this.checkPressure();
-    this.schedule();
+    this.schedule(event.outcome === 'NACK' ? URGENT_FLUSH_DELAY_MS : this.flushIntervalMs);
   }
 
-  /** Latest wins per node: states queued within one flush window become one write. */
+  /**
+   * Latest wins per node: states queued within one flush window become one write. A state that
+   * reaches a recorded watermark does not wait for the window: convergence waits for it.
+   */
   enqueueEnvoyState(state: EnvoyState): void {
     this.envoyStates.set(state.nodeId, state);
     this.stateEnqueues.set(state.nodeId, (this.stateEnqueues.get(state.nodeId) ?? 0) + 1);
-    this.schedule();
+    this.schedule(this.reachesWatermark(state.nodeId, state) ? URGENT_FLUSH_DELAY_MS : this.flushIntervalMs);
   }
 
   /**

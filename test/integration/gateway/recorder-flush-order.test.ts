@@ -83,3 +83,28 @@ test('a state that reaches a recorded watermark goes ahead of older queued state
     await recorder.close();
   }
 });
+
+test('a state that reaches a watermark, or a NACK, is flushed without waiting for the flush window', async () => {
+  const tableName = await fixture.newTable();
+  const store = new DynamoEventStore({ tableName, operations: documentOperations(fixture.clients().documentClient), logger: testLogger, clock: { now: () => Date.now() } });
+  // A flush window of a minute: only the urgent schedule can empty the queue within the test's time.
+  const recorder = new Recorder({ store, logger: testLogger, clock: { now: () => Date.now() }, flushIntervalMs: 60_000 });
+  try {
+    recorder.enqueueLineageState(lineageStateFor(LINEAGE, 'edge', Date.now()));
+    recorder.enqueueEnvoyState({ ...ackedState('w1', 1), programmedThrough: 1 });
+    await recorder.flushNow();
+    recorder.enqueueWatermark({ group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'web' }, 2, LINEAGE, { seq: 2, types: { [CDS_TYPE_URL]: 2 }, at: Date.now() });
+    await recorder.flushNow();
+
+    recorder.enqueueEnvoyState({ ...ackedState('w1', 2), programmedThrough: 2 });
+    await recorder.whenIdle();
+    const read = await store.getEnvoyState('w1');
+    expect(read.status === 'found' && read.value.programmedThrough).toBe(2);
+
+    recorder.enqueueEvent({ nodeId: 'w1', outcome: 'NACK', lineage: LINEAGE, seq: 3, typeUrl: CDS_TYPE_URL, at: Date.now(), message: 'bad', ttl: Math.ceil(Date.now() / 1000) + 3600 });
+    await recorder.whenIdle();
+    expect(recorder.stats().queuedEvents).toBe(0);
+  } finally {
+    await recorder.close();
+  }
+});
