@@ -35,14 +35,29 @@ function ackedState(nodeId: string, acked: number): EnvoyState {
   return applyAck(state, { typeUrl: CDS_TYPE_URL, version: { lineage: LINEAGE, seq: acked }, now: 1_000 + acked });
 }
 
-test('states go oldest-queued first, at most maxStatesPerFlush per flush; a replaced state keeps its place; the rest follow at once', async () => {
+/**
+ * A recorder on a fresh table that notes the order of its STATE writes, with a one-minute flush window
+ * (anything written after an explicit flush came from the recorder's own follow-up flushes).
+ */
+async function orderedRecorder(options: { maxStatesPerFlush?: number; stateWriteConcurrency?: number } = {}): Promise<{ recorder: Recorder; store: DynamoEventStore; order: string[] }> {
   const order: string[] = [];
   const tableName = await fixture.newTable();
   const store = new DynamoEventStore({ tableName, operations: recordingStatePuts(documentOperations(fixture.clients().documentClient), order), logger: testLogger, clock: { now: () => Date.now() } });
-  // A flush interval of a minute: anything written after the first flush came from the immediate follow-up flushes.
-  const recorder = new Recorder({ store, logger: testLogger, clock: { now: () => Date.now() }, flushIntervalMs: 60_000, stateWriteConcurrency: 1, maxStatesPerFlush: 10 });
+  const recorder = new Recorder({
+    store,
+    logger: testLogger,
+    clock: { now: () => Date.now() },
+    flushIntervalMs: 60_000,
+    ...(options.stateWriteConcurrency === undefined ? {} : { stateWriteConcurrency: options.stateWriteConcurrency }),
+    ...(options.maxStatesPerFlush === undefined ? {} : { maxStatesPerFlush: options.maxStatesPerFlush }),
+  });
+  recorder.enqueueLineageState(lineageStateFor(LINEAGE, 'edge', Date.now()));
+  return { recorder, store, order };
+}
+
+test('states go oldest-queued first, at most maxStatesPerFlush per flush; a replaced state keeps its place; the rest follow at once', async () => {
+  const { recorder, store, order } = await orderedRecorder({ stateWriteConcurrency: 1, maxStatesPerFlush: 10 });
   try {
-    recorder.enqueueLineageState(lineageStateFor(LINEAGE, 'edge', Date.now()));
     const ids = Array.from({ length: 25 }, (_, i) => `n${String(i).padStart(2, '0')}`);
     for (const id of ids) recorder.enqueueEnvoyState(ackedState(id, 1));
     recorder.enqueueEnvoyState(ackedState('n03', 2)); // replaces n03's queued state in place
@@ -59,12 +74,8 @@ test('states go oldest-queued first, at most maxStatesPerFlush per flush; a repl
 });
 
 test('a state that reaches a recorded watermark goes ahead of older queued states', async () => {
-  const order: string[] = [];
-  const tableName = await fixture.newTable();
-  const store = new DynamoEventStore({ tableName, operations: recordingStatePuts(documentOperations(fixture.clients().documentClient), order), logger: testLogger, clock: { now: () => Date.now() } });
-  const recorder = new Recorder({ store, logger: testLogger, clock: { now: () => Date.now() }, flushIntervalMs: 60_000, stateWriteConcurrency: 1, maxStatesPerFlush: 5 });
+  const { recorder, order } = await orderedRecorder({ stateWriteConcurrency: 1, maxStatesPerFlush: 5 });
   try {
-    recorder.enqueueLineageState(lineageStateFor(LINEAGE, 'edge', Date.now()));
     const ids = Array.from({ length: 12 }, (_, i) => `n${String(i).padStart(2, '0')}`);
     for (const id of ids) recorder.enqueueEnvoyState({ ...ackedState(id, 1), programmedThrough: 1 });
     await recorder.flushNow();
@@ -85,12 +96,9 @@ test('a state that reaches a recorded watermark goes ahead of older queued state
 });
 
 test('a state that reaches a watermark, or a NACK, is flushed without waiting for the flush window', async () => {
-  const tableName = await fixture.newTable();
-  const store = new DynamoEventStore({ tableName, operations: documentOperations(fixture.clients().documentClient), logger: testLogger, clock: { now: () => Date.now() } });
-  // A flush window of a minute: only the urgent schedule can empty the queue within the test's time.
-  const recorder = new Recorder({ store, logger: testLogger, clock: { now: () => Date.now() }, flushIntervalMs: 60_000 });
+  // The one-minute flush window: only the urgent schedule can empty the queue within the test's time.
+  const { recorder, store } = await orderedRecorder();
   try {
-    recorder.enqueueLineageState(lineageStateFor(LINEAGE, 'edge', Date.now()));
     recorder.enqueueEnvoyState({ ...ackedState('w1', 1), programmedThrough: 1 });
     await recorder.flushNow();
     recorder.enqueueWatermark({ group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'web' }, 2, LINEAGE, { seq: 2, types: { [CDS_TYPE_URL]: 2 }, at: Date.now() });
