@@ -5,6 +5,7 @@ import path from 'node:path';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import pino from 'pino';
+import { startLocalDynamo, type LocalDynamo, type StreamDelivery } from '../../infra/local/dynamo';
 
 export const silentLogger = pino({ level: 'silent' });
 
@@ -70,4 +71,53 @@ export function runWriterProcess(args: string[]): Promise<string[]> {
       else reject(new Error(`writer process exited ${code}: ${stderr}\n${stdout}`));
     });
   });
+}
+
+export interface DeliveryDynamo {
+  readonly dynamo: LocalDynamo;
+  readonly client: DynamoDBClient;
+  /** Deliveries a test started: stopped (drained) after each test. */
+  readonly deliveries: StreamDelivery[];
+  /** A new table for one test, named `<prefix><n>`. */
+  freshTable(): Promise<string>;
+}
+
+/**
+ * For a file of stream-delivery tests: one local DynamoDB and client for the file (registered with
+ * beforeAll/afterAll), the test's deliveries stopped after each test, a table per test.
+ */
+export function useDeliveryDynamo(opts: { shardCount: number; tablePrefix: string }): DeliveryDynamo {
+  let dynamo: LocalDynamo | undefined;
+  let client: DynamoDBClient | undefined;
+  const deliveries: StreamDelivery[] = [];
+  let tables = 0;
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('useDeliveryDynamo: used outside a test');
+    return value;
+  };
+  beforeAll(async () => {
+    dynamo = await startLocalDynamo({ logger: silentLogger, shardCount: opts.shardCount });
+    client = clientFor(dynamo.endpoint);
+  });
+  afterEach(async () => {
+    await Promise.all(deliveries.splice(0).map((delivery) => delivery.stop({ drainTimeoutMs: 1000 })));
+  });
+  afterAll(async () => {
+    client?.destroy();
+    await dynamo?.close();
+  });
+  return {
+    get dynamo() {
+      return started(dynamo);
+    },
+    get client() {
+      return started(client);
+    },
+    deliveries,
+    async freshTable() {
+      const name = `${opts.tablePrefix}${++tables}`;
+      await createTestTable(started(client), name);
+      return name;
+    },
+  };
 }

@@ -10,7 +10,8 @@
 //      has other responses out (`answersDueSoon`: ADS sends CDS, EDS, LDS, RDS at once and the ACKs
 //      follow one by one), is held up to `pendingStateHoldMs` from its first hold: the answers usually
 //      follow within milliseconds and one write then records them all (one write per Envoy per change,
-//      not one per ACK; issue 9). States a stream admission waits for are never held;
+//      not one per ACK; issue 9). Urgent states are never held and go first (`flushOrder`): one that
+//      reaches a recorded watermark, carries a NACK, or is awaited by a stream admission;
 //   2. lineage states (coalesced per lineage) and watermarks (first write wins in the store).
 // The denominator (docs/CONVERGENCE.md, "The denominator"): every Envoy state is stamped with its
 // `incarnation` on its lineage (1, +1 on a new connection, on a state less programmed than the last,
@@ -180,7 +181,7 @@ interface EnvoyWrite {
   logged: Set<string>;
   /** The node's enqueue count when this state was taken (stream admission, whenStateWritten). */
   enqueued?: number;
-  /** Reaches a watermark or a stream admission waits for it: its events stay carried (no log write first). */
+  /** Urgent (`flushOrder`): its events stay carried (no event-log write ahead of it). */
   urgent?: boolean;
 }
 
@@ -462,7 +463,8 @@ export class Recorder {
       this.counters.consecutiveFailures++;
     }
     if (!this.isEmpty()) {
-      this.schedule(this.counters.consecutiveFailures > 0 ? this.backoffMs() : this.moreReady ? 0 : this.flushIntervalMs);
+      // A follow-up flush for more ready states is already due (flushOnce): an earlier timer wins.
+      this.schedule(this.counters.consecutiveFailures > 0 ? this.backoffMs() : this.flushIntervalMs);
     } else {
       this.resolveIdle();
     }
@@ -545,8 +547,8 @@ export class Recorder {
    * The nodes to write, urgent ones first, each group oldest-queued first (Map order is first-queued
    * order; a replaced state keeps its place). Urgent: a stream admission waits for the node's state
    * (whenStateWritten), its state reaches a recorded watermark, which is what convergence waits for
-   * (the last ACK of a change), or it carries a NACK (a verdict of its own). During a fleet-wide push the gateway writes far fewer states per second
-   * than Envoys ACK (at 1,000 Envoys × 1,000 objects ~130/s while relaying, issue 9); these go ahead of
+   * (the last ACK of a change), or it carries a NACK (a verdict of its own). During a fleet-wide push
+   * the gateway writes far fewer states per second than Envoys ACK (at 1,000 Envoys × 1,000 objects ~130/s while relaying, issue 9); these go ahead of
    * intermediate states (an ACK with other answers still due, a heartbeat), which a later state of the
    * same Envoy often replaces before their turn.
    */
@@ -597,7 +599,7 @@ export class Recorder {
       }
       const queued = this.envoyStates.get(nodeId);
       const hasEvents = this.nodeEvents.has(nodeId);
-      // Urgent states (a stream admission waits, or a watermark is reached) are never held.
+      // Urgent states (flushOrder) are never held.
       if (queued !== undefined && !writeHeld && this.pendingStateHoldMs > 0 && !urgent.has(nodeId)) {
         const held = this.heldSince.get(nodeId);
         const onlySent = !hasEvents && (held?.state === queued || awaitsAnswerOnly(this.envoyRevs.get(nodeId)?.stored, queued));

@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { describeExit, waitUntilReady, watchStderr } from '../child-process';
 
 type DynaliteFactory = (options: {
   path?: string;
@@ -95,15 +96,9 @@ const CHILD_ENTRY = path.join(__dirname, 'dynalite-child.cjs');
 const CHILD_EXEC_ARGV_ENV = 'LOCAL_DYNALITE_EXEC_ARGV';
 /** How long close() waits for the child to flush and exit before SIGKILL. */
 const CHILD_CLOSE_TIMEOUT_MS = 10_000;
-/** stderr kept for error messages (the tail: the reason is usually last). */
-const STDERR_KEPT_CHARS = 4000;
 
 // The child's messages are input from another process: checked, not trusted.
 const listeningMessageSchema = z.object({ type: z.literal('listening'), port: z.number().int().min(1).max(65_535) });
-
-function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
-  return signal ? `signal ${signal}` : `code ${code}`;
-}
 
 async function startChild(opts: DynaliteOptions): Promise<RunningDynalite> {
   const child: ChildProcess = fork(CHILD_ENTRY, [JSON.stringify({ host: opts.host, path: opts.path, tableStateMs: opts.tableStateMs })], {
@@ -111,56 +106,36 @@ async function startChild(opts: DynaliteOptions): Promise<RunningDynalite> {
     execArgv: (process.env[CHILD_EXEC_ARGV_ENV] ?? '').split(' ').filter((flag) => flag !== ''),
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
-  let stderr = '';
-  child.stderr?.setEncoding('utf8');
-  child.stderr?.on('data', (chunk: string) => {
-    stderr = (stderr + chunk).slice(-STDERR_KEPT_CHARS);
-  });
+  const stderr = watchStderr(child);
   let exited = false;
   let closeRequested = false;
   const exit = new Promise<void>((resolve) => {
     child.once('exit', (code, signal) => {
       exited = true;
       if (!closeRequested) {
-        opts.logger?.error({ pid: child.pid, exit: describeExit(code, signal), stderr: stderr.trim() }, 'dynalite child process exited unexpectedly');
+        opts.logger?.error({ pid: child.pid, exit: describeExit(code, signal), stderr: stderr() }, 'dynalite child process exited unexpectedly');
       }
       resolve();
     });
   });
 
-  const port = await new Promise<number>((resolve, reject) => {
-    const timeoutMs = opts.startTimeoutMs ?? 30_000;
-    const cleanUp = (): void => {
-      clearTimeout(timer);
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      child.off('error', onError);
-    };
-    const onMessage = (message: unknown): void => {
-      const parsed = listeningMessageSchema.safeParse(message);
-      if (!parsed.success) return;
-      cleanUp();
-      resolve(parsed.data.port);
-    };
-    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
-      cleanUp();
-      // 'exit' can precede the last stderr chunk; give the pipe a moment to drain.
-      setImmediate(() => reject(new Error(`dynalite child process exited (${describeExit(code, signal)}) before listening: ${stderr.trim() || 'no stderr output'}`)));
-    };
-    const onError = (error: Error): void => {
-      cleanUp();
-      child.kill('SIGKILL');
-      reject(new Error(`dynalite child process could not be started: ${error.message}`));
-    };
-    const timer = setTimeout(() => {
-      cleanUp();
+  const port = await waitUntilReady<number>(child, {
+    what: 'dynalite child process',
+    toDo: 'listen',
+    before: 'listening',
+    timeoutMs: opts.startTimeoutMs ?? 30_000,
+    stderrTail: stderr,
+    onGiveUp: () => {
       closeRequested = true;
-      child.kill('SIGKILL');
-      reject(new Error(`dynalite child process did not listen within ${timeoutMs} ms: ${stderr.trim() || 'no stderr output'}`));
-    }, timeoutMs);
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-    child.once('error', onError);
+    },
+    listen: (ready) => {
+      const onMessage = (message: unknown): void => {
+        const parsed = listeningMessageSchema.safeParse(message);
+        if (parsed.success) ready(parsed.data.port);
+      };
+      child.on('message', onMessage);
+      return () => child.off('message', onMessage);
+    },
   });
 
   let closing: Promise<void> | undefined;

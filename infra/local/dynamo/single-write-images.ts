@@ -85,6 +85,8 @@ export function takeReturnedImage(
   };
 }
 
+// A shallow check rather than wire.ts's attributeMapSchema: what it checks is dynalite's own reply or
+// a request body dynalite has just accepted, and it runs on every captured write.
 function isAttributeMap(value: unknown): value is AttributeMap {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
   for (const attribute of Object.values(value as Record<string, unknown>)) {

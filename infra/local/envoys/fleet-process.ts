@@ -5,6 +5,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { describeExit, waitUntilReady, watchStderr } from '../child-process';
 import type { Fleet } from './fleet';
 import { ackCountFromTruth, configuredCountOf, connectedCountOf, lastAcksFromTruth, programmedAtFromTruth, type FleetLastAcks, type FleetProgrammedAt, type WatermarkTarget } from './fleet-queries';
 import { childMessageSchema, countResultSchema, lastAcksResultSchema, programmedAtResultSchema, type FleetQuery, type ParentMessage } from './fleet-process-protocol';
@@ -60,33 +61,8 @@ const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 /** Extra Node flags for the child, space-separated (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). */
 const CHILD_EXEC_ARGV_ENV = 'LOCAL_FLEET_EXEC_ARGV';
 const CHILD_CLOSE_TIMEOUT_MS = 10_000;
-const STDERR_KEPT_CHARS = 4000;
 /** A query waits at most this long for its answer (lastAcks over 5,000 Envoys is well under a second). */
 const QUERY_TIMEOUT_MS = 60_000;
-
-const PINO_LEVEL_NAMES: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
-
-function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
-  return signal ? `signal ${signal}` : `code ${code}`;
-}
-
-/** Re-emits one stderr line of the child: pino JSON at its own level, anything else (a crash) as an error. */
-function forwardLogLine(logger: Logger, line: string): void {
-  if (line.trim() === '') return;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(line);
-  } catch {
-    parsed = undefined;
-  }
-  if (parsed !== null && typeof parsed === 'object' && 'level' in parsed && typeof parsed.level === 'number') {
-    const { level, msg, time: _time, ...fields } = parsed as { level: number; msg?: unknown; time?: unknown } & Record<string, unknown>;
-    const name = PINO_LEVEL_NAMES[level] ?? 'info';
-    logger[name]({ ...fields, child: 'fleet' }, typeof msg === 'string' ? msg : 'fleet child log');
-    return;
-  }
-  logger.error({ child: 'fleet', stderr: line }, 'fleet child stderr');
-}
 
 export async function startFleetProcess(opts: FleetProcessOptions): Promise<FleetProcess> {
   const forkedAt = Date.now();
@@ -98,15 +74,7 @@ export async function startFleetProcess(opts: FleetProcessOptions): Promise<Flee
     // Serialization 'advanced' (structured clone) would also work; JSON keeps the messages plain data.
     serialization: 'json',
   });
-  let stderrTail = '';
-  let partialLine = '';
-  child.stderr?.setEncoding('utf8');
-  child.stderr?.on('data', (chunk: string) => {
-    stderrTail = (stderrTail + chunk).slice(-STDERR_KEPT_CHARS);
-    const lines = (partialLine + chunk).split('\n');
-    partialLine = lines.pop() ?? '';
-    for (const line of lines) forwardLogLine(opts.logger, line);
-  });
+  const stderrTail = watchStderr(child, { logger: opts.logger, child: 'fleet' });
 
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void; timer: NodeJS.Timeout }>();
   let nextId = 1;
@@ -115,13 +83,12 @@ export async function startFleetProcess(opts: FleetProcessOptions): Promise<Flee
   const exit = new Promise<void>((resolve) => {
     child.once('exit', (code, signal) => {
       exited = true;
-      if (partialLine !== '') forwardLogLine(opts.logger, partialLine);
       for (const [id, waiter] of pending) {
         clearTimeout(waiter.timer);
         waiter.reject(new Error(`fleet child process exited (${describeExit(code, signal)}) before answering query ${id}`));
       }
       pending.clear();
-      if (!closeRequested) opts.logger.error({ pid: child.pid, exit: describeExit(code, signal), stderr: stderrTail.trim() }, 'fleet child process exited unexpectedly');
+      if (!closeRequested) opts.logger.error({ pid: child.pid, exit: describeExit(code, signal), stderr: stderrTail() }, 'fleet child process exited unexpectedly');
       resolve();
     });
   });
@@ -149,43 +116,25 @@ export async function startFleetProcess(opts: FleetProcessOptions): Promise<Flee
   // A ChildProcess 'error' with no listener would throw in this process: log it instead.
   child.on('error', (error) => opts.logger.error({ err: error, pid: child.pid }, 'fleet child process error'));
 
-  const started = await new Promise<{ envoys: number }>((resolve, reject) => {
-    const timeoutMs = opts.startTimeoutMs ?? 30_000;
-    const cleanUp = (): void => {
-      clearTimeout(timer);
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      child.off('error', onError);
-    };
-    const onMessage = (raw: unknown): void => {
-      const parsed = childMessageSchema.safeParse(raw);
-      if (!parsed.success || parsed.data.type !== 'started') return;
-      cleanUp();
-      resolve({ envoys: parsed.data.envoys });
-    };
-    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
-      cleanUp();
+  const started = await waitUntilReady<{ envoys: number }>(child, {
+    what: 'fleet child process',
+    toDo: 'start its fleet',
+    before: 'starting its fleet',
+    timeoutMs: opts.startTimeoutMs ?? 30_000,
+    stderrTail,
+    onGiveUp: () => {
       closeRequested = true;
-      // 'exit' can come before the last stderr chunk; give the pipe a moment to drain.
-      setTimeout(() => reject(new Error(`fleet child process exited (${describeExit(code, signal)}) before starting its fleet: ${stderrTail.trim() || 'no stderr output'}`)), 20);
-    };
-    const onError = (error: Error): void => {
-      cleanUp();
-      closeRequested = true;
-      child.kill('SIGKILL');
-      reject(new Error(`fleet child process could not be started: ${error.message}`));
-    };
-    const timer = setTimeout(() => {
-      cleanUp();
-      closeRequested = true;
-      child.kill('SIGKILL');
-      reject(new Error(`fleet child process did not start its fleet within ${timeoutMs} ms: ${stderrTail.trim() || 'no stderr output'}`));
-    }, timeoutMs);
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-    child.once('error', onError);
-    // The spec goes over IPC, not argv: 5,000 node templates are fine, but argv strings are capped (128 KiB).
-    send({ type: 'start', spec: opts.spec, logLevel: opts.logger.level }, (error) => opts.logger.error({ err: error }, 'fleet child: start message not sent'));
+    },
+    listen: (ready) => {
+      const onMessage = (raw: unknown): void => {
+        const parsed = childMessageSchema.safeParse(raw);
+        if (parsed.success && parsed.data.type === 'started') ready({ envoys: parsed.data.envoys });
+      };
+      child.on('message', onMessage);
+      // The spec goes over IPC, not argv: 5,000 node templates are fine, but argv strings are capped (128 KiB).
+      send({ type: 'start', spec: opts.spec, logLevel: opts.logger.level }, (error) => opts.logger.error({ err: error }, 'fleet child: start message not sent'));
+      return () => child.off('message', onMessage);
+    },
   });
 
   const ask = (query: FleetQuery): Promise<unknown> => {

@@ -106,6 +106,11 @@ function startRealClients(opts: FleetComponentOptions): RealClientFleet | undefi
   return real;
 }
 
+/** Which node ids play which part (the truth checker and tests pick their Envoys by it). */
+function rolesOf(spec: FleetSpec, real: ReturnType<typeof startRealClients>): FleetComponent['roles'] {
+  return { nacking: nodeIdsOf(spec, 'nacking'), slow: nodeIdsOf(spec, 'slow'), real: real?.clients.map((c) => c.nodeId) ?? [] };
+}
+
 /** The simulated fleet in this process (synchronous: `npm start` and tests as before). */
 export function startFleetComponent(opts: FleetComponentOptions): InlineFleetComponent {
   const spec = systemFleetSpec(opts);
@@ -119,7 +124,7 @@ export function startFleetComponent(opts: FleetComponentOptions): InlineFleetCom
     simEnvoys: built.envoys,
     queries: inlineFleetQueries(built.fleet, built.envoys),
     real,
-    roles: { nacking: nodeIdsOf(spec, 'nacking'), slow: nodeIdsOf(spec, 'slow'), real: real?.clients.map((c) => c.nodeId) ?? [] },
+    roles: rolesOf(spec, real),
     async close() {
       real?.close();
       built.fleet.close();
@@ -140,7 +145,7 @@ export async function startChildFleetComponent(opts: FleetComponentOptions): Pro
     startupMs: child.startupMs,
     queries: child,
     real,
-    roles: { nacking: nodeIdsOf(spec, 'nacking'), slow: nodeIdsOf(spec, 'slow'), real: real?.clients.map((c) => c.nodeId) ?? [] },
+    roles: rolesOf(spec, real),
     async close() {
       real?.close();
       await child.close();

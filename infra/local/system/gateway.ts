@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { parseGatewayConfig } from '../../../xds-gateway/ops/config';
 import { startGateway, type Gateway } from '../../../xds-gateway/ops/gateway';
+import { waitUntilReady, watchStderr } from '../child-process';
 import type { Component } from './component';
 
 export interface GatewayComponent extends Component {
@@ -103,49 +104,28 @@ async function startGatewayChild(argv: string[], logger: Logger): Promise<Gatewa
     env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
-  let stderrTail = '';
-  let stderrBuffer = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderrBuffer += chunk.toString('utf8');
-    const lines = stderrBuffer.split('\n');
-    stderrBuffer = lines.pop() ?? '';
-    for (const line of lines) {
-      if (line === '') continue;
-      stderrTail = `${stderrTail}${line}\n`.slice(-4000);
-      try {
-        const entry = JSON.parse(line) as { level?: number; msg?: string };
-        const method = (entry.level ?? 30) >= 50 ? 'error' : (entry.level ?? 30) >= 40 ? 'warn' : (entry.level ?? 30) >= 30 ? 'info' : 'debug';
-        logger[method]({ child: entry }, entry.msg ?? 'gateway child log');
-      } catch {
-        logger.error({ line: line.slice(0, 500) }, 'gateway child wrote a non-JSON line');
-      }
-    }
-  });
+  const stderrTail = watchStderr(child, { logger, child: 'gateway' });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const ports = await new Promise<z.infer<typeof portsLine>>((resolve, reject) => {
-    let stdout = '';
-    const timer = setTimeout(() => fail(new Error('gateway child did not print its ports within 60 s')), 60_000);
-    const fail = (error: Error): void => {
-      clearTimeout(timer);
-      child.kill('SIGKILL');
-      reject(new Error(`${error.message}\n${stderrTail}`));
-    };
-    child.stdout?.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8');
-      const newline = stdout.indexOf('\n');
-      if (newline < 0) return;
-      clearTimeout(timer);
-      const parsed = portsLine.safeParse((() => {
-        try {
-          return JSON.parse(stdout.slice(0, newline)) as unknown;
-        } catch {
-          return undefined;
-        }
-      })());
-      if (parsed.success) resolve(parsed.data);
-      else fail(new Error(`gateway child printed an unexpected first line: ${stdout.slice(0, newline).slice(0, 200)}`));
-    });
-    void exited.then((code) => fail(new Error(`gateway child exited with ${code} before it was ready`)));
+  const ports = await waitUntilReady<z.infer<typeof portsLine>>(child, {
+    what: 'gateway child process',
+    toDo: 'print its ports',
+    before: 'printing its ports',
+    timeoutMs: 60_000,
+    stderrTail,
+    listen: (ready, fail) => {
+      let stdout = '';
+      const onData = (chunk: Buffer): void => {
+        stdout += chunk.toString('utf8');
+        const newline = stdout.indexOf('\n');
+        if (newline < 0) return;
+        const line = stdout.slice(0, newline);
+        const parsed = portsLine.safeParse(parseJson(line));
+        if (parsed.success) ready(parsed.data);
+        else fail(`printed an unexpected first line: ${line.slice(0, 200)}`);
+      };
+      child.stdout?.on('data', onData);
+      return () => child.stdout?.off('data', onData);
+    },
   });
   const opsUrl = `http://127.0.0.1:${ports.opsPort}`;
   const close = async (): Promise<void> => {
@@ -162,7 +142,7 @@ async function startGatewayChild(argv: string[], logger: Logger): Promise<Gatewa
     if (child.exitCode !== null || Date.now() > deadline) {
       const readyz = await fetch(`${opsUrl}/readyz`).then((r) => r.text(), (e: unknown) => String(e));
       await close();
-      throw new Error(`gateway child not ready after 20 s: ${readyz}\n${stderrTail}`);
+      throw new Error(`gateway child not ready after 20 s: ${readyz}\n${stderrTail()}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -175,4 +155,12 @@ async function startGatewayChild(argv: string[], logger: Logger): Promise<Gatewa
     metricsUrl: `${opsUrl}/metrics`,
     close,
   };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }

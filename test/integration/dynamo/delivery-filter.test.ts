@@ -2,46 +2,22 @@
 // discarded records never reach the handler, an emptied batch calls nothing and is checkpointed,
 // batchItemFailures still checkpoint in shard order, and a handler that mutates its event changes
 // neither its retry nor another mapping's view of the same records.
-import { PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { createStreamDelivery, startLocalDynamo, type LocalDynamo, type StreamDelivery } from '../../../infra/local/dynamo';
+import { createStreamDelivery, type StreamDelivery } from '../../../infra/local/dynamo';
 import { copyRecords } from '../../../infra/local/dynamo/record-copy';
-import { clientFor, createTestTable, silentLogger } from '../../support/dynamo-local';
+import { silentLogger, useDeliveryDynamo } from '../../support/dynamo-local';
 
-let dynamo: LocalDynamo;
-let client: DynamoDBClient;
-let deliveries: StreamDelivery[] = [];
-let tableCount = 0;
-
-beforeAll(async () => {
-  // One shard: the records of different keys are in one known order.
-  dynamo = await startLocalDynamo({ logger: silentLogger, shardCount: 1 });
-  client = clientFor(dynamo.endpoint);
-});
-
-afterEach(async () => {
-  await Promise.all(deliveries.map((d) => d.stop({ drainTimeoutMs: 1000 })));
-  deliveries = [];
-});
-
-afterAll(async () => {
-  client.destroy();
-  await dynamo.close();
-});
-
-async function freshTable(): Promise<string> {
-  const name = `filter${++tableCount}`;
-  await createTestTable(client, name);
-  return name;
-}
+const local = useDeliveryDynamo({ shardCount: 1, tablePrefix: 'filter' });
+const { freshTable } = local;
 
 async function put(table: string, pk: string, sk: string): Promise<void> {
-  await client.send(new PutItemCommand({ TableName: table, Item: { pk: { S: pk }, sk: { S: sk }, v: { S: `${pk}/${sk}` } } }));
+  await local.client.send(new PutItemCommand({ TableName: table, Item: { pk: { S: pk }, sk: { S: sk }, v: { S: `${pk}/${sk}` } } }));
 }
 
 function start(opts: Omit<Parameters<typeof createStreamDelivery>[0], 'logger' | 'retryBackoff'>): StreamDelivery {
   const delivery = createStreamDelivery({ ...opts, logger: silentLogger, retryBackoff: { initialMs: 5, maxMs: 20 } });
-  deliveries.push(delivery);
+  local.deliveries.push(delivery);
   return delivery;
 }
 
@@ -54,7 +30,7 @@ test('discarded records never reach the handler; a batch left empty calls nothin
   for (const [pk, sk] of [['skip', '1'], ['keep', '1'], ['skip', '2'], ['skip', '3'], ['skip', '4'], ['skip', '5'], ['keep', '2']] as const) await put(table, pk, sk);
   const events: DynamoDBStreamEvent[] = [];
   const delivery = start({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     batchSize: 3,
     filter: (record) => pkOf(record) === 'keep',
     handler: async (event) => {
@@ -72,7 +48,7 @@ test('batchItemFailures of a filtered batch checkpoint in shard order, discarded
   const seen: string[][] = [];
   let failOnce = true;
   const delivery = start({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     batchSize: 10,
     filter: (record) => pkOf(record) === 'keep',
     handler: async (event): Promise<DynamoDBBatchResponse> => {
@@ -98,7 +74,7 @@ test('a handler that mutates its records changes neither its retry nor another m
   const firstViews: string[][] = [];
   let attempts = 0;
   const mutating = start({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     handler: async (event) => {
       attempts++;
       firstViews.push(event.Records.map((r) => r.dynamodb?.NewImage?.['v']?.S ?? ''));
@@ -112,7 +88,7 @@ test('a handler that mutates its records changes neither its retry nor another m
   });
   const otherViews: DynamoDBRecord[] = [];
   const other = start({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     handler: async (event) => {
       // Let the mutating mapping go first, then look.
       await mutating.idle();

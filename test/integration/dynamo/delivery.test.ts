@@ -1,46 +1,21 @@
 // Event-source-mapping semantics of createStreamDelivery against a real local DynamoDB: retries,
 // batchItemFailures, bisection, drops to the on-failure destination, batching, draining, trimming.
-import { PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import {
   createStreamDelivery,
-  startLocalDynamo,
   type DroppedBatch,
-  type LocalDynamo,
   type StreamDelivery,
 } from '../../../infra/local/dynamo';
-import { clientFor, createTestTable, silentLogger } from '../../support/dynamo-local';
+import { silentLogger, useDeliveryDynamo } from '../../support/dynamo-local';
 
-let dynamo: LocalDynamo;
-let client: DynamoDBClient;
-let deliveries: StreamDelivery[] = [];
-let tableCount = 0;
-
-beforeAll(async () => {
-  dynamo = await startLocalDynamo({ logger: silentLogger, shardCount: 4 });
-  client = clientFor(dynamo.endpoint);
-});
-
-afterEach(async () => {
-  await Promise.all(deliveries.map((d) => d.stop({ drainTimeoutMs: 1000 })));
-  deliveries = [];
-});
-
-afterAll(async () => {
-  client.destroy();
-  await dynamo.close();
-});
-
-async function freshTable(): Promise<string> {
-  const name = `table${++tableCount}`;
-  await createTestTable(client, name);
-  return name;
-}
+const local = useDeliveryDynamo({ shardCount: 4, tablePrefix: 'table' });
+const { freshTable } = local;
 
 /** Puts items pk=`pk`, sk=0..n-1 (one partition key, hence one shard, in this order). */
 async function putItems(table: string, pk: string, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
-    await client.send(new PutItemCommand({ TableName: table, Item: { pk: { S: pk }, sk: { S: String(i) }, i: { N: String(i) } } }));
+    await local.client.send(new PutItemCommand({ TableName: table, Item: { pk: { S: pk }, sk: { S: String(i) }, i: { N: String(i) } } }));
   }
 }
 
@@ -49,7 +24,7 @@ const sks = (records: DynamoDBRecord[]): string[] => records.map((r) => r.dynamo
 
 function start(opts: Omit<Parameters<typeof createStreamDelivery>[0], 'logger' | 'retryBackoff'>): StreamDelivery {
   const delivery = createStreamDelivery({ ...opts, logger: silentLogger, retryBackoff: { initialMs: 5, maxMs: 20 } });
-  deliveries.push(delivery);
+  local.deliveries.push(delivery);
   return delivery;
 }
 
@@ -59,7 +34,7 @@ test('a handler that throws once receives the same batch again', async () => {
   const events: DynamoDBStreamEvent[] = [];
   let failed = false;
   const delivery = start({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     batchSize: 10,
     handler: async (event) => {
       events.push(event);
@@ -81,7 +56,7 @@ test('batchItemFailures: delivery resumes from the lowest failed record', async 
   await putItems(table, 'p', 6);
   const events: DynamoDBStreamEvent[] = [];
   const delivery = start({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     batchSize: 10,
     handler: async (event): Promise<DynamoDBBatchResponse> => {
       events.push(event);
@@ -109,7 +84,7 @@ test('an unknown itemIdentifier fails the whole batch', async () => {
   await putItems(table, 'p', 3);
   const events: DynamoDBStreamEvent[] = [];
   const delivery = start({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     handler: async (event): Promise<DynamoDBBatchResponse> => {
       events.push(event);
       return { batchItemFailures: events.length === 1 ? [{ itemIdentifier: 'not-a-sequence-number' }] : [] };
@@ -125,7 +100,7 @@ test('after maximumRetryAttempts the batch goes to onDropped and later records s
   const dropped: DroppedBatch[] = [];
   const seen: string[][] = [];
   const delivery = start({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     batchSize: 3,
     maximumRetryAttempts: 2,
     onDropped: (batch) => {
@@ -142,7 +117,7 @@ test('after maximumRetryAttempts the batch goes to onDropped and later records s
   // First try plus two retries, then the drop; then the next record.
   expect(seen).toEqual([['0', '1', '2'], ['0', '1', '2'], ['0', '1', '2'], ['0']]);
   expect(dropped).toHaveLength(1);
-  expect(dropped[0]).toMatchObject({ attempts: 3, reason: 'function-error', streamArn: dynamo.tableStreams.get(table).streamArn });
+  expect(dropped[0]).toMatchObject({ attempts: 3, reason: 'function-error', streamArn: local.dynamo.tableStreams.get(table).streamArn });
   expect(sks(dropped[0]?.records ?? [])).toEqual(['0', '1', '2']);
   expect(dropped[0]?.startSequenceNumber).toBe(dropped[0]?.records[0]?.dynamodb?.SequenceNumber);
   expect(delivery.stats.droppedRecords).toBe(3);
@@ -155,7 +130,7 @@ test('bisectBatchOnFunctionError isolates the poison record', async () => {
   const delivered: string[] = [];
   const batches: string[][] = [];
   const delivery = start({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     batchSize: 4,
     maximumRetryAttempts: 0,
     bisectBatchOnFunctionError: true,
@@ -178,7 +153,7 @@ test('the batching window waits for a batch to fill, and a full batch goes at on
   const table = await freshTable();
   const events: DynamoDBStreamEvent[] = [];
   const delivery = start({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     batchSize: 5,
     maximumBatchingWindowMs: 30_000,
     handler: async (event) => {
@@ -202,7 +177,7 @@ test('stop() delivers what is already in the log before it resolves', async () =
   await putItems(table, 'q', 3);
   const received: DynamoDBRecord[] = [];
   const delivery = createStreamDelivery({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     maximumBatchingWindowMs: 60_000,
     logger: silentLogger,
     handler: async (event) => {
@@ -215,7 +190,7 @@ test('stop() delivers what is already in the log before it resolves', async () =
 
 test('the log keeps only what some reader has not passed', async () => {
   const table = await freshTable();
-  const log = dynamo.tableStreams.get(table);
+  const log = local.dynamo.tableStreams.get(table);
   const slow = log.openReader('TRIM_HORIZON');
   const delivery = start({ source: log, handler: async () => undefined });
   await putItems(table, 'p', 4);
@@ -244,7 +219,7 @@ test('a malformed handler response is a failure and is retried', async () => {
   await putItems(table, 'p', 2);
   let calls = 0;
   const delivery = start({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     handler: (async () => {
       calls++;
       return calls === 1 ? { batchItemFailures: 'everything' } : undefined;
@@ -261,7 +236,7 @@ test('stop() gives up draining after its timeout when the handler keeps failing'
   const dropped: DroppedBatch[] = [];
   let calls = 0;
   const delivery = createStreamDelivery({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     logger: silentLogger,
     retryBackoff: { initialMs: 5, maxMs: 10 },
     onDropped: (batch) => {
@@ -277,22 +252,22 @@ test('stop() gives up draining after its timeout when the handler keeps failing'
   // Infinite retries (the default): nothing dropped, and the records are still in the log.
   expect(dropped).toEqual([]);
   expect(delivery.stats.deliveredRecords).toBe(0);
-  expect(dynamo.tableStreams.get(table).retainedRecords).toBe(2);
+  expect(local.dynamo.tableStreams.get(table).retainedRecords).toBe(2);
 });
 
 test('two deliveries on one table each receive every record (two event source mappings)', async () => {
   const table = await freshTable();
   const first: string[] = [];
   const second: string[] = [];
-  const a = start({ source: dynamo.tableStreams.get(table), handler: async (e) => void first.push(...sks(e.Records)) });
-  const b = start({ source: dynamo.tableStreams.get(table), batchSize: 1, handler: async (e) => void second.push(...sks(e.Records)) });
+  const a = start({ source: local.dynamo.tableStreams.get(table), handler: async (e) => void first.push(...sks(e.Records)) });
+  const b = start({ source: local.dynamo.tableStreams.get(table), batchSize: 1, handler: async (e) => void second.push(...sks(e.Records)) });
   await putItems(table, 'p', 4);
   await a.idle();
   await b.idle();
   expect(first).toEqual(['0', '1', '2', '3']);
   expect(second).toEqual(['0', '1', '2', '3']);
   expect(b.stats.invocations).toBe(4);
-  expect(dynamo.tableStreams.get(table).retainedRecords).toBe(0);
+  expect(local.dynamo.tableStreams.get(table).retainedRecords).toBe(0);
 });
 
 test('an invocation past functionTimeoutMs is a failure and the batch is retried', async () => {
@@ -301,7 +276,7 @@ test('an invocation past functionTimeoutMs is a failure and the batch is retried
   let calls = 0;
   let releaseHung: () => void = () => undefined;
   const delivery = start({
-    source: dynamo.tableStreams.get(table),
+    source: local.dynamo.tableStreams.get(table),
     functionTimeoutMs: 50,
     handler: async () => {
       calls++;

@@ -1,40 +1,16 @@
 // The stream delivery fault seam (infra/local/dynamo/stream-faults.ts): injected duplicates really
 // reach the handler twice, injected reorders never swap two records of one item, and both keep the
 // event-source-mapping rules (partial failures checkpoint by sequence number, nothing is lost).
-import { BatchWriteItemCommand, PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { BatchWriteItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import fc from 'fast-check';
-import { createStreamDelivery, startLocalDynamo, type LocalDynamo, type StreamDelivery } from '../../../infra/local/dynamo';
+import { createStreamDelivery, type StreamDelivery } from '../../../infra/local/dynamo';
 import { itemIdentity, reorderAcrossItems, streamFaultsFor, StreamFaultSeam } from '../../../infra/local/dynamo/stream-faults';
 import { mulberry32 } from '../../../infra/local/dynamo/faults';
-import { clientFor, createTestTable, silentLogger } from '../../support/dynamo-local';
+import { silentLogger, useDeliveryDynamo } from '../../support/dynamo-local';
 
-let dynamo: LocalDynamo;
-let client: DynamoDBClient;
-let deliveries: StreamDelivery[] = [];
-let tableCount = 0;
-
-beforeAll(async () => {
-  // One shard: every record shares a batch with every other, so reorders have material to act on.
-  dynamo = await startLocalDynamo({ logger: silentLogger, shardCount: 1 });
-  client = clientFor(dynamo.endpoint);
-});
-
-afterEach(async () => {
-  await Promise.all(deliveries.map((d) => d.stop({ drainTimeoutMs: 1000 })));
-  deliveries = [];
-});
-
-afterAll(async () => {
-  client.destroy();
-  await dynamo.close();
-});
-
-async function freshTable(): Promise<string> {
-  const name = `faulted${++tableCount}`;
-  await createTestTable(client, name);
-  return name;
-}
+const local = useDeliveryDynamo({ shardCount: 1, tablePrefix: 'faulted' });
+const { freshTable } = local;
 
 const seq = (record: DynamoDBRecord): string => record.dynamodb?.SequenceNumber ?? '';
 const version = (record: DynamoDBRecord): number => Number(record.dynamodb?.NewImage?.['v']?.N ?? '-1');
@@ -42,7 +18,7 @@ const version = (record: DynamoDBRecord): number => Number(record.dynamodb?.NewI
 /** `items` items, each written `versions` times (v = 0..versions-1), interleaved, in one batch write per round. */
 async function writeRounds(table: string, items: number, versions: number): Promise<void> {
   for (let v = 0; v < versions; v++) {
-    await client.send(
+    await local.client.send(
       new BatchWriteItemCommand({
         RequestItems: {
           [table]: Array.from({ length: items }, (_, i) => ({ PutRequest: { Item: { pk: { S: `item-${i}` }, sk: { S: 'STATE' }, v: { N: String(v) } } } })),
@@ -54,7 +30,7 @@ async function writeRounds(table: string, items: number, versions: number): Prom
 
 function start(opts: Omit<Parameters<typeof createStreamDelivery>[0], 'logger' | 'retryBackoff'>): StreamDelivery {
   const delivery = createStreamDelivery({ ...opts, logger: silentLogger, retryBackoff: { initialMs: 5, maxMs: 20 } });
-  deliveries.push(delivery);
+  local.deliveries.push(delivery);
   return delivery;
 }
 
@@ -110,7 +86,7 @@ describe('reorderAcrossItems (pure)', () => {
 
 test('duplicate: every record reaches the handler twice, in per-item order, and the faults are counted', async () => {
   const table = await freshTable();
-  const source = dynamo.tableStreams.get(table);
+  const source = local.dynamo.tableStreams.get(table);
   const seam = streamFaultsFor(source);
   seam.set({ duplicateRate: 1, seed: 11 });
   await writeRounds(table, 3, 4);
@@ -132,7 +108,7 @@ test('duplicate: every record reaches the handler twice, in per-item order, and 
 
 test('reorder: batches are shuffled across items only; every record delivered once', async () => {
   const table = await freshTable();
-  const source = dynamo.tableStreams.get(table);
+  const source = local.dynamo.tableStreams.get(table);
   const seam = streamFaultsFor(source);
   seam.set({ reorderRate: 1, seed: 21 });
   await writeRounds(table, 6, 5);
@@ -156,7 +132,7 @@ test('reorder: batches are shuffled across items only; every record delivered on
 
 test('reorder + partial failure: the checkpoint follows sequence numbers, not the shuffled positions', async () => {
   const table = await freshTable();
-  const source = dynamo.tableStreams.get(table);
+  const source = local.dynamo.tableStreams.get(table);
   const seam = streamFaultsFor(source);
   seam.set({ reorderRate: 1, seed: 33 });
   await writeRounds(table, 4, 3);
@@ -191,10 +167,10 @@ test('reorder + partial failure: the checkpoint follows sequence numbers, not th
 
 test('a seam passed explicitly overrides the table\'s, and an inactive seam changes nothing', async () => {
   const table = await freshTable();
-  const source = dynamo.tableStreams.get(table);
+  const source = local.dynamo.tableStreams.get(table);
   const own = new StreamFaultSeam();
   own.set({ duplicateRate: 1, seed: 2 });
-  await client.send(new PutItemCommand({ TableName: table, Item: { pk: { S: 'a' }, sk: { S: 'STATE' }, v: { N: '1' } } }));
+  await local.client.send(new PutItemCommand({ TableName: table, Item: { pk: { S: 'a' }, sk: { S: 'STATE' }, v: { N: '1' } } }));
   const plain: DynamoDBStreamEvent[] = [];
   const faulted: DynamoDBStreamEvent[] = [];
   const a = start({ source, handler: async (event) => void plain.push(event) });
