@@ -10,17 +10,19 @@
 // (local front stats), stream-function invocations, ACKs/s, CPU seconds and RSS of the process.
 //
 //   npx tsx bench/e2e.ts [--envoys 100] [--objects 100]   (or npm run bench -- e2e)
-import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 import { startLocalSystem, type LocalSystem } from '../infra/local/system';
-import { createEventStoreFromEnv } from '../common/store';
+import { createEventStoreFromEnv, createStoreClients, ensureTable } from '../common/store';
 import type { ObjectGeneration } from '../common/core';
 import type { WatermarkTarget } from '../infra/local/envoys/fleet-queries';
 import { CONVERGENCE_BATCH_SIZE } from '../infra/local/system/functions';
 import { canaryCluster, HTTPPROXIES_PATH, inBatches, patchToCanary } from './support/changes';
 import { startConditionWatch } from './support/condition-watch';
+import { meanWriteLatencyMs, storeWriteTotals, type StoreWriteTotals } from './support/gateway-metrics';
+import { processCpuSeconds, processRssMiB } from './support/proc';
 import { round, summarize, waitFor, type Summary } from './support/stats';
+import { measureWriteCeiling, type WriteCeilingResult } from './write-ceiling';
 
 /** startLocalSystem's own limits (infra/local/system/options.ts). */
 export const E2E_MAX_ENVOYS = 5000;
@@ -55,6 +57,8 @@ export interface E2eOptions {
   fleetProcess?: 'child' | 'inline';
   /** Where the xDS gateway runs (default 'child': its own process, as deployed; 'inline' as before). */
   gatewayProcess?: 'child' | 'inline';
+  /** Measure the write path's ceiling after the change (default true; E2eResult.writeCeiling). */
+  writeCeiling?: boolean;
 }
 
 export interface E2eResult {
@@ -95,21 +99,101 @@ export interface E2eResult {
   fleet?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; startupMs?: number; rssMiB?: number };
   /** The gateway's own process when it runs as a child (optional: older results lack it). */
   gateway?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; rssMiB?: number };
+  /** dynalite's own process when it runs as a child: its CPU during the change (optional: older results lack it). */
+  dynalite?: { cpuSecondsDuringChange: number };
   changePhaseMs: number;
   /** Whether the stream mappings had caught up before and after the change (optional: older results lack it). */
   idle?: { beforeChange: boolean; afterChange: boolean };
   /**
-   * Sampled every 250 ms during the change: stream records appended by the front vs delivered to each
-   * function, and objects True. A growing gap says which stage the time is spent queueing for.
+   * Per changed object, from the first to the last Envoy to have it (fleet ground truth, as last ACK):
+   * the window in which the gateway gets one state to write per Envoy (optional: older results lack it).
    */
+  crossingSpreadMs?: Summary;
+  /**
+   * The write path's ceiling, measured on the same system once the change is done and the stream
+   * mappings are idle (bench/write-ceiling.ts: the gateway's store code in its own process, one
+   * conditional put per state, through the local front into dynalite), and what it implies for last
+   * ACK → True: `floorAfterLastAckMs` = max(0, envoys / writesPerSecond − crossingSpreadMs.p50), the
+   * earliest the last of one state write per Envoy could land after the last ACK even if the path ran
+   * at its idle ceiling from the first Envoy on, with no push and no functions sharing the cores.
+   */
+  writeCeiling?: WriteCeilingResult & { floorAfterLastAckMs: number };
   /** The condition changes the first changed object went through at generation 2 (status/reason@observedGeneration). */
   conditionSequenceExample: string[];
   /** Generation-2 condition sequences of objects written more than twice (at most 5), to see what the extra writes were. */
   extraWriteSequences?: Record<string, string[]>;
-  timeline: Array<{ atMs: number; streamRecords: number; convergenceDelivered: number; statusDelivered: number; objectsTrue: number; convergenceIteratorAgeMs?: number }>;
+  /**
+   * Sampled every 250 ms during the change: stream records appended by the front vs delivered to each
+   * function, and objects True. A growing gap says which stage the time is spent queueing for.
+   */
+  timeline: Array<{ atMs: number; streamRecords: number; convergenceDelivered: number; statusDelivered: number; objectsTrue: number; convergenceIteratorAgeMs?: number; /** Per process, % of one core since the previous sample (optional: older results lack it). */ cpuPercent?: ProcessCpuPercent }>;
+  /**
+   * Mean CPU per process (% of one core) over the samples from the last changed object's last ACK to
+   * its True: whether the backlog after the last ACK is a saturated process (optional).
+   */
+  busyAfterLastAck?: ProcessCpuPercent & { machine: number };
+  /**
+   * The gateway's Envoy state writes during the change and their mean latency (its store-write
+   * histogram, /metrics), next to the idle figure implied by the ceiling (in flight ÷ writes/s): a
+   * write path whose latency grows under load at a fixed number in flight carries fewer writes/s.
+   */
+  gatewayStateWrites?: { writes: number; meanLatencyMs: number };
+}
+
+export interface ProcessCpuPercent {
+  system: number;
+  gateway?: number;
+  fleet?: number;
+  dynalite?: number;
 }
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
+
+type CpuReading = { at: number; system: number } & Partial<Record<ChildProcessName, number>>;
+type ChildProcessName = 'gateway' | 'fleet' | 'dynalite';
+const CHILD_PROCESSES: readonly ChildProcessName[] = ['gateway', 'fleet', 'dynalite'];
+
+/** CPU seconds of the local system's processes now (the system's own is this process). */
+function cpuNow(pids: Partial<Record<ChildProcessName, number>>): CpuReading {
+  const own = process.cpuUsage();
+  const reading: CpuReading = { at: performance.now(), system: (own.user + own.system) / 1e6 };
+  for (const name of CHILD_PROCESSES) {
+    const pid = pids[name];
+    const seconds = pid === undefined ? undefined : processCpuSeconds(pid);
+    if (seconds !== undefined) reading[name] = seconds;
+  }
+  return reading;
+}
+
+/** % of one core each process used between two cpuNow readings. */
+function cpuPercentBetween(before: CpuReading, after: CpuReading): ProcessCpuPercent {
+  const wallSeconds = Math.max(0.001, (after.at - before.at) / 1000);
+  const percent = (from: number, to: number): number => round(((to - from) / wallSeconds) * 100, 0);
+  const result: ProcessCpuPercent = { system: percent(before.system, after.system) };
+  for (const name of CHILD_PROCESSES) {
+    const from = before[name];
+    const to = after[name];
+    if (from !== undefined && to !== undefined) result[name] = percent(from, to);
+  }
+  return result;
+}
+
+/** The mean of the timeline's CPU samples in [fromMs, toMs] (ms since the change), per process and summed. */
+export function meanCpuBetween(timeline: E2eResult['timeline'], fromMs: number, toMs: number): (ProcessCpuPercent & { machine: number }) | undefined {
+  const samples = timeline.filter((entry) => entry.atMs >= fromMs && entry.atMs <= toMs && entry.cpuPercent !== undefined).map((entry) => entry.cpuPercent as ProcessCpuPercent);
+  if (samples.length === 0) return undefined;
+  const mean = (pick: (sample: ProcessCpuPercent) => number | undefined): number | undefined => {
+    const values = samples.map(pick).filter((value): value is number => value !== undefined);
+    return values.length === 0 ? undefined : round(values.reduce((sum, value) => sum + value, 0) / values.length, 0);
+  };
+  const result: ProcessCpuPercent & { machine: number } = { system: mean((sample) => sample.system) ?? 0, machine: 0 };
+  for (const name of CHILD_PROCESSES) {
+    const value = mean((sample) => sample[name]);
+    if (value !== undefined) result[name] = value;
+  }
+  result.machine = result.system + CHILD_PROCESSES.reduce((sum, name) => sum + (result[name] ?? 0), 0);
+  return result;
+}
 
 /**
  * Per canary cluster name: the latest first-acceptance across Envoys of CDS and EDS carrying it
@@ -121,29 +205,34 @@ async function lastAcks(system: LocalSystem<'child' | 'inline'>, names: Readonly
   return { lastAck: new Map(Object.entries(lastAck)), acks };
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc (Linux); undefined elsewhere. */
-function processCpuSeconds(pid: number): number | undefined {
+/** The gateway's state-write totals from its /metrics; undefined (and logged) if they cannot be read. */
+async function gatewayStoreWrites(system: LocalSystem<'inline' | 'child'>): Promise<StoreWriteTotals | undefined> {
+  if (system.gateway === undefined) return undefined;
   try {
-    // /proc/<pid>/stat: fields 14 and 15 (utime, stime) in clock ticks; the comm field may hold spaces, so split after ')'.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return Number.isFinite(ticks) ? ticks / CLOCK_TICKS_PER_SECOND : undefined;
-  } catch {
+    const response = await fetch(system.gateway.metricsUrl);
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    return storeWriteTotals(await response.text(), 'envoyState');
+  } catch (error) {
+    logger.warn({ err: error, url: system.gateway.metricsUrl }, 'gateway metrics unreadable; state-write latency not reported');
     return undefined;
   }
 }
-/** Resident set size of a process in MiB, from /proc/<pid>/status (Linux); undefined elsewhere. */
-function processRssMiB(pid: number): number | undefined {
+
+/**
+ * The write-ceiling measurement (bench/write-ceiling.ts) against this system's own local DynamoDB, one
+ * state per Envoy, into a table of its own (no stream mapping reads it: nothing else is woken).
+ */
+async function measureCeilingOn(system: LocalSystem<'inline' | 'child'>, envoys: number): Promise<WriteCeilingResult> {
+  const clients = createStoreClients({ region: system.dynamo.local.region, endpoint: system.dynamo.local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
   try {
-    const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) / 1024 : undefined;
-  } catch {
-    return undefined;
+    await ensureTable(clients.client, WRITE_CEILING_TABLE);
+  } finally {
+    clients.client.destroy();
   }
+  const dynalitePid = system.dynamo.local.dynalite.pid;
+  return measureWriteCeiling({ endpoint: system.dynamo.local.endpoint, tableName: WRITE_CEILING_TABLE, writes: envoys, frontInThisProcess: true, ...(dynalitePid === undefined ? {} : { dynalitePid }) });
 }
-/** USER_HZ: 100 on every Linux this runs on (getconf CLK_TCK). */
-const CLOCK_TICKS_PER_SECOND = 100;
+const WRITE_CEILING_TABLE = 'bench-write-ceiling';
 
 /** The changed objects' OBJECT#…/GEN#2 items, read once the change is True everywhere. */
 async function readGenerations(system: LocalSystem<'inline' | 'child'>, names: readonly string[]): Promise<Map<string, ObjectGeneration>> {
@@ -266,9 +355,20 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const fleetCpuBefore = fleetPid === undefined ? undefined : processCpuSeconds(fleetPid);
     const gatewayPid = system.gateway?.pid;
     const gatewayCpuBefore = gatewayPid === undefined ? undefined : processCpuSeconds(gatewayPid);
+    const dynalitePid = system.dynamo.local.dynalite.pid;
+    const dynaliteCpuBefore = dynalitePid === undefined ? undefined : processCpuSeconds(dynalitePid);
+    const gatewayWritesBefore = await gatewayStoreWrites(system);
     const changeStart = Date.now();
     const timeline: E2eResult['timeline'] = [];
+    const cpuPids: Partial<Record<ChildProcessName, number>> = {};
+    if (gatewayPid !== undefined) cpuPids.gateway = gatewayPid;
+    if (fleetPid !== undefined) cpuPids.fleet = fleetPid;
+    if (dynalitePid !== undefined) cpuPids.dynalite = dynalitePid;
+    let lastCpu = cpuNow(cpuPids);
     const sample = (): void => {
+      const cpuAt = cpuNow(cpuPids);
+      const cpuPercent = cpuPercentBetween(lastCpu, cpuAt);
+      lastCpu = cpuAt;
       timeline.push({
         atMs: Date.now() - changeStart,
         streamRecords: system.dynamo.local.stats.records - dynamoBefore.records,
@@ -277,6 +377,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
         objectsTrue: names.filter((name) => watch.objects.get(name)?.trueAt.has(2) === true).length,
         // Lambda's IteratorAge of the convergence mapping's latest call: how stale its newest record was.
         convergenceIteratorAgeMs: functions.deliveries.convergence.stats.iteratorAgeMs.last,
+        cpuPercent,
       });
     };
     const sampler = setInterval(sample, 250);
@@ -293,12 +394,16 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     sample();
     const allTrueAt = Date.now();
     const idleAfterChange = await settled(functions, 60_000);
+    const gatewayWritesAfter = await gatewayStoreWrites(system);
+    const gatewayStateWrites = gatewayWritesBefore === undefined || gatewayWritesAfter === undefined ? undefined : meanWriteLatencyMs(gatewayWritesBefore, gatewayWritesAfter);
     const cpu = process.cpuUsage(cpuBefore);
     const fleetCpuAfter = fleetPid === undefined ? undefined : processCpuSeconds(fleetPid);
     const fleetRssMiB = fleetPid === undefined ? undefined : processRssMiB(fleetPid);
     const gatewayCpuAfter = gatewayPid === undefined ? undefined : processCpuSeconds(gatewayPid);
+    const dynaliteCpuAfter = dynalitePid === undefined ? undefined : processCpuSeconds(dynalitePid);
     const gatewayRssMiB = gatewayPid === undefined ? undefined : processRssMiB(gatewayPid);
-    const dynamoAfter = system.dynamo.local.stats;
+    // A copy: the live counters go on counting (the write-ceiling measurement below writes through the same front).
+    const dynamoAfter = { ...system.dynamo.local.stats };
 
     const canaryNames = new Map(names.map((name, index) => [canaryCluster(index), name]));
     const { lastAck: clusterLastAck, acks } = await lastAcks(system, new Set(canaryNames.keys()), changeStart);
@@ -324,6 +429,16 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       }
     }
     const hops = lastAckHops(generations, lastAck, (name) => watch.objects.get(name)?.trueAt.get(2));
+    const crossingSpread = names.flatMap((name) => {
+      const first = programmed.firstAck[name];
+      const last = programmed.lastAck[name];
+      return first === undefined || last === undefined ? [] : [last - first];
+    });
+    const crossingSpreadMs = summarize(crossingSpread);
+    const lastAckOfAll = Math.max(...names.map((name) => lastAck.get(name) ?? Number.NaN).filter((at) => Number.isFinite(at)));
+    const trueOfAll = Math.max(...names.map((name) => watch.objects.get(name)?.trueAt.get(2) ?? Number.NaN).filter((at) => Number.isFinite(at)));
+    const busyAfterLastAck = Number.isFinite(lastAckOfAll) && Number.isFinite(trueOfAll) ? meanCpuBetween(timeline, lastAckOfAll - changeStart, trueOfAll - changeStart + 250) : undefined;
+    const ceiling = options.writeCeiling === false ? undefined : await measureCeilingOn(system, options.envoys);
     const writesGen = (generation: number): number[] => (generation === 1 ? allNames : names).map((name) => watch.objects.get(name)?.conditionWrites.get(generation) ?? 0);
     const requests = dynamoAfter.requests - dynamoBefore.requests;
     const writeRequests = dynamoAfter.capturedWrites - dynamoBefore.capturedWrites;
@@ -372,9 +487,14 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
         ...(gatewayCpuBefore === undefined || gatewayCpuAfter === undefined ? {} : { cpuSecondsDuringChange: round(gatewayCpuAfter - gatewayCpuBefore, 2) }),
         ...(gatewayRssMiB === undefined ? {} : { rssMiB: round(gatewayRssMiB, 0) }),
       },
+      ...(dynaliteCpuBefore === undefined || dynaliteCpuAfter === undefined ? {} : { dynalite: { cpuSecondsDuringChange: round(dynaliteCpuAfter - dynaliteCpuBefore, 2) } }),
       changePhaseMs,
       idle: { beforeChange: idleBeforeChange, afterChange: idleAfterChange },
       timeline,
+      ...(crossingSpread.length === 0 ? {} : { crossingSpreadMs }),
+      ...(busyAfterLastAck === undefined ? {} : { busyAfterLastAck }),
+      ...(gatewayStateWrites === undefined ? {} : { gatewayStateWrites }),
+      ...(ceiling === undefined ? {} : { writeCeiling: { ...ceiling, floorAfterLastAckMs: Math.max(0, Math.round((options.envoys / ceiling.writesPerSecond) * 1000 - (crossingSpread.length === 0 ? 0 : crossingSpreadMs.p50))) } }),
       conditionSequenceExample: sequenceOf(names[0] ?? ''),
       ...(extraWrites.length === 0 ? {} : { extraWriteSequences: Object.fromEntries(extraWrites.slice(0, 5).map((name) => [name, sequenceOf(name)])) }),
     };
@@ -411,9 +531,10 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     .option('--convergence-batch-size <n>', 'the convergence stream mapping\'s batchSize (default: the local system\'s)', positiveInteger)
     .addOption(new Option('--fleet-process <mode>', 'simulated Envoys in a child process (default) or inline in the bench process').choices(['child', 'inline']))
     .addOption(new Option('--gateway-process <mode>', 'the xDS gateway in a child process (default, as deployed) or inline in the bench process').choices(['child', 'inline']))
+    .option('--no-write-ceiling', 'skip the write-path ceiling measured after the change')
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: 'child' | 'inline' }>();
+  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: 'child' | 'inline'; writeCeiling: boolean }>();
   return {
     envoys: opts.envoys,
     objects: opts.objects,
@@ -427,6 +548,7 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     ...(opts.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: opts.convergenceBatchSize }),
     ...(opts.fleetProcess === undefined ? {} : { fleetProcess: opts.fleetProcess }),
     ...(opts.gatewayProcess === undefined ? {} : { gatewayProcess: opts.gatewayProcess }),
+    ...(opts.writeCeiling ? {} : { writeCeiling: false }),
   };
 }
 

@@ -38,5 +38,5 @@ export const childMessageSchema = z.discriminatedUnion('type', [
 export type ChildMessage = z.input<typeof childMessageSchema>;
 
 export const lastAcksResultSchema = z.object({ lastAck: z.record(z.string(), z.number()), envoysWith: z.record(z.string(), z.number().int().min(0)), acks: z.number().int().min(0) });
-export const programmedAtResultSchema = z.object({ lastAck: z.record(z.string(), z.number()), envoysWith: z.record(z.string(), z.number().int().min(0)) });
+export const programmedAtResultSchema = z.object({ lastAck: z.record(z.string(), z.number()), firstAck: z.record(z.string(), z.number()), envoysWith: z.record(z.string(), z.number().int().min(0)) });
 export const countResultSchema = z.number().int().min(0);

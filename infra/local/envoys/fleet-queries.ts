@@ -77,6 +77,11 @@ export interface WatermarkTarget {
 export interface FleetProgrammedAt {
   /** Per target key: the latest, over Envoys, of the moment the Envoy had it on every watermarked type. */
   lastAck: Record<string, number>;
+  /**
+   * Per target key: the earliest of those moments. lastAck − firstAck is how long the fleet took to
+   * reach the change, the window in which the gateway has one state to write per Envoy (bench/e2e.ts).
+   */
+  firstAck: Record<string, number>;
   /** Per target key: Envoys that had it on every watermarked type (since `since`). */
   envoysWith: Record<string, number>;
 }
@@ -90,6 +95,7 @@ export interface FleetProgrammedAt {
  */
 export function programmedAtFromTruth(truth: GroundTruth, nodeIds: Iterable<string>, targets: readonly WatermarkTarget[], since: number): FleetProgrammedAt {
   const lastAck = new Map<string, number>();
+  const firstAck = new Map<string, number>();
   const envoysWith = new Map<string, number>();
   for (const nodeId of nodeIds) {
     // Per type: the accepted (lineage, seq) in order, parsed once for all targets.
@@ -121,9 +127,10 @@ export function programmedAtFromTruth(truth: GroundTruth, nodeIds: Iterable<stri
       if (!complete) continue;
       envoysWith.set(target.key, (envoysWith.get(target.key) ?? 0) + 1);
       lastAck.set(target.key, Math.max(lastAck.get(target.key) ?? 0, at));
+      firstAck.set(target.key, Math.min(firstAck.get(target.key) ?? Number.POSITIVE_INFINITY, at));
     }
   }
-  return { lastAck: Object.fromEntries(lastAck), envoysWith: Object.fromEntries(envoysWith) };
+  return { lastAck: Object.fromEntries(lastAck), firstAck: Object.fromEntries(firstAck), envoysWith: Object.fromEntries(envoysWith) };
 }
 
 /** Envoys whose streams are up (SimEnvoy status 'connected'). */

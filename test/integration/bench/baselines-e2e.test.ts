@@ -37,5 +37,15 @@ describe('bench e2e (3 Envoys × 2 objects, whole local system)', () => {
     expect(result.dynamo.writeRequests).toBeGreaterThan(0);
     expect(result.acks).toBeGreaterThanOrEqual(3 * 2); // every Envoy ACKs at least the new CDS and EDS
     expect(result.functionInvocations.status).toBeGreaterThan(0);
+    // The fleet reached each changed object within its own window, and the write path's ceiling was
+    // measured with one state per Envoy.
+    expect(result.crossingSpreadMs?.count).toBe(2);
+    expect(result.crossingSpreadMs?.p50).toBeGreaterThanOrEqual(0);
+    expect(result.writeCeiling).toMatchObject({ writes: 3, concurrency: 64 });
+    expect(result.writeCeiling?.writesPerSecond).toBeGreaterThan(0);
+    expect(result.writeCeiling?.floorAfterLastAckMs).toBeGreaterThanOrEqual(0);
+    // The gateway recorded at least one state per Envoy during the change, each with a latency.
+    expect(result.gatewayStateWrites?.writes).toBeGreaterThanOrEqual(3);
+    expect(result.gatewayStateWrites?.meanLatencyMs).toBeGreaterThanOrEqual(0);
   }, 120_000);
 });

@@ -81,12 +81,13 @@ describe('programmedAtFromTruth: invariant 1 by the ground truth', () => {
   acceptVersion(truth, 'c', RDS, 145, 'contour-uuid-1');
 
   test.each([
-    { nodes: ['a', 'b'], since: 100, lastAck: { x: 300 }, envoysWith: { x: 2 } },
-    { nodes: ['b'], since: 100, lastAck: { x: 160 }, envoysWith: { x: 1 } },
-    { nodes: ['c'], since: 100, lastAck: {}, envoysWith: {} },
+    // firstAck: the earliest Envoy to have it (b at 160), lastAck the latest (a at 300).
+    { nodes: ['a', 'b'], since: 100, lastAck: { x: 300 }, firstAck: { x: 160 }, envoysWith: { x: 2 } },
+    { nodes: ['b'], since: 100, lastAck: { x: 160 }, firstAck: { x: 160 }, envoysWith: { x: 1 } },
+    { nodes: ['c'], since: 100, lastAck: {}, firstAck: {}, envoysWith: {} },
     // Acceptances before `since` do not count: b's CDS at 150 is missed from 155 on.
-    { nodes: ['b'], since: 155, lastAck: {}, envoysWith: {} },
-  ])('$nodes since $since', ({ nodes, since, lastAck, envoysWith }) => {
-    expect(programmedAtFromTruth(truth, nodes, [target], since)).toEqual({ lastAck, envoysWith });
+    { nodes: ['b'], since: 155, lastAck: {}, firstAck: {}, envoysWith: {} },
+  ])('$nodes since $since', ({ nodes, since, lastAck, firstAck, envoysWith }) => {
+    expect(programmedAtFromTruth(truth, nodes, [target], since)).toEqual({ lastAck, firstAck, envoysWith });
   });
 });

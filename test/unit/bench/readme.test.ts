@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { evaluateTargets, renderReadme } from '../../../bench/support/readme';
 import { mergeRuns, type BenchResults, type SizeRun } from '../../../bench/support/results';
 import { parseSizes, writeReport } from '../../../bench/report';
-import type { E2eResult } from '../../../bench/e2e';
+import { meanCpuBetween, type E2eResult } from '../../../bench/e2e';
+import { meanWriteLatencyMs, storeWriteTotals } from '../../../bench/support/gateway-metrics';
 
 const summary = (p50: number, p99: number) => ({ count: 10, p50, p99, max: p99 });
 
@@ -100,6 +101,60 @@ describe('bench report', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the write path ceiling table', () => {
+  it('is rendered only for rows that measured it, with the floor and the crossing window next to last ACK → True', () => {
+    const measured: E2eResult = {
+      ...e2e(1000, 1000, 2500, 2, 0.3),
+      crossingSpreadMs: summary(1100, 1150),
+      busyAfterLastAck: { system: 98, gateway: 60, fleet: 10, dynalite: 30, machine: 198 },
+      gatewayStateWrites: { writes: 1200, meanLatencyMs: 156 },
+      writeCeiling: { writes: 1000, concurrency: 64, wallMs: 1400, writesPerSecond: 714, cpuMsPerWrite: { writer: 1.5, front: 0.6, dynalite: 0.7 }, floorAfterLastAckMs: 300 },
+    };
+    const without = renderReadme({ machine: 'test', runs: [sizeRun(100, 100, { e2e: e2e(100, 100, 100, 1, 0.5) })] });
+    expect(without).not.toContain('### The write path\'s ceiling (same run)');
+    const rendered = renderReadme({ machine: 'test', runs: [sizeRun(100, 100, { e2e: e2e(100, 100, 100, 1, 0.5) }), sizeRun(1000, 1000, { e2e: measured })] });
+    const rows = rendered.split('\n').filter((line) => line.startsWith('| 1000x1000 (1000) | 1100 / 1150 |'));
+    expect(rows).toEqual(['| 1000x1000 (1000) | 1100 / 1150 | 1000 | 714 | 90 / 156 | 1.5 / 0.6 / 0.7 | 300 | 100 / 2500 | 98 / 60 / 10 / 30 = 198 |']);
+  });
+});
+
+describe('gateway store-write metrics', () => {
+  const text = [
+    '# HELP xds_gateway_store_write_seconds store call latency by operation',
+    'xds_gateway_store_write_seconds_bucket{le="0.1",operation="envoyState"} 3',
+    'xds_gateway_store_write_seconds_sum{operation="envoyState"} 12.5',
+    'xds_gateway_store_write_seconds_count{operation="envoyState"} 100',
+    'xds_gateway_store_write_seconds_sum{operation="putEvents"} 1',
+    'xds_gateway_store_write_seconds_count{operation="putEvents"} 2',
+  ].join('\n');
+
+  it('reads one operation\'s totals and ignores the others', () => {
+    expect(storeWriteTotals(text, 'envoyState')).toEqual({ count: 100, sumSeconds: 12.5 });
+    expect(storeWriteTotals(text, 'putEvents')).toEqual({ count: 2, sumSeconds: 1 });
+    expect(storeWriteTotals(text, 'watermark')).toEqual({ count: 0, sumSeconds: 0 });
+  });
+
+  it.each([
+    { before: { count: 100, sumSeconds: 12.5 }, after: { count: 300, sumSeconds: 43.7 }, expected: { writes: 200, meanLatencyMs: 156 } },
+    { before: { count: 100, sumSeconds: 12.5 }, after: { count: 100, sumSeconds: 12.5 }, expected: undefined },
+  ])('means the writes between two readings ($expected)', ({ before, after, expected }) => {
+    expect(meanWriteLatencyMs(before, after)).toEqual(expected);
+  });
+});
+
+describe('meanCpuBetween', () => {
+  const entry = (atMs: number, cpuPercent?: E2eResult['timeline'][number]['cpuPercent']): E2eResult['timeline'][number] => ({ atMs, streamRecords: 0, convergenceDelivered: 0, statusDelivered: 0, objectsTrue: 0, ...(cpuPercent === undefined ? {} : { cpuPercent }) });
+  const timeline = [entry(250, { system: 10, gateway: 5 }), entry(500, { system: 90, gateway: 40, dynalite: 30 }), entry(750, { system: 100, gateway: 60, dynalite: 50 }), entry(1000), entry(1250, { system: 20 })];
+
+  it.each([
+    { from: 400, to: 800, expected: { system: 95, gateway: 50, dynalite: 40, machine: 185 } },
+    { from: 0, to: 300, expected: { system: 10, gateway: 5, machine: 15 } },
+    { from: 900, to: 1100, expected: undefined }, // only a sample without CPU readings
+  ])('averages the samples in [$from, $to] per process and sums the machine', ({ from, to, expected }) => {
+    expect(meanCpuBetween(timeline, from, to)).toEqual(expected);
   });
 });
 

@@ -1,0 +1,29 @@
+// Reads the gateway's store-write histogram (xds_gateway_store_write_seconds, xds-gateway/ops/metrics.ts)
+// from its Prometheus text, so the e2e bench can say how long a state write took during a change.
+
+export interface StoreWriteTotals {
+  count: number;
+  sumSeconds: number;
+}
+
+/** The histogram's _count and _sum for one operation label; zeros when the series is absent. */
+export function storeWriteTotals(metricsText: string, operation: string): StoreWriteTotals {
+  const valueOf = (suffix: 'count' | 'sum'): number => {
+    for (const line of metricsText.split('\n')) {
+      if (!line.startsWith(`xds_gateway_store_write_seconds_${suffix}{`)) continue;
+      const labelsEnd = line.indexOf('}');
+      if (!line.slice(0, labelsEnd).includes(`operation="${operation}"`)) continue;
+      const value = Number(line.slice(labelsEnd + 1).trim());
+      return Number.isFinite(value) ? value : 0;
+    }
+    return 0;
+  };
+  return { count: valueOf('count'), sumSeconds: valueOf('sum') };
+}
+
+/** Mean latency (ms) of the writes between two readings; undefined when none happened. */
+export function meanWriteLatencyMs(before: StoreWriteTotals, after: StoreWriteTotals): { writes: number; meanLatencyMs: number } | undefined {
+  const writes = after.count - before.count;
+  if (writes <= 0) return undefined;
+  return { writes, meanLatencyMs: Math.round(((after.sumSeconds - before.sumSeconds) / writes) * 1000) };
+}
