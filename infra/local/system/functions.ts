@@ -72,6 +72,12 @@ function convergenceRecord(record: DynamoDBRecord): boolean {
  */
 export const CONVERGENCE_BATCH_SIZE = 1000;
 
+/**
+ * The status mapping's batchSize, as in serverless.yml: a status batch costs per changed object (a
+ * Kubernetes GET and PATCH each), so it stays small. test/integration/deploy checks both against it.
+ */
+export const STATUS_BATCH_SIZE = 50;
+
 /** The local system's DECISION_REFRESH_MS when not given (options.ts; bench/README.md for why). */
 export const LOCAL_DECISION_REFRESH_MS = 1000;
 
@@ -123,7 +129,6 @@ export async function startFunctionsComponent(opts: FunctionsComponentOptions): 
 
   const source = opts.tableStreams.get(opts.storeEnv['TABLE_NAME'] ?? '');
   const mapping = (name: string, windowMs: number) => ({
-    batchSize: 100,
     maximumBatchingWindowMs: windowMs,
     maximumRetryAttempts: 10,
     bisectBatchOnFunctionError: true,
@@ -145,6 +150,7 @@ export async function startFunctionsComponent(opts: FunctionsComponentOptions): 
     handler: statusHandler,
     filter: (record) => (record.eventName === 'INSERT' || record.eventName === 'MODIFY') && partitionKey(record).startsWith('OBJECT#'),
     ...mapping('status', opts.statusBatchWindowMs ?? opts.batchWindowMs),
+    batchSize: STATUS_BATCH_SIZE,
   });
   const expire = every(opts.expireEveryMs, () => handleExpire(expireContext), 'expire', opts.logger);
   const resync = every(opts.resyncEveryMs, () => handleResync(resyncContext, conditionResync), 'resync', opts.logger);

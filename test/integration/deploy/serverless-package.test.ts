@@ -9,6 +9,7 @@ import { build } from 'esbuild';
 
 import { tableDefinition } from '../../../common/store';
 import { zipFunctionBundles } from '../../../infra/serverless/zip-functions';
+import { CONVERGENCE_BATCH_SIZE, STATUS_BATCH_SIZE } from '../../../infra/local/system/functions';
 
 const ROOT = join(__dirname, '..', '..', '..');
 // Every handler is bundled for real, so a handler that does not bundle fails this test.
@@ -112,7 +113,8 @@ describe('serverless package (offline)', () => {
       });
     }
     const convergence = mappings['ConvergenceEventSourceMappingDynamodbEventTable'] as { BatchSize: number; FilterCriteria: { Filters: { Pattern: string }[] } };
-    expect(convergence.BatchSize).toBe(1000);
+    // The local system's mappings use the same sizes (infra/local/system/functions.ts).
+    expect(convergence.BatchSize).toBe(CONVERGENCE_BATCH_SIZE);
     // State changes and object generations only: not the event log, not convergence's own items.
     expect(convergence.FilterCriteria.Filters.map((f) => JSON.parse(f.Pattern) as unknown)).toEqual([
       { dynamodb: { Keys: { pk: { S: [{ prefix: 'ENVOY#' }] }, sk: { S: ['STATE'] } } } },
@@ -120,7 +122,7 @@ describe('serverless package (offline)', () => {
       { dynamodb: { Keys: { pk: { S: [{ prefix: 'OBJECT#' }] } } } },
     ]);
     const status = mappings['StatusEventSourceMappingDynamodbEventTable'] as { BatchSize: number; FilterCriteria: { Filters: { Pattern: string }[] } };
-    expect(status.BatchSize).toBe(50);
+    expect(status.BatchSize).toBe(STATUS_BATCH_SIZE);
     expect(status.FilterCriteria.Filters.map((f) => JSON.parse(f.Pattern) as unknown)).toEqual([
       { eventName: ['INSERT', 'MODIFY'], dynamodb: { Keys: { pk: { S: [{ prefix: 'OBJECT#' }] } } } },
     ]);
