@@ -332,7 +332,8 @@ export class EnvoyTracker implements RelayObserver {
         tracked.state = applyHeartbeat(tracked.state, now);
         this.write(tracked.state);
       } else if (tracked.streams.size === 0 && tracked.disconnectedAt !== undefined && now - tracked.disconnectedAt >= this.forgetDisconnectedMs) {
-        this.envoys.delete(nodeId);
+        // The recorder forgets it too (or, with a write of it still pending, on a later tick).
+        if (this.recorder.forgetEnvoy(nodeId)) this.envoys.delete(nodeId);
       }
     }
   }

@@ -329,6 +329,23 @@ export class Recorder {
     for (const waiter of due) waiter.resolve();
   }
 
+  /**
+   * Drops what the recorder keeps of an Envoy the tracker has forgotten (disconnected long ago): its
+   * known rev and stored state (~1-2 KB each) and its write counters, so a gateway that sees Envoys
+   * come and go (new node ids on every rollout) does not grow without bound. Refused (false) while
+   * anything of the node is still queued, held or awaited: the caller asks again later. Forgetting
+   * is safe: the next write of the node conflicts, re-reads the stored state (its carried events
+   * included) and goes on, as after a gateway restart. Its lineage counts are kept (`recorded`): a
+   * node that comes back on the same lineage must not be counted twice.
+   */
+  forgetEnvoy(nodeId: string): boolean {
+    if (this.envoyStates.has(nodeId) || this.nodeEvents.has(nodeId) || this.stateWaiters.has(nodeId) || this.heldSince.has(nodeId)) return false;
+    this.envoyRevs.delete(nodeId);
+    this.stateEnqueues.delete(nodeId);
+    this.statesWritten.delete(nodeId);
+    return true;
+  }
+
   enqueueLineageState(state: LineageState): void {
     this.lineageStates.set(state.lineage, state);
     this.latestLineage.set(state.lineage, state);
@@ -548,7 +565,8 @@ export class Recorder {
    * order; a replaced state keeps its place). Urgent: a stream admission waits for the node's state
    * (whenStateWritten), its state reaches a recorded watermark, which is what convergence waits for
    * (the last ACK of a change), or it carries a NACK (a verdict of its own). During a fleet-wide push
-   * the gateway writes far fewer states per second than Envoys ACK (at 1,000 Envoys × 1,000 objects ~130/s while relaying, issue 9); these go ahead of
+   * the gateway writes far fewer states per second than Envoys ACK (at 1,000 Envoys × 1,000 objects a
+   * few hundred per second while relaying: docs/bench/README.md, "The write path's ceiling"); these go ahead of
    * intermediate states (an ACK with other answers still due, a heartbeat), which a later state of the
    * same Envoy often replaces before their turn.
    */

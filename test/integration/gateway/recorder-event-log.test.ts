@@ -19,6 +19,7 @@ import {
 import { DynamoEventStore } from '../../../common/store/dynamo-store';
 import { documentOperations, type DocumentOperations } from '../../../common/store/operations';
 import { lineageStateFor } from '../../../xds-gateway/tracking/lineage-mirror';
+import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
 import { Recorder } from '../../../xds-gateway/tracking/recorder';
 import { countingWrites, runRecorderWorkload, type CountingOperations } from '../../../bench/support/recorder-workload';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
@@ -397,4 +398,62 @@ test('an event without a state change (STUCK) rides in a re-write of our own sta
   expect((await store.getEnvoyState('never-seen')).status).toBe('missing');
   expect((await listed(store, 'never-seen')).map((e) => e.seq)).toEqual([4]);
   expect(recorder.stats()).toMatchObject({ queuedEvents: 0, eventsWritten: 3 });
+});
+
+test('a forgotten Envoy: refused while its state is queued, then its rev is dropped; its next write keeps the events the stored state carries', async () => {
+  const { store } = await storeOn();
+  const recorder = recorderOn(store);
+  recorder.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));
+  let state = ackedState('n8', L1, 1);
+  recorder.enqueueEvent(ackEvent('n8', L1, 1));
+  recorder.enqueueEnvoyState(state);
+  expect(recorder.forgetEnvoy('n8')).toBe(false); // its state and event are queued
+  await recorder.flushNow(true);
+  const rev = recorder.storedEnvoyRev('n8');
+  expect(rev).toBeDefined();
+  expect((await stored(store, 'n8')).unlogged?.map((e) => e.q)).toEqual([1]);
+
+  expect(recorder.forgetEnvoy('n8')).toBe(true);
+  expect(recorder.storedEnvoyRev('n8')).toBeUndefined();
+  // It comes back: the write conflicts (the recorder no longer knows the rev), re-reads the stored
+  // state and carries its event along with the new one.
+  state = ackedState('n8', L1, 2, CDS_TYPE_URL, state);
+  recorder.enqueueEvent(ackEvent('n8', L1, 2));
+  recorder.enqueueEnvoyState(state);
+  await recorder.close();
+  const after = await stored(store, 'n8');
+  expect(after.rev).toBe((rev ?? 0) + 1);
+  expect(after.types[CDS_TYPE_URL]?.acked).toBe(2);
+  expect((await listed(store, 'n8')).map((e) => e.seq)).toEqual([1, 2]);
+});
+
+test('the tracker forgets a long-disconnected Envoy only once the recorder has written its last state, and the recorder forgets it too', async () => {
+  const { store } = await storeOn();
+  const recorder = recorderOn(store);
+  const hour = 3_600_000;
+  const tracker = new EnvoyTracker({ recorder, logger: testLogger, clock: { now: () => Date.now() }, envoyHeartbeatMs: hour, lineageHeartbeatMs: hour, stuckCheckIntervalMs: hour, forgetDisconnectedMs: 60_000 });
+  try {
+    const t0 = Date.now();
+    const opened = { node: { nodeId: 'n9', cluster: 'edge', metadata: {} }, group: 'edge', lineage: L1, protocol: 'sotw' as const, service: 'ads' as const };
+    tracker.streamOpened({ ...opened, streamId: 's1', at: t0 });
+    await recorder.flushNow(true);
+    expect(recorder.storedEnvoyRev('n9')).toBe(0); // the first write of an item is rev 0
+    tracker.streamClosed({ streamId: 's1', nodeId: 'n9', at: t0 + 1, reason: 'test' });
+    // Past the forget time, but its DISCONNECTED state is still queued: both keep it.
+    tracker.heartbeatEnvoys(t0 + 120_000);
+    expect(tracker.envoyState('n9')?.status).toBe('DISCONNECTED');
+    await recorder.flushNow(true);
+    expect(recorder.storedEnvoyRev('n9')).toBe(1);
+    tracker.heartbeatEnvoys(t0 + 120_000);
+    expect(tracker.envoyState('n9')).toBeUndefined();
+    expect(recorder.storedEnvoyRev('n9')).toBeUndefined();
+    // It reconnects: a fresh tracked state, written over the stored one at the next rev.
+    tracker.streamOpened({ ...opened, streamId: 's2', at: t0 + 130_000 });
+    await recorder.flushNow(true);
+    const back = await stored(store, 'n9');
+    expect(back).toMatchObject({ status: 'CONNECTED', rev: 2 });
+  } finally {
+    tracker.stop();
+    await recorder.close();
+  }
 });
