@@ -29,6 +29,7 @@ import { applySamples, SAMPLE_NAMESPACE, sampleCanaryService, sampleFqdn, sample
 import { canaryCluster, HTTPPROXIES_PATH, inBatches, patchToCanary, programmedAt } from './support/changes';
 import { KNATIVE_PROBER, KnativeRetryLimiter } from './support/knative-queue';
 import { round, summarize, waitFor, type Summary } from './support/stats';
+import { positiveInteger } from './support/args';
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
 const ALL_TYPES = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL].map((typeUrl) => ({ typeUrl }));
@@ -320,12 +321,6 @@ export async function runIstioBaseline(options: BaselineOptions): Promise<IstioR
     timers.forEach((timer) => clearInterval(timer));
     await rig.close();
   }
-}
-
-function positiveInteger(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
-  return parsed;
 }
 
 export function parseBaselineArgs(argv: string[]): BaselineOptions {

@@ -34,6 +34,7 @@ import { ensureTable } from '../common/store/table';
 import { processConvergenceBatch, type ConvergenceDeps } from '../functions/lib/convergence-batch';
 import { lineageStateFor } from '../xds-gateway/tracking/lineage-mirror';
 import { createStreamDelivery, startLocalDynamo } from '../infra/local/dynamo';
+import { positiveInteger, positiveIntegers } from './support/args';
 
 const LINEAGE = 'bench.boot.edge';
 const logger = pino({ level: 'silent' });
@@ -246,18 +247,6 @@ export async function runConvergenceBench(options: ConvergenceBenchOptions): Pro
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN;
-}
-
-function positiveIntegers(value: string): number[] {
-  const parsed = value.split(',').map((s) => Number(s.trim()));
-  if (parsed.length === 0 || parsed.some((n) => !Number.isInteger(n) || n < 1)) throw new InvalidArgumentError(`not a list of positive integers: ${value}`);
-  return parsed;
-}
-
-function positiveInteger(value: string): number {
-  const [n, ...rest] = positiveIntegers(value);
-  if (n === undefined || rest.length > 0) throw new InvalidArgumentError(`not a positive integer: ${value}`);
-  return n;
 }
 
 export async function run(argv: string[]): Promise<void> {

@@ -10,7 +10,7 @@
 // (local front stats), stream-function invocations, ACKs/s, CPU seconds and RSS of the process.
 //
 //   npx tsx bench/e2e.ts [--envoys 100] [--objects 100]   (or npm run bench -- e2e)
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import pino from 'pino';
 import { startLocalSystem, type LocalSystem } from '../infra/local/system';
 import { createEventStoreFromEnv, createStoreClients, ensureTable } from '../common/store';
@@ -20,9 +20,10 @@ import { CONVERGENCE_BATCH_SIZE } from '../infra/local/system/functions';
 import { canaryCluster, HTTPPROXIES_PATH, inBatches, patchToCanary } from './support/changes';
 import { startConditionWatch } from './support/condition-watch';
 import { meanWriteLatencyMs, storeWriteTotals, type StoreWriteTotals } from './support/gateway-metrics';
-import { processCpuSeconds, processRssMiB } from './support/proc';
+import { CHILD_PROCESSES, cpuPercentBetween, cpuSecondsNow, processCpuSeconds, processRssMiB, type ChildPids, type ProcessCpuPercent } from './support/proc';
 import { round, summarize, waitFor, type Summary } from './support/stats';
 import { measureWriteCeiling, type WriteCeilingResult } from './write-ceiling';
+import { nonNegativeInteger, positiveInteger } from './support/args';
 
 /** startLocalSystem's own limits (infra/local/system/options.ts). */
 export const E2E_MAX_ENVOYS = 5000;
@@ -140,43 +141,7 @@ export interface E2eResult {
   gatewayStateWrites?: { writes: number; meanLatencyMs: number };
 }
 
-export interface ProcessCpuPercent {
-  system: number;
-  gateway?: number;
-  fleet?: number;
-  dynalite?: number;
-}
-
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
-
-type CpuReading = { at: number; system: number } & Partial<Record<ChildProcessName, number>>;
-type ChildProcessName = 'gateway' | 'fleet' | 'dynalite';
-const CHILD_PROCESSES: readonly ChildProcessName[] = ['gateway', 'fleet', 'dynalite'];
-
-/** CPU seconds of the local system's processes now (the system's own is this process). */
-function cpuNow(pids: Partial<Record<ChildProcessName, number>>): CpuReading {
-  const own = process.cpuUsage();
-  const reading: CpuReading = { at: performance.now(), system: (own.user + own.system) / 1e6 };
-  for (const name of CHILD_PROCESSES) {
-    const pid = pids[name];
-    const seconds = pid === undefined ? undefined : processCpuSeconds(pid);
-    if (seconds !== undefined) reading[name] = seconds;
-  }
-  return reading;
-}
-
-/** % of one core each process used between two cpuNow readings. */
-function cpuPercentBetween(before: CpuReading, after: CpuReading): ProcessCpuPercent {
-  const wallSeconds = Math.max(0.001, (after.at - before.at) / 1000);
-  const percent = (from: number, to: number): number => round(((to - from) / wallSeconds) * 100, 0);
-  const result: ProcessCpuPercent = { system: percent(before.system, after.system) };
-  for (const name of CHILD_PROCESSES) {
-    const from = before[name];
-    const to = after[name];
-    if (from !== undefined && to !== undefined) result[name] = percent(from, to);
-  }
-  return result;
-}
 
 /** The mean of the timeline's CPU samples in [fromMs, toMs] (ms since the change), per process and summed. */
 export function meanCpuBetween(timeline: E2eResult['timeline'], fromMs: number, toMs: number): (ProcessCpuPercent & { machine: number }) | undefined {
@@ -222,14 +187,13 @@ async function gatewayStoreWrites(system: LocalSystem<'inline' | 'child'>): Prom
  * The write-ceiling measurement (bench/write-ceiling.ts) against this system's own local DynamoDB, one
  * state per Envoy, into a table of its own (no stream mapping reads it: nothing else is woken).
  */
-async function measureCeilingOn(system: LocalSystem<'inline' | 'child'>, envoys: number): Promise<WriteCeilingResult> {
+async function measureCeilingOn(system: LocalSystem<'inline' | 'child'>, envoys: number, dynalitePid: number | undefined): Promise<WriteCeilingResult> {
   const clients = createStoreClients({ region: system.dynamo.local.region, endpoint: system.dynamo.local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
   try {
     await ensureTable(clients.client, WRITE_CEILING_TABLE);
   } finally {
     clients.client.destroy();
   }
-  const dynalitePid = system.dynamo.local.dynalite.pid;
   return measureWriteCeiling({ endpoint: system.dynamo.local.endpoint, tableName: WRITE_CEILING_TABLE, writes: envoys, frontInThisProcess: true, ...(dynalitePid === undefined ? {} : { dynalitePid }) });
 }
 const WRITE_CEILING_TABLE = 'bench-write-ceiling';
@@ -360,13 +324,13 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const gatewayWritesBefore = await gatewayStoreWrites(system);
     const changeStart = Date.now();
     const timeline: E2eResult['timeline'] = [];
-    const cpuPids: Partial<Record<ChildProcessName, number>> = {};
+    const cpuPids: ChildPids = {};
     if (gatewayPid !== undefined) cpuPids.gateway = gatewayPid;
     if (fleetPid !== undefined) cpuPids.fleet = fleetPid;
     if (dynalitePid !== undefined) cpuPids.dynalite = dynalitePid;
-    let lastCpu = cpuNow(cpuPids);
+    let lastCpu = cpuSecondsNow(cpuPids);
     const sample = (): void => {
-      const cpuAt = cpuNow(cpuPids);
+      const cpuAt = cpuSecondsNow(cpuPids);
       const cpuPercent = cpuPercentBetween(lastCpu, cpuAt);
       lastCpu = cpuAt;
       timeline.push({
@@ -438,7 +402,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const lastAckOfAll = Math.max(...names.map((name) => lastAck.get(name) ?? Number.NaN).filter((at) => Number.isFinite(at)));
     const trueOfAll = Math.max(...names.map((name) => watch.objects.get(name)?.trueAt.get(2) ?? Number.NaN).filter((at) => Number.isFinite(at)));
     const busyAfterLastAck = Number.isFinite(lastAckOfAll) && Number.isFinite(trueOfAll) ? meanCpuBetween(timeline, lastAckOfAll - changeStart, trueOfAll - changeStart + 250) : undefined;
-    const ceiling = options.writeCeiling === false ? undefined : await measureCeilingOn(system, options.envoys);
+    const ceiling = options.writeCeiling === false ? undefined : await measureCeilingOn(system, options.envoys, dynalitePid);
     const writesGen = (generation: number): number[] => (generation === 1 ? allNames : names).map((name) => watch.objects.get(name)?.conditionWrites.get(generation) ?? 0);
     const requests = dynamoAfter.requests - dynamoBefore.requests;
     const writeRequests = dynamoAfter.capturedWrites - dynamoBefore.capturedWrites;
@@ -502,18 +466,6 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     watch.close();
     await system.close();
   }
-}
-
-function positiveInteger(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
-  return parsed;
-}
-
-function nonNegativeInteger(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 0) throw new InvalidArgumentError(`not a non-negative integer: ${value}`);
-  return parsed;
 }
 
 export function parseE2eArgs(argv: string[]): E2eOptions {

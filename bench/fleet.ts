@@ -9,21 +9,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import pino from 'pino';
 import { z } from 'zod';
 import { CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL } from '../common/xds';
 import { Fleet, parseBehaviour } from '../infra/local/envoys';
 import { formatMeasurement, measureFleet } from '../infra/local/envoys/fleetScenario';
+import { positiveInteger } from './support/args';
 
 const TYPES = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL];
 const CHANGED_TYPES = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL];
-
-function positiveInteger(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
-  return parsed;
-}
 
 const optionsSchema = z.object({
   envoys: z.number().int().min(1).max(100_000),

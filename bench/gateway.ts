@@ -9,13 +9,14 @@
 // and heap per downstream stream are its own, measured before and after the fleet connects.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface, type Interface } from 'node:readline';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import pino from 'pino';
 import { CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL } from '../common/xds';
 import { startControlPlane } from '../infra/local/control-plane/control-plane';
 import { InMemoryRouteSource } from '../infra/local/control-plane/route-source';
 import { Fleet, type SimEnvoy } from '../infra/local/envoys';
 import { startRelay, NOOP_RELAY_OBSERVER } from '../xds-gateway/relay';
+import { positiveInteger } from './support/args';
 
 const TYPES = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL];
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
@@ -38,12 +39,6 @@ export interface ModeResult {
   relayHeapPerStreamKiB: number | undefined;
   /** Streams the control plane saw opened. */
   controlPlaneStreams: number;
-}
-
-function positiveInteger(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
-  return parsed;
 }
 
 function percentile(sorted: readonly number[], p: number): number {

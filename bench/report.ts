@@ -19,6 +19,7 @@ import { runMode } from './gateway';
 import { renderReadme } from './support/readme';
 import { mergeRuns, sizeKey, type BenchResults, type GatewayModeSummary, type SizeRun } from './support/results';
 import { renderLineChart } from './support/svg';
+import { positiveInteger } from './support/args';
 
 export const DOCS_BENCH_DIR = join(__dirname, '..', 'docs', 'bench');
 
@@ -186,12 +187,6 @@ function parseStages(value: string): SizeStage[] {
   const stages = value.split(',').map((s) => s.trim());
   for (const stage of stages) if (!(SIZE_STAGES as readonly string[]).includes(stage)) throw new InvalidArgumentError(`unknown stage ${stage} (${SIZE_STAGES.join(', ')})`);
   return stages as SizeStage[];
-}
-
-function positiveInteger(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
-  return parsed;
 }
 
 export async function run(argv: string[]): Promise<void> {

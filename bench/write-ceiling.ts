@@ -8,14 +8,16 @@
 //   npm run bench -- write-ceiling [--writes 1000] [--concurrency 64] [--repeats 2]
 import { fork } from 'node:child_process';
 import path from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import pino from 'pino';
 
 import { createStoreClients, ensureTable } from '../common/store';
 import { startLocalDynamo } from '../infra/local/dynamo';
-import { processCpuSeconds } from './support/proc';
+import { describeExit, watchStderr } from '../infra/local/child-process';
+import { cpuSecondsNow, type ChildPids, type CpuReading } from './support/proc';
 import { round } from './support/stats';
 import { writerReplySchema, type WriterOptions } from './support/state-writer-child';
+import { positiveInteger } from './support/args';
 
 const WRITER_ENTRY = path.join(__dirname, 'support', 'state-writer-child.ts');
 const REPO_ROOT = path.resolve(__dirname, '..');
@@ -63,25 +65,20 @@ export async function measureWriteCeiling(options: WriteCeilingOptions): Promise
     lineage: options.lineage ?? 'gw-bench.ceiling.ingress',
   };
   const child = fork(WRITER_ENTRY, [JSON.stringify(writerOptions)], { cwd: REPO_ROOT, execArgv: ['--import', 'tsx', ...(process.env[WRITER_EXEC_ARGV_ENV] ?? '').split(' ').filter((flag) => flag !== '')], stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
-  let stderr = '';
-  child.stderr?.setEncoding('utf8');
-  child.stderr?.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
+  const stderrTail = watchStderr(child);
   // CPU of the other processes is sampled when the timed writes start and when they end.
-  let before: { front: number; dynalite: number | undefined } | undefined;
-  const sampleOthers = (): { front: number; dynalite: number | undefined } => {
-    const own = process.cpuUsage();
-    return { front: (own.user + own.system) / 1000, dynalite: options.dynalitePid === undefined ? undefined : (processCpuSeconds(options.dynalitePid) ?? Number.NaN) * 1000 };
-  };
+  const pids: ChildPids = options.dynalitePid === undefined ? {} : { dynalite: options.dynalitePid };
+  let before: CpuReading | undefined;
   const replied = new Promise<{ wallMs: number; cpuMs: number; written: number }>((resolve, reject) => {
     child.on('message', (raw: unknown) => {
       const parsed = writerReplySchema.safeParse(raw);
       if (!parsed.success) return reject(new Error(`write-ceiling: unexpected message from the writer: ${JSON.stringify(raw).slice(0, 200)}`));
-      if (parsed.data.type === 'started') before = sampleOthers();
+      if (parsed.data.type === 'started') before = cpuSecondsNow(pids);
       else if (parsed.data.type === 'done') resolve(parsed.data);
       else reject(new Error(`write-ceiling: the writer failed: ${parsed.data.error}`));
     });
     child.once('error', reject);
-    child.once('exit', (code, signal) => reject(new Error(`write-ceiling: the writer exited (${signal ?? `code ${code}`}) before reporting: ${stderr.trim() || 'no stderr output'}`)));
+    child.once('exit', (code, signal) => reject(new Error(`write-ceiling: the writer exited (${describeExit(code, signal)}) before reporting: ${stderrTail()}`)));
   });
   let reply: { wallMs: number; cpuMs: number; written: number };
   try {
@@ -90,12 +87,12 @@ export async function measureWriteCeiling(options: WriteCeilingOptions): Promise
     // A writer that sent something unexpected (or failed) is not left running.
     if (child.exitCode === null && child.signalCode === null) child.kill();
   }
-  const after = sampleOthers();
+  const after = cpuSecondsNow(pids);
   if (reply.written !== options.writes) throw new Error(`write-ceiling: ${options.writes - reply.written} of ${options.writes} state writes were refused (each node id is new, so none should be)`);
   const perWrite = (ms: number): number => round(ms / options.writes, 3);
   const cpuMsPerWrite: WriteCeilingResult['cpuMsPerWrite'] = { writer: perWrite(reply.cpuMs) };
-  if (options.frontInThisProcess === true && before !== undefined) cpuMsPerWrite.front = perWrite(after.front - before.front);
-  if (before?.dynalite !== undefined && after.dynalite !== undefined) cpuMsPerWrite.dynalite = perWrite(after.dynalite - before.dynalite);
+  if (options.frontInThisProcess === true && before !== undefined) cpuMsPerWrite.front = perWrite((after.system - before.system) * 1000);
+  if (before?.dynalite !== undefined && after.dynalite !== undefined) cpuMsPerWrite.dynalite = perWrite((after.dynalite - before.dynalite) * 1000);
   return { writes: options.writes, concurrency, wallMs: round(reply.wallMs, 0), writesPerSecond: round((options.writes / reply.wallMs) * 1000, 0), cpuMsPerWrite };
 }
 
@@ -141,12 +138,6 @@ export function formatWriteCeiling(rows: readonly WriteCeilingRow[]): string {
   }
   return lines.join('\n');
 }
-
-const positiveInteger = (value: string): number => {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError('must be a positive integer');
-  return parsed;
-};
 
 export async function run(argv: string[]): Promise<void> {
   const options = new Command()

@@ -2,6 +2,8 @@
 // read from /proc (Linux). undefined elsewhere or when the process is gone.
 import { readFileSync } from 'node:fs';
 
+import { round } from './stats';
+
 /** USER_HZ: 100 on every Linux this runs on (getconf CLK_TCK). */
 const CLOCK_TICKS_PER_SECOND = 100;
 
@@ -26,4 +28,44 @@ export function processRssMiB(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The local system's processes besides this one (which hosts the system: control plane, functions, front). */
+export type ChildProcessName = 'gateway' | 'fleet' | 'dynalite';
+export const CHILD_PROCESSES: readonly ChildProcessName[] = ['gateway', 'fleet', 'dynalite'];
+export type ChildPids = Partial<Record<ChildProcessName, number>>;
+
+/** Per process, % of one core (the system's own process and whichever children were measured). */
+export interface ProcessCpuPercent {
+  system: number;
+  gateway?: number;
+  fleet?: number;
+  dynalite?: number;
+}
+
+export type CpuReading = { at: number; system: number } & Partial<Record<ChildProcessName, number>>;
+
+/** CPU seconds used so far by this process (`system`) and by the given children (those still readable). */
+export function cpuSecondsNow(pids: ChildPids): CpuReading {
+  const own = process.cpuUsage();
+  const reading: CpuReading = { at: performance.now(), system: (own.user + own.system) / 1e6 };
+  for (const name of CHILD_PROCESSES) {
+    const pid = pids[name];
+    const seconds = pid === undefined ? undefined : processCpuSeconds(pid);
+    if (seconds !== undefined) reading[name] = seconds;
+  }
+  return reading;
+}
+
+/** % of one core each process used between two cpuSecondsNow readings. */
+export function cpuPercentBetween(before: CpuReading, after: CpuReading): ProcessCpuPercent {
+  const wallSeconds = Math.max(0.001, (after.at - before.at) / 1000);
+  const percent = (from: number, to: number): number => round(((to - from) / wallSeconds) * 100, 0);
+  const result: ProcessCpuPercent = { system: percent(before.system, after.system) };
+  for (const name of CHILD_PROCESSES) {
+    const from = before[name];
+    const to = after[name];
+    if (from !== undefined && to !== undefined) result[name] = percent(from, to);
+  }
+  return result;
 }
