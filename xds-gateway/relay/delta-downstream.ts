@@ -107,9 +107,11 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
       case 'ack':
         state.pending = false;
         state.unanswered = undefined;
+        this.recordAnswer(typeUrl, state.sentSeq);
         break;
       case 'nack':
         state.pending = false;
+        this.recordAnswer(typeUrl, state.sentSeq);
         // Envoy applied none of it: it holds what it held before this response.
         for (const [name, previous] of state.unanswered ?? []) {
           if (previous === undefined) state.held.delete(name);

@@ -153,6 +153,8 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
   /** False until the stream's admission resolved: no response is sent before (see responsesHeld). */
   private admitted = true;
   private nonceCounter = 0;
+  /** Per type: seq of the last response answered (make-before-break waits on these). */
+  private readonly answers = new Map<string, number>();
   private untrack: (() => void) | undefined;
   private readonly rate: RequestRateLimit | undefined;
   private readonly bucket: TokenBucket | undefined;
@@ -215,6 +217,17 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
     this.context.logger.warn({ streamId: this.stream?.streamId, nodeId: this.stream?.identity.nodeId, code: grpc.status[code], details }, 'relay: ending downstream stream');
     this.closed(details);
     this.call.emit('error', { code, details });
+  }
+
+  answeredSeq(typeUrl: string): number {
+    return this.answers.get(typeUrl) ?? -1;
+  }
+
+  /** The client answered (ACK or NACK) the response of `typeUrl` at type seq `seq`. */
+  protected recordAnswer(typeUrl: string, seq: number): void {
+    if (seq <= (this.answers.get(typeUrl) ?? -1)) return;
+    this.answers.set(typeUrl, seq);
+    this.stream?.group.answered(typeUrl);
   }
 
   onTypeChanged(typeUrl: string): void {

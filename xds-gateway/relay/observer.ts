@@ -105,6 +105,8 @@ export interface RelayGroupInfo {
   currentSeq: number;
   /** Per type URL: the seqs at which that type changed, oldest first. */
   typeHistory: Record<string, number[]>;
+  /** Resources the control plane removed that stay served until clients moved off them (docs/GATEWAY.md, "Make-before-break"). */
+  pendingRemovals: number;
 }
 
 export interface RelayControl {

@@ -9,12 +9,15 @@ import type { AnyResource, DiscoveryResponse, SotwStream, XdsNode } from '../../
 import { RequestError } from './downstream-common';
 import type { RelayGroupInfo, RelayObserver, ReopenResult, UpstreamStateName } from './observer';
 import { DISCOVERY_RESOURCE_WRAPPER_TYPE_URL, resourceNameOf } from './resource-name';
+import { DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS, MakeBeforeBreak, type NamedResource } from './make-before-break';
 import { GroupCache } from './type-cache';
 import { UpstreamTypeStream, type BackoffOptions, type ResponseArrival } from './upstream-stream';
 
 /** A downstream stream's hook: the cache of `typeUrl` changed. Must not throw or block. */
 export interface TypeSubscriber {
   onTypeChanged(typeUrl: string): void;
+  /** Type seq of the last response of `typeUrl` this stream answered (ACK or NACK); -1 before any. */
+  answeredSeq(typeUrl: string): number;
   /** Ends the stream (the group moved to a new lineage: the Envoy reconnects, as after a restart). */
   end(code: grpc.status, details: string): void;
 }
@@ -44,6 +47,9 @@ const TYPE_PUSH_ORDER = [SDS_TYPE_URL, CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL,
 /** How long a barrier re-open waits for the first answer of a type that has no data yet (once). */
 const FIRST_ANSWER_WAIT_MS = 5000;
 
+/** How often, at most, answers trigger a make-before-break release check. */
+const RELEASE_CHECK_MS = 20;
+
 export function pushOrder(typeUrls: Iterable<string>): string[] {
   const rank = (typeUrl: string): number => {
     const index = TYPE_PUSH_ORDER.indexOf(typeUrl);
@@ -71,6 +77,11 @@ export interface RelayGroupDeps {
   maxTypes: number;
   /** Window (ms) to gather upstream changes before pushing them in ADS order; 0 = end of this turn. */
   pushCoalesceMs: number;
+  /**
+   * Longest a removed resource that clients may still use stays served (make-before-break.ts);
+   * default DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS.
+   */
+  makeBeforeBreakGraceMs?: number;
   /** Checked before each upstream response is cached (provenance mode); undefined: no check. */
   guard?: MonotonicityGuard;
   /**
@@ -95,9 +106,34 @@ export class RelayGroup {
   private readonly silentTypes = new Set<string>();
   /** Set when the guard refused content: nothing more is cached on this lineage. */
   private abandoned = false;
+  private readonly makeBeforeBreak: MakeBeforeBreak;
+  /** Upstream version_info of each type's last response (reported again when a release re-applies it). */
+  private readonly upstreamVersions = new Map<string, string>();
+  private releaseCheck: NodeJS.Timeout | undefined;
+  private releaseCheckAt = Number.POSITIVE_INFINITY;
 
   constructor(private readonly deps: RelayGroupDeps) {
     this.cache = new GroupCache(deps.group, deps.lineage);
+    this.makeBeforeBreak = new MakeBeforeBreak({
+      served: (typeUrl) => this.cache.snapshot(typeUrl)?.resources.values(),
+      answeredSeqs: (typeUrl) => [...(this.subscribers.get(typeUrl) ?? [])].map((subscriber) => subscriber.answeredSeq(typeUrl)),
+      now: () => deps.clock.now(),
+      graceMs: deps.makeBeforeBreakGraceMs ?? DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS,
+      logger: deps.logger,
+    });
+  }
+
+  /** Removed resources still served until their clients moved off them (make-before-break.ts). */
+  pendingRemovals(): number {
+    return this.makeBeforeBreak.pendingCount();
+  }
+
+  /**
+   * A stream answered a response of `typeUrl`: a removal waiting for every client to move may be due.
+   * Checked at most every RELEASE_CHECK_MS, not per answer: the check reads every subscriber.
+   */
+  answered(_typeUrl: string): void {
+    if (this.makeBeforeBreak.pendingCount() > 0) this.scheduleReleaseCheck(this.deps.clock.now() + RELEASE_CHECK_MS);
   }
 
   get group(): string {
@@ -113,7 +149,7 @@ export class RelayGroup {
   }
 
   info(): RelayGroupInfo {
-    return { group: this.group, lineage: this.lineage, currentSeq: this.cache.currentSeq, typeHistory: this.cache.typeHistory() };
+    return { group: this.group, lineage: this.lineage, currentSeq: this.cache.currentSeq, typeHistory: this.cache.typeHistory(), pendingRemovals: this.makeBeforeBreak.pendingCount() };
   }
 
   /** Upstream streams opened so far per type (tests: one stream per group and type). */
@@ -138,6 +174,8 @@ export class RelayGroup {
 
   unsubscribe(subscriber: TypeSubscriber): void {
     for (const set of this.subscribers.values()) set.delete(subscriber);
+    // A closed stream no longer holds a removal back.
+    if (this.makeBeforeBreak.pendingCount() > 0) this.scheduleReleaseCheck(this.deps.clock.now() + RELEASE_CHECK_MS);
   }
 
   /** Opens the type's upstream subscription on first demand (any type URL, known or not). */
@@ -191,7 +229,8 @@ export class RelayGroup {
     // X@G and every later seq must too. A response that would take an object with a watermark on this
     // lineage back (another or a restarted control-plane replica that is behind) is never given a seq
     // here; the group is replaced by one on a new lineage whose watermarks come from its own content.
-    const refusal = this.checkMonotone(typeUrl, incoming, arrival);
+    const served = this.makeBeforeBreak.contentFor(typeUrl, incoming);
+    const refusal = this.checkMonotone(typeUrl, served, arrival);
     if (refusal !== undefined) {
       this.abandoned = true;
       this.deps.logger.warn({ group: this.group, lineage: this.lineage, typeUrl, reason: refusal }, 'relay: upstream content would go back on this lineage; starting a new lineage');
@@ -199,7 +238,19 @@ export class RelayGroup {
       setImmediate(() => this.deps.requestNewLineage(refusal));
       return undefined;
     }
-    const { changed, seq } = this.cache.apply(typeUrl, incoming);
+    this.upstreamVersions.set(typeUrl, response.version_info ?? '');
+    this.applyServed(typeUrl, served);
+    return undefined;
+  }
+
+  /**
+   * Caches what the group serves for a type (upstream content plus what make-before-break keeps),
+   * reports it, and pushes it. The observer sees every seq, releases included: the tracking's lineage
+   * mirror and the provenance watermarks follow the served content, not the upstream's.
+   */
+  private applyServed(typeUrl: string, served: readonly NamedResource[]): void {
+    const referencedBefore = this.makeBeforeBreak.referencedChildren(typeUrl);
+    const { changed, seq } = this.cache.apply(typeUrl, served);
     const at = this.deps.clock.now();
     try {
       this.deps.observer.upstreamApplied({
@@ -208,17 +259,44 @@ export class RelayGroup {
         typeUrl,
         seq,
         changed,
-        upstreamVersion: response.version_info ?? '',
+        upstreamVersion: this.upstreamVersions.get(typeUrl) ?? '',
         upstreamEpoch: this.epoch,
-        resources: incoming.map(({ name, resource }) => ({ name, value: resource.value as Buffer })),
+        // The cache's objects: an unchanged resource keeps its bytes object across seqs, so listeners
+        // that decode (references, provenance) can cache by it.
+        resources: [...(this.cache.snapshot(typeUrl)?.resources.values() ?? [])].map(({ name, resource }) => ({ name, value: resource.value as Buffer })),
         at,
       });
     } catch (error) {
       this.deps.logger.error({ err: error, group: this.group, typeUrl }, 'relay: observer.upstreamApplied threw');
     }
-    this.deps.logger.debug({ group: this.group, typeUrl, seq, changed, resources: incoming.length }, 'relay: upstream response applied');
-    if (changed) this.markDirty(typeUrl);
-    return undefined;
+    this.deps.logger.debug({ group: this.group, typeUrl, seq, changed, resources: served.length }, 'relay: upstream response applied');
+    if (!changed) return;
+    this.makeBeforeBreak.parentChanged(typeUrl, seq, referencedBefore);
+    this.markDirty(typeUrl);
+    this.releaseDue();
+  }
+
+  /** Applies the removals make-before-break says are due, and arms the timer for the next deadline. */
+  private releaseDue(): void {
+    if (this.closed || this.abandoned) return;
+    for (const child of this.makeBeforeBreak.takeDue()) {
+      const upstream = this.makeBeforeBreak.upstreamOf(child);
+      if (upstream !== undefined) this.applyServed(child, this.makeBeforeBreak.contentFor(child, upstream));
+    }
+    const deadline = this.makeBeforeBreak.nextDeadline();
+    if (deadline !== undefined) this.scheduleReleaseCheck(deadline);
+  }
+
+  private scheduleReleaseCheck(at: number): void {
+    if (this.closed || at >= this.releaseCheckAt) return;
+    if (this.releaseCheck !== undefined) clearTimeout(this.releaseCheck);
+    this.releaseCheckAt = at;
+    this.releaseCheck = setTimeout(() => {
+      this.releaseCheck = undefined;
+      this.releaseCheckAt = Number.POSITIVE_INFINITY;
+      this.releaseDue();
+    }, Math.max(0, at - this.deps.clock.now()));
+    this.releaseCheck.unref();
   }
 
   private checkMonotone(typeUrl: string, incoming: readonly { name: string; resource: AnyResource }[], arrival: ResponseArrival): string | undefined {
@@ -366,6 +444,8 @@ export class RelayGroup {
 
   close(): void {
     this.closed = true;
+    if (this.releaseCheck !== undefined) clearTimeout(this.releaseCheck);
+    this.releaseCheck = undefined;
     this.flushScheduled?.cancel();
     this.flushScheduled = undefined;
     for (const upstream of this.upstreams.values()) upstream.close();

@@ -89,6 +89,11 @@ export interface RelayOptions {
    * RDS). Default 0: the end of the current event-loop turn. A few ms also orders the responses of
    * one control-plane rebuild that arrive on different upstream streams a moment apart.
    */
+  /**
+   * Longest a resource the control plane removed stays served while clients may still use it
+   * (make-before-break.ts; default 10 s).
+   */
+  makeBeforeBreakGraceMs?: number;
   pushCoalesceMs?: number;
   limits: {
     /** Largest downstream request accepted (grpc max receive). */
@@ -141,6 +146,7 @@ const optionsSchema = z.object({
   instanceId: lineagePart,
   bootId: lineagePart,
   pushCoalesceMs: z.number().int().min(0).max(10_000).optional(),
+  makeBeforeBreakGraceMs: z.number().int().min(0).max(600_000).optional(),
   limits: z.object({
     maxMessageBytes: z.number().int().positive(),
     maxStreamsPerConnection: z.number().int().positive().optional(),
@@ -275,6 +281,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       maxResourcesPerResponse,
       maxTypes: options.limits.maxTypesPerGroup ?? DEFAULT_RELAY_LIMITS.maxTypesPerGroup,
       pushCoalesceMs: options.pushCoalesceMs ?? 0,
+      ...(options.makeBeforeBreakGraceMs === undefined ? {} : { makeBeforeBreakGraceMs: options.makeBeforeBreakGraceMs }),
       ...(options.monotonicityGuard === undefined ? {} : { guard: options.monotonicityGuard }),
       requestNewLineage: (reason) => startNewLineage(group, reason),
     });

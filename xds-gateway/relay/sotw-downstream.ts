@@ -111,6 +111,7 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
       state.pending = false;
     } else {
       state.pending = false;
+      if (classification.kind === 'ack' || classification.kind === 'nack') this.recordAnswer(typeUrl, state.sentSeq);
       if (classification.kind === 'nack') {
         this.context.logger.info(
           { streamId, nodeId: identity.nodeId, typeUrl, version: classification.version, message: classification.message.slice(0, 500) },

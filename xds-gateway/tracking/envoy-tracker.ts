@@ -10,6 +10,7 @@ import {
   applyConnect,
   applyDisconnect,
   applyHeartbeat,
+  applyNamesAdded,
   applySent,
   applyTypeStreamClosed,
   newEnvoyState,
@@ -30,6 +31,7 @@ import type {
   UpstreamStateName,
 } from '../relay/observer';
 import { lineageStateFor, recordTypeChange } from './lineage-mirror';
+import { addsNames, firstMissing, nextSubscription, ReferenceHistory, REFERENCE_EDGES, unionOf, type Subscription } from './subscription-references';
 import type { Recorder } from './recorder';
 
 export interface TrackerMetrics {
@@ -61,7 +63,17 @@ interface StreamInfo {
   nodeId: string;
   group: string;
   lineage: string;
+  protocol: 'sotw' | 'delta';
   types: Set<string>;
+  /** Per type: the names this stream subscribes to (subscription-references.ts). */
+  subscriptions: Map<string, Subscription>;
+}
+
+/** The last reference check of one child type, reused while its inputs are the same objects. */
+interface ReferenceCheck {
+  referenced: ReadonlySet<string>;
+  subscription: Subscription;
+  missing: string | undefined;
 }
 
 interface TrackedEnvoy {
@@ -70,6 +82,8 @@ interface TrackedEnvoy {
   /** `${lineage}|${typeUrl}|${seq}` of pending responses already reported STUCK. */
   stuckReported: Set<string>;
   disconnectedAt?: number;
+  /** Per child type and referencing type: the last check (a full check reads every referenced name). */
+  referenceChecks: Map<string, ReferenceCheck>;
 }
 
 export interface UpstreamGroupStatus {
@@ -106,6 +120,7 @@ export class EnvoyTracker implements RelayObserver {
   private readonly upstream = new Map<string, UpstreamGroupStatus>();
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly upstreamAppliedListeners: Array<(e: UpstreamAppliedEvent) => void> = [];
+  private readonly references: ReferenceHistory;
 
   constructor(options: EnvoyTrackerOptions) {
     this.recorder = options.recorder;
@@ -116,6 +131,7 @@ export class EnvoyTracker implements RelayObserver {
     this.envoyHeartbeatMs = options.envoyHeartbeatMs ?? 60_000;
     this.forgetDisconnectedMs = options.forgetDisconnectedMs ?? 10 * 60_000;
     this.metrics = options.metrics;
+    this.references = new ReferenceHistory((error, typeUrl) => this.logger.warn({ err: error, typeUrl }, 'cannot read the references of a served resource'));
     const stuckEvery = options.stuckCheckIntervalMs ?? Math.max(100, Math.min(1000, Math.floor(this.ackTimeoutMs / 4)));
     this.every(stuckEvery, () => this.checkStuck());
     this.every(options.lineageHeartbeatMs ?? 5000, () => this.heartbeatLineages());
@@ -144,12 +160,12 @@ export class EnvoyTracker implements RelayObserver {
   // RelayObserver
 
   streamOpened(e: StreamOpenedEvent): void {
-    this.streams.set(e.streamId, { nodeId: e.node.nodeId, group: e.group, lineage: e.lineage, types: new Set() });
+    this.streams.set(e.streamId, { nodeId: e.node.nodeId, group: e.group, lineage: e.lineage, protocol: e.protocol, types: new Set(), subscriptions: new Map() });
     this.ensureLineage(e.lineage, e.group, e.at);
     const tracked = this.envoys.get(e.node.nodeId);
     if (tracked === undefined) {
       const state = newEnvoyState({ identity: e.node, group: e.group, lineage: e.lineage, now: e.at });
-      this.envoys.set(e.node.nodeId, { state, streams: new Set([e.streamId]), stuckReported: new Set() });
+      this.envoys.set(e.node.nodeId, { state, streams: new Set([e.streamId]), stuckReported: new Set(), referenceChecks: new Map() });
       this.write(state);
       return;
     }
@@ -166,12 +182,14 @@ export class EnvoyTracker implements RelayObserver {
       this.logger.warn({ streamId: e.streamId, nodeId: e.nodeId, typeUrl: e.typeUrl }, 'request on a stream we never saw open; ignored');
       return;
     }
-    if (e.classification.kind === 'initial') this.streams.get(e.streamId)?.types.add(e.typeUrl);
+    const stream = this.streams.get(e.streamId);
+    if (e.classification.kind === 'initial') stream?.types.add(e.typeUrl);
     const outcome = applyClassifiedRequest(tracked.state, e.classification, {
       typeUrl: e.typeUrl,
       lineage: e.lineage,
       now: e.at,
       eventRetentionMs: this.eventRetentionMs,
+      namesAdded: stream !== undefined && this.followSubscription(stream, e),
     });
     if (outcome.ignored !== undefined) {
       this.logger.debug({ nodeId: e.nodeId, typeUrl: e.typeUrl, streamId: e.streamId, reason: outcome.ignored }, 'request changed no type state');
@@ -183,7 +201,7 @@ export class EnvoyTracker implements RelayObserver {
         this.logger.info({ nodeId: e.nodeId, typeUrl: e.typeUrl, seq: outcome.event.seq, message: outcome.event.message?.slice(0, 200) }, 'NACK');
       }
     }
-    tracked.state = this.withProgrammedThrough(outcome.state);
+    tracked.state = this.withProgrammedThrough(this.withReferencesChecked(tracked, outcome.state, e.at));
     this.forgetStuckReports(tracked);
     this.write(tracked.state);
   }
@@ -191,7 +209,8 @@ export class EnvoyTracker implements RelayObserver {
   responseSent(e: ResponseSentEvent): void {
     const tracked = this.envoys.get(e.nodeId);
     if (tracked === undefined) return;
-    tracked.state = applySent(tracked.state, { typeUrl: e.typeUrl, version: e.version, now: e.at });
+    // A response sent while the subscription still lacks a referenced name cannot carry it.
+    tracked.state = this.withReferencesChecked(tracked, applySent(tracked.state, { typeUrl: e.typeUrl, version: e.version, now: e.at }), e.at);
     this.write(tracked.state);
   }
 
@@ -223,6 +242,7 @@ export class EnvoyTracker implements RelayObserver {
   upstreamApplied(e: UpstreamAppliedEvent): void {
     const lineage = this.ensureLineage(e.lineage, e.group, e.at);
     if (e.changed) {
+      this.references.record(e.lineage, e.typeUrl, e.seq, e.resources);
       const next = recordTypeChange(lineage, e.typeUrl, e.seq, e.at);
       if (next !== lineage) {
         this.lineages.set(e.lineage, next);
@@ -316,6 +336,7 @@ export class EnvoyTracker implements RelayObserver {
    */
   retireLineage(lineage: string): void {
     this.lineages.delete(lineage);
+    this.references.forget(lineage);
   }
 
   heartbeatLineages(now = this.clock.now()): void {
@@ -347,6 +368,65 @@ export class EnvoyTracker implements RelayObserver {
     this.lineages.set(lineage, state);
     this.recorder.enqueueLineageState(state);
     return state;
+  }
+
+  /**
+   * Follows the stream's subscription to the request's type; true when the request asks for a name it
+   * did not before (the core then holds the type back until a response sent after it is ACKed). SotW
+   * stale and unknown-nonce requests change nothing, as in the relay; Delta subscription changes apply
+   * on every request, and the relay reports the subscription after it.
+   */
+  private followSubscription(stream: StreamInfo, e: RequestClassifiedEvent): boolean {
+    const kind = e.classification.kind;
+    if (stream.protocol === 'sotw' && (kind === 'stale' || kind === 'unknownNonce')) return false;
+    const previous = stream.subscriptions.get(e.typeUrl);
+    const next = nextSubscription(previous, e.resourceNames, stream.protocol);
+    stream.subscriptions.set(e.typeUrl, next);
+    return addsNames(previous, next);
+  }
+
+  private subscriptionOf(tracked: TrackedEnvoy, typeUrl: string): Subscription | undefined {
+    const subscriptions: Subscription[] = [];
+    for (const streamId of tracked.streams) {
+      const subscription = this.streams.get(streamId)?.subscriptions.get(typeUrl);
+      if (subscription !== undefined) subscriptions.push(subscription);
+    }
+    return unionOf(subscriptions);
+  }
+
+  /**
+   * Holds back every type whose subscription lacks a name that what the Envoy ACKed of a referencing
+   * type names (subscription-references.ts): a route's cluster it has not asked for yet, a cluster's
+   * endpoints. Such a type stays behind (NamesChange, not yet sent) until the Envoy subscribes to the
+   * name and ACKs a response sent after that.
+   */
+  private withReferencesChecked(tracked: TrackedEnvoy, state: EnvoyState, now: number): EnvoyState {
+    let next = state;
+    for (const edge of REFERENCE_EDGES) {
+      const type = next.types[edge.child];
+      if (type === undefined || !type.subscribed || type.lineage !== next.lineage) continue;
+      const child = this.subscriptionOf(tracked, edge.child);
+      if (child === undefined || child.wildcard) continue;
+      let missing: string | undefined;
+      for (const parentTypeUrl of edge.parents) {
+        const parent = next.types[parentTypeUrl];
+        if (parent?.subscribed !== true || parent.acked === undefined || parent.lineage !== type.lineage) continue;
+        const parentSubscription = this.subscriptionOf(tracked, parentTypeUrl);
+        if (parentSubscription === undefined) continue;
+        const referenced = this.references.referencedBy(type.lineage, parentTypeUrl, parent.acked, parentSubscription, edge.key);
+        if (referenced === undefined) continue;
+        const key = `${edge.child}|${parentTypeUrl}`;
+        const last = tracked.referenceChecks.get(key);
+        const check = last !== undefined && last.referenced === referenced && last.subscription === child ? last : { referenced, subscription: child, missing: firstMissing(referenced, child) };
+        tracked.referenceChecks.set(key, check);
+        missing = check.missing;
+        if (missing !== undefined) break;
+      }
+      if (missing === undefined || (type.namesChange !== undefined && !type.namesChange.sent)) continue;
+      this.logger.debug({ nodeId: next.nodeId, typeUrl: edge.child, missing }, 'Envoy has not subscribed to a name what it accepted references');
+      next = applyNamesAdded(next, { typeUrl: edge.child, lineage: type.lineage, now });
+    }
+    return next;
   }
 
   private withProgrammedThrough(state: EnvoyState): EnvoyState {

@@ -141,7 +141,9 @@ describe('relay lifecycle', () => {
       expect(result.types[typeUrl]).toBe(applied[0]?.seq);
     }
     const cds = appliedAtResolution.filter((e) => e.typeUrl === CLUSTER_TYPE_URL && e.upstreamEpoch === 2)[0];
-    expect(cds?.resources.map((r) => r.name)).toEqual(['default/app/9096']);
+    // The old cluster is still served beside the new one: the served route references it until the
+    // RDS of this rebuild is applied (make-before-break keeps it until clients moved off it).
+    expect(cds?.resources.map((r) => r.name)).toEqual(['default/app/9096', 'default/app/8080']);
     expect(result.lineage).toBe('gw-test.boot-1.sim');
     expect(result.seq).toBeGreaterThanOrEqual(Math.max(...Object.values(result.types)));
     // One re-open for both calls: two streams per type in total at the control plane.

@@ -12,12 +12,14 @@ import {
   createDiscoveryClient,
   openAdsSotw,
   packAny,
+  unpackAny as unpackAnyResource,
   serviceDefinition,
   type AnyResource,
   type DiscoveryRequest,
   type DiscoveryResponse,
 } from '../../../common/xds';
 import type { Relay } from '../../../xds-gateway/relay';
+import { grpcCluster, grpcClusterLoadAssignment, grpcListener, grpcRouteConfiguration } from '../../../infra/local/envoys/grpcXdsResources';
 import { eventually, RecordingObserver, sleep, startTestRelay } from './helpers';
 import { StreamReader } from './stream-reader';
 
@@ -196,5 +198,116 @@ describe('relay against a scripted upstream', () => {
     const served = await late.next();
     expect(served.version_info).toBe(first.version_info);
     expect(bytes(served)).toEqual(good.map((r) => Buffer.from(r.value).toString('hex')));
+  });
+
+  describe('make-before-break: a route moving to another cluster', () => {
+    const TYPES = [LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL, CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL];
+    const endpoints = (name: string): AnyResource => grpcClusterLoadAssignment(name, [{ host: '127.0.0.1', port: 8080 }]);
+    const names = (response: DiscoveryResponse): string[] =>
+      (response.resources ?? []).map((r) => (r.type_url === CLUSTER_LOAD_ASSIGNMENT_TYPE_URL ? String(unpack(r)['cluster_name']) : String(unpack(r)['name'])));
+    const unpack = (resource: AnyResource): Record<string, unknown> => unpackAnyResource(resource);
+
+    /** A gRPC-like client on one ADS stream, subscribing by name; answers every response at once. */
+    async function grpcLikeClient(relayUnderTest: Relay, nodeId: string, group: string) {
+      const adsClient = createDiscoveryClient(ADS_SERVICE, `127.0.0.1:${relayUnderTest.port}`);
+      const stream = new StreamReader(openAdsSotw(adsClient));
+      readers.push(stream);
+      const subscriptions = new Map<string, string[]>([
+        [LISTENER_TYPE_URL, ['web']],
+        [ROUTE_CONFIGURATION_TYPE_URL, ['web-routes']],
+        [CLUSTER_TYPE_URL, ['a']],
+        [CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, ['a']],
+      ]);
+      const last = new Map<string, DiscoveryResponse>();
+      stream.send({ node: { id: nodeId, cluster: group }, type_url: LISTENER_TYPE_URL, resource_names: subscriptions.get(LISTENER_TYPE_URL) });
+      for (const typeUrl of TYPES.slice(1)) stream.send({ type_url: typeUrl, resource_names: subscriptions.get(typeUrl) });
+      const received: Array<{ typeUrl: string; names: string[] }> = [];
+      const take = async (): Promise<DiscoveryResponse> => {
+        const response = await stream.next();
+        last.set(response.type_url ?? '', response);
+        received.push({ typeUrl: response.type_url ?? '', names: names(response) });
+        return response;
+      };
+      const ack = (response: DiscoveryResponse): void =>
+        stream.send({ type_url: response.type_url, response_nonce: response.nonce, version_info: response.version_info, resource_names: subscriptions.get(response.type_url ?? '') });
+      const resubscribe = (typeUrl: string, next: string[]): void => {
+        subscriptions.set(typeUrl, next);
+        const previous = last.get(typeUrl);
+        stream.send({ type_url: typeUrl, response_nonce: previous?.nonce, version_info: previous?.version_info, resource_names: next });
+      };
+      return { stream, take, ack, resubscribe, received, close: () => adsClient.close() };
+    }
+
+    test('ADS: the old cluster is not removed under a by-name client before the route has moved off it', async () => {
+      const relayUnderTest = await startTestRelay(`127.0.0.1:${upstream.port}`, new RecordingObserver(), { instanceId: 'gw-mbb' });
+      const client = await grpcLikeClient(relayUnderTest, 'mbb-1', 'mbb');
+      try {
+        await eventually(() => TYPES.every((typeUrl) => upstream.requests.some((r) => r.type_url === typeUrl && r.node?.id === 'mbb-1.via.gw-mbb')), 'all four types subscribed upstream');
+        upstream.respond(LISTENER_TYPE_URL, 'v1', [grpcListener('web', 'web-routes')]);
+        upstream.respond(ROUTE_CONFIGURATION_TYPE_URL, 'v1', [grpcRouteConfiguration('web-routes', 'a')]);
+        upstream.respond(CLUSTER_TYPE_URL, 'v1', [grpcCluster('a')]);
+        upstream.respond(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, 'v1', [endpoints('a')]);
+        for (let i = 0; i < TYPES.length; i++) client.ack(await client.take());
+
+        // The rebuild arrives in the worst order for this client: the cluster list without a first.
+        upstream.respond(CLUSTER_TYPE_URL, 'v2', [grpcCluster('b')]);
+        upstream.respond(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, 'v2', [endpoints('b')]);
+        await sleep(30);
+        upstream.respond(ROUTE_CONFIGURATION_TYPE_URL, 'v2', [grpcRouteConfiguration('web-routes', 'b')]);
+        let movedAt = -1;
+        for (;;) {
+          const response = await client.take();
+          if (response.type_url === ROUTE_CONFIGURATION_TYPE_URL) {
+            movedAt = client.received.length - 1;
+            client.ack(response);
+            // As gRPC does: the route's cluster is asked for only after the route was accepted.
+            client.resubscribe(CLUSTER_TYPE_URL, ['a', 'b']);
+            continue;
+          }
+          client.ack(response);
+          if (response.type_url === CLUSTER_TYPE_URL && names(response).includes('b')) break;
+        }
+        client.resubscribe(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, ['a', 'b']);
+        client.resubscribe(CLUSTER_TYPE_URL, ['b']);
+        // Every CDS/EDS response before the move still held a for this client.
+        const beforeMove = client.received.slice(0, movedAt).filter((r) => r.typeUrl === CLUSTER_TYPE_URL || r.typeUrl === CLUSTER_LOAD_ASSIGNMENT_TYPE_URL);
+        expect(beforeMove.length).toBeGreaterThan(TYPES.length / 2);
+        expect(beforeMove.every((r) => r.names.includes('a'))).toBe(true);
+        // Once every client answered the move, a is removed (a new version of each type), well
+        // before the 10 s grace period.
+        const info = () => relayUnderTest.control.groups().find((g) => g.group === 'mbb');
+        const started = Date.now();
+        while (info()?.pendingRemovals !== 0 && Date.now() - started < 5000) {
+          const response = await client.take().catch(() => undefined);
+          if (response !== undefined) client.ack(response);
+        }
+        expect(info()?.pendingRemovals).toBe(0);
+      } finally {
+        client.close();
+        await relayUnderTest.control.close();
+      }
+    });
+
+    test('a client that never answers the move holds the removal back for the grace period only', async () => {
+      const relayUnderTest = await startTestRelay(`127.0.0.1:${upstream.port}`, new RecordingObserver(), { instanceId: 'gw-grace', makeBeforeBreakGraceMs: 300 });
+      const client = await grpcLikeClient(relayUnderTest, 'grace-1', 'grace');
+      try {
+        await eventually(() => TYPES.every((typeUrl) => upstream.requests.some((r) => r.type_url === typeUrl && r.node?.id === 'grace-1.via.gw-grace')), 'all four types subscribed upstream');
+        upstream.respond(LISTENER_TYPE_URL, 'v1', [grpcListener('web', 'web-routes')]);
+        upstream.respond(ROUTE_CONFIGURATION_TYPE_URL, 'v1', [grpcRouteConfiguration('web-routes', 'a')]);
+        upstream.respond(CLUSTER_TYPE_URL, 'v1', [grpcCluster('a')]);
+        upstream.respond(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, 'v1', [endpoints('a')]);
+        for (let i = 0; i < TYPES.length; i++) client.ack(await client.take());
+        upstream.respond(ROUTE_CONFIGURATION_TYPE_URL, 'v2', [grpcRouteConfiguration('web-routes', 'b')]);
+        upstream.respond(CLUSTER_TYPE_URL, 'v2', [grpcCluster('b')]);
+        // The RDS move is received but never answered; CDS responses are.
+        const info = () => relayUnderTest.control.groups().find((g) => g.group === 'grace');
+        await eventually(() => (info()?.pendingRemovals ?? 0) > 0, 'a pending removal');
+        await eventually(() => info()?.pendingRemovals === 0, 'the removal released after the grace period', 5000);
+      } finally {
+        client.close();
+        await relayUnderTest.control.close();
+      }
+    });
   });
 });

@@ -1,0 +1,139 @@
+// The tracker holds an Envoy back while its subscription lacks a name that what it ACKed references
+// (xds-gateway/tracking/subscription-references.ts). The scenario is the one a gRPC client plays:
+// it ACKs a route that moved to a new cluster, and only then asks for the cluster by name, then for
+// its endpoints. Before, the RDS ACK alone made the Envoy programmed through the route's seq.
+import pino from 'pino';
+import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, encodeVersion, type EnvoyState, type LineageState, type RequestClass } from '../../../common/core';
+import { grpcCluster, grpcClusterLoadAssignment, grpcListener, grpcRouteConfiguration } from '../../../infra/local/envoys/grpcXdsResources';
+import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
+import type { Recorder } from '../../../xds-gateway/tracking/recorder';
+import type { AnyResource } from '../../../common/xds';
+
+const LINEAGE = 'gw-0.boot-1.grpc';
+const STREAM = 's-1';
+const NODE = 'grpc-0';
+
+/** Collects what the tracker enqueues; the tracker itself is synchronous in-memory logic. */
+class CollectingRecorder {
+  readonly states: EnvoyState[] = [];
+  enqueueEnvoyState(state: EnvoyState): void {
+    this.states.push(state);
+  }
+  enqueueEvent(): void {}
+  enqueueLineageState(_state: LineageState): void {}
+  forgetEnvoy(): boolean {
+    return true;
+  }
+}
+
+function setup() {
+  let now = 1_000;
+  const recorder = new CollectingRecorder();
+  const tracker = new EnvoyTracker({ recorder: recorder as unknown as Recorder, logger: pino({ level: 'silent' }), clock: { now: () => now }, stuckCheckIntervalMs: 3_600_000, lineageHeartbeatMs: 3_600_000, envoyHeartbeatMs: 3_600_000 });
+  let seq = 0;
+  const versions = new Map<string, number>();
+  const nonces = new Map<string, number>();
+  const apply = (typeUrl: string, resources: Array<{ name: string; resource: AnyResource }>): number => {
+    seq += 1;
+    versions.set(typeUrl, seq);
+    tracker.upstreamApplied({ group: 'grpc', lineage: LINEAGE, typeUrl, seq, changed: true, upstreamVersion: `u${seq}`, upstreamEpoch: 1, resources: resources.map(({ name, resource }) => ({ name, value: resource.value as Buffer })), at: now++ });
+    return seq;
+  };
+  const request = (typeUrl: string, classification: RequestClass, names: string[]): void =>
+    tracker.requestClassified({ streamId: STREAM, nodeId: NODE, typeUrl, lineage: LINEAGE, classification, resourceNames: names, at: now++ });
+  /** The gateway sends the type's current version; returns the nonce. */
+  const send = (typeUrl: string): string => {
+    const nonce = String((nonces.get(typeUrl) ?? 0) + 1);
+    nonces.set(typeUrl, Number(nonce));
+    tracker.responseSent({ streamId: STREAM, nodeId: NODE, typeUrl, version: { lineage: LINEAGE, seq: versions.get(typeUrl) ?? 0 }, nonce, resourceCount: 1, at: now++ });
+    return nonce;
+  };
+  const ack = (typeUrl: string, nonce: string, names: string[]): void =>
+    request(typeUrl, { kind: 'ack', nonce, version: encodeVersion({ lineage: LINEAGE, seq: versions.get(typeUrl) ?? 0 }) }, names);
+  const sendAndAck = (typeUrl: string, names: string[]): void => ack(typeUrl, send(typeUrl), names);
+  const through = (): number | undefined => tracker.envoyState(NODE)?.programmedThrough;
+  tracker.streamOpened({ streamId: STREAM, node: { nodeId: NODE, cluster: 'grpc', metadata: {}, locality: {} } as never, group: 'grpc', lineage: LINEAGE, protocol: 'sotw', service: 'ads', at: now++ });
+  return { tracker, apply, request, send, ack, sendAndAck, through };
+}
+
+const listener = { name: 'web', resource: grpcListener('web', 'web-routes') };
+const routesTo = (cluster: string) => ({ name: 'web-routes', resource: grpcRouteConfiguration('web-routes', cluster) });
+const cluster = (name: string) => ({ name, resource: grpcCluster(name) });
+const endpoints = (name: string) => ({ name, resource: grpcClusterLoadAssignment(name, [{ host: '127.0.0.1', port: 8080 }]) });
+
+test('an ACKed route whose new cluster the client has not asked for does not make it programmed; the cluster and its endpoints ACKed do', () => {
+  const t = setup();
+  t.apply(LDS_TYPE_URL, [listener]);
+  t.apply(RDS_TYPE_URL, [routesTo('a')]);
+  t.apply(CDS_TYPE_URL, [cluster('a')]);
+  t.apply(EDS_TYPE_URL, [endpoints('a')]);
+  for (const [typeUrl, names] of [[LDS_TYPE_URL, ['web']], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, ['a']], [EDS_TYPE_URL, ['a']]] as const) {
+    t.request(typeUrl, { kind: 'initial', versionInfo: '' }, [...names]);
+    t.sendAndAck(typeUrl, [...names]);
+  }
+  expect(t.through()).toBe(4);
+
+  // The control plane moves the route to cluster b (one rebuild: CDS and EDS gain b, RDS moves).
+  t.apply(CDS_TYPE_URL, [cluster('a'), cluster('b')]);
+  t.apply(EDS_TYPE_URL, [endpoints('a'), endpoints('b')]);
+  const moved = t.apply(RDS_TYPE_URL, [routesTo('b')]);
+  // The client is sent the new CDS/EDS versions for its names (a only) and the new route; it ACKs all.
+  t.sendAndAck(CDS_TYPE_URL, ['a']);
+  t.sendAndAck(EDS_TYPE_URL, ['a']);
+  t.sendAndAck(RDS_TYPE_URL, ['web-routes']);
+  // Every type is ACKed at the current version, but the route's cluster b is not held.
+  expect(t.tracker.envoyState(NODE)?.types[RDS_TYPE_URL]?.acked).toBe(moved);
+  expect(t.through() ?? 0).toBeLessThan(moved);
+
+  // It asks for b (the request also answers nothing new), is sent CDS with b and ACKs it.
+  t.request(CDS_TYPE_URL, { kind: 'update', nonce: '2', reason: 'versionNotAccepted' }, ['a', 'b']);
+  expect(t.through() ?? 0).toBeLessThan(moved);
+  t.sendAndAck(CDS_TYPE_URL, ['a', 'b']);
+  // Cluster b held, its endpoints not yet asked for.
+  expect(t.through() ?? 0).toBeLessThan(moved);
+  t.request(EDS_TYPE_URL, { kind: 'update', nonce: '2', reason: 'versionNotAccepted' }, ['a', 'b']);
+  t.sendAndAck(EDS_TYPE_URL, ['a', 'b']);
+  expect(t.through()).toBe(moved);
+});
+
+test('a response sent before the client asked for the missing name does not count for it', () => {
+  const t = setup();
+  t.apply(LDS_TYPE_URL, [listener]);
+  t.apply(RDS_TYPE_URL, [routesTo('a')]);
+  t.apply(CDS_TYPE_URL, [cluster('a'), cluster('b')]);
+  t.apply(EDS_TYPE_URL, [endpoints('a'), endpoints('b')]);
+  for (const [typeUrl, names] of [[LDS_TYPE_URL, ['web']], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, ['a']], [EDS_TYPE_URL, ['a']]] as const) {
+    t.request(typeUrl, { kind: 'initial', versionInfo: '' }, [...names]);
+    t.sendAndAck(typeUrl, [...names]);
+  }
+  const moved = t.apply(RDS_TYPE_URL, [routesTo('b')]);
+  t.sendAndAck(RDS_TYPE_URL, ['web-routes']);
+  // An unrelated CDS change reaches the client while it still subscribes to a only: ACKing it is no proof of b.
+  t.apply(CDS_TYPE_URL, [cluster('a'), cluster('b'), cluster('c')]);
+  t.sendAndAck(CDS_TYPE_URL, ['a']);
+  t.sendAndAck(EDS_TYPE_URL, ['a']);
+  expect(t.through() ?? 0).toBeLessThan(moved);
+});
+
+test('wildcard subscriptions (Envoy\'s LDS and CDS) need no names; EDS by name does', () => {
+  const t = setup();
+  t.apply(LDS_TYPE_URL, [listener]);
+  t.apply(RDS_TYPE_URL, [routesTo('a')]);
+  t.apply(CDS_TYPE_URL, [cluster('a')]);
+  t.apply(EDS_TYPE_URL, [endpoints('a')]);
+  for (const [typeUrl, names] of [[LDS_TYPE_URL, []], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, []], [EDS_TYPE_URL, ['a']]] as const) {
+    t.request(typeUrl, { kind: 'initial', versionInfo: '' }, [...names]);
+    t.sendAndAck(typeUrl, [...names]);
+  }
+  t.apply(CDS_TYPE_URL, [cluster('a'), cluster('b')]);
+  t.apply(EDS_TYPE_URL, [endpoints('a'), endpoints('b')]);
+  const moved = t.apply(RDS_TYPE_URL, [routesTo('b')]);
+  t.sendAndAck(CDS_TYPE_URL, []);
+  t.sendAndAck(RDS_TYPE_URL, ['web-routes']);
+  t.sendAndAck(EDS_TYPE_URL, ['a']);
+  // CDS is wildcard (b held), but b's endpoints are not subscribed.
+  expect(t.through() ?? 0).toBeLessThan(moved);
+  t.request(EDS_TYPE_URL, { kind: 'update', nonce: '2', reason: 'versionNotAccepted' }, ['a', 'b']);
+  t.sendAndAck(EDS_TYPE_URL, ['a', 'b']);
+  expect(t.through()).toBe(moved);
+});

@@ -1,0 +1,129 @@
+// What an Envoy has yet to ask for. An xDS client learns the names it needs from what it accepted: a
+// listener names its route configuration, a route its clusters, an EDS cluster its endpoints (gRFC A27
+// for gRPC; Envoy for RDS and EDS). So right after it ACKs a route that moved to a new cluster it holds
+// the route but not the cluster, and it asks for the cluster only in a later request. An ACK at or past
+// the watermark on every type then says nothing yet about the new cluster: the type whose subscription
+// lacks a referenced name is behind (the core's NamesChange) until the client subscribed to the name
+// and ACKed a response sent after that (docs/ARCHITECTURE.md, "Added names"; docs/GATEWAY.md).
+//
+// Two parts, both in memory and synchronous (tracker callbacks never wait on I/O):
+// - Subscription: one stream's names for one type, following the relay's rules (sotw-downstream.ts,
+//   delta-downstream.ts: legacy wildcard, `*`);
+// - ReferenceHistory: per lineage and referencing type, which names each resource referenced at the
+//   type's recent versions (from the relay's upstreamApplied, decoded once per distinct resource bytes).
+import type { Lineage } from '../../common/core';
+import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../common/core';
+import { cachedReferencesOf, type ReferencedType } from '../../common/xds/references';
+
+export interface Subscription {
+  wildcard: boolean;
+  /** SotW: the stream started with empty names (legacy wildcard), and stays wildcard while it sends none. */
+  legacyWildcard: boolean;
+  names: ReadonlySet<string>;
+}
+
+/** The subscription after a request carrying `resourceNames` (SotW: resource_names; Delta: the relay's post-request view). */
+export function nextSubscription(previous: Subscription | undefined, resourceNames: readonly string[], protocol: 'sotw' | 'delta'): Subscription {
+  const names = new Set(resourceNames.filter((name) => name !== '*'));
+  const star = resourceNames.includes('*');
+  if (protocol === 'delta') return { wildcard: star, legacyWildcard: false, names };
+  const legacyWildcard = previous === undefined ? resourceNames.length === 0 : previous.legacyWildcard && resourceNames.length === 0;
+  return { wildcard: legacyWildcard || star, legacyWildcard, names };
+}
+
+/** Whether `next` asks for a name `previous` did not (a wildcard covers every name). */
+export function addsNames(previous: Subscription | undefined, next: Subscription): boolean {
+  if (previous === undefined || previous.wildcard) return false;
+  if (next.wildcard) return true;
+  for (const name of next.names) if (!previous.names.has(name)) return true;
+  return false;
+}
+
+/** The union of several streams' subscriptions to one type (per-type streams: usually one). */
+export function unionOf(subscriptions: readonly Subscription[]): Subscription | undefined {
+  // One stream (ADS, or one per-type stream): its own object, so callers can memoise by identity.
+  if (subscriptions.length <= 1) return subscriptions[0];
+  let wildcard = false;
+  let any = false;
+  const names = new Set<string>();
+  for (const subscription of subscriptions) {
+    any = true;
+    wildcard ||= subscription.wildcard;
+    for (const name of subscription.names) names.add(name);
+  }
+  return any ? { wildcard, legacyWildcard: false, names } : undefined;
+}
+
+/** child type ← the types whose resources name its resources, and by which edge. */
+export const REFERENCE_EDGES: ReadonlyArray<{ child: string; key: ReferencedType; parents: readonly string[] }> = [
+  { child: RDS_TYPE_URL, key: 'RDS', parents: [LDS_TYPE_URL] },
+  { child: CDS_TYPE_URL, key: 'CDS', parents: [RDS_TYPE_URL, LDS_TYPE_URL] },
+  { child: EDS_TYPE_URL, key: 'EDS', parents: [CDS_TYPE_URL] },
+];
+const PARENT_TYPES = new Set(REFERENCE_EDGES.flatMap((edge) => edge.parents));
+
+interface VersionReferences {
+  seq: number;
+  byName: ReadonlyMap<string, Readonly<Record<ReferencedType, readonly string[]>>>;
+  /** Per edge key: every name any resource references (for wildcard subscribers), built on first use. */
+  all: Map<ReferencedType, ReadonlySet<string>>;
+}
+
+/** Versions kept per lineage and type: an Envoy more changes behind is judged on the oldest kept. */
+export const REFERENCE_HISTORY_VERSIONS = 32;
+
+export class ReferenceHistory {
+  private readonly versions = new Map<string, VersionReferences[]>();
+
+  constructor(private readonly onError: (error: unknown, typeUrl: string) => void = () => undefined) {}
+
+  /** A type's served content at `seq` (relay upstreamApplied with changed content). */
+  record(lineage: Lineage, typeUrl: string, seq: number, resources: ReadonlyArray<{ name: string; value: Buffer }>): void {
+    if (!PARENT_TYPES.has(typeUrl)) return;
+    const byName = new Map<string, Readonly<Record<ReferencedType, readonly string[]>>>();
+    for (const { name, value } of resources) byName.set(name, cachedReferencesOf({ type_url: typeUrl, value }, (error) => this.onError(error, typeUrl)));
+    const key = `${lineage}|${typeUrl}`;
+    const list = this.versions.get(key) ?? [];
+    if (list.length > 0 && (list[list.length - 1] as VersionReferences).seq >= seq) return;
+    list.push({ seq, byName, all: new Map() });
+    if (list.length > REFERENCE_HISTORY_VERSIONS) list.splice(0, list.length - REFERENCE_HISTORY_VERSIONS);
+    this.versions.set(key, list);
+  }
+
+  /** Forgets a lineage (retired or dead): its versions are never asked about again. */
+  forget(lineage: Lineage): void {
+    for (const key of [...this.versions.keys()]) if (key.startsWith(`${lineage}|`)) this.versions.delete(key);
+  }
+
+  /**
+   * The names of edge `key` referenced by what a client holds of `typeUrl` at its ACKed `seq`, given
+   * its subscription to that type. Undefined when nothing is known of the type on that lineage.
+   */
+  referencedBy(lineage: Lineage, typeUrl: string, seq: number, subscription: Subscription, key: ReferencedType): ReadonlySet<string> | undefined {
+    const list = this.versions.get(`${lineage}|${typeUrl}`);
+    if (list === undefined || list.length === 0) return undefined;
+    // The content the client holds: the type's last change at or before its ACKed seq.
+    let version = list[0] as VersionReferences;
+    for (const candidate of list) if (candidate.seq <= seq) version = candidate;
+    if (subscription.wildcard) {
+      let all = version.all.get(key);
+      if (all === undefined) {
+        const names = new Set<string>();
+        for (const references of version.byName.values()) for (const name of references[key]) names.add(name);
+        all = names;
+        version.all.set(key, all);
+      }
+      return all;
+    }
+    const names = new Set<string>();
+    for (const name of subscription.names) for (const referenced of version.byName.get(name)?.[key] ?? []) names.add(referenced);
+    return names;
+  }
+}
+
+/** A name the child subscription lacks, of those `referenced` names; undefined when it covers them all. */
+export function firstMissing(referenced: ReadonlySet<string>, child: Subscription): string | undefined {
+  if (child.wildcard) return undefined;
+  for (const name of referenced) if (!child.names.has(name)) return name;
+  return undefined;
+}
