@@ -7,7 +7,7 @@ import type { RebuildLog } from '../../infra/local/control-plane/rebuild-log';
 import { TYPE_SHORT_NAMES, type ResourceTypeUrl } from '../../common/xds';
 import type { ConditionWrite } from './observer';
 
-export type InvariantId = 'I1-true-only-when-programmed' | 'I2-nack-shown' | 'I3-recovery' | 'I4-bounded-writes' | 'I5-no-drift' | 'checker';
+export type InvariantId = 'I1-true-only-when-programmed' | 'I1-client-content' | 'I2-nack-shown' | 'I3-recovery' | 'I4-bounded-writes' | 'I5-no-drift' | 'checker';
 
 export interface Violation {
   invariant: InvariantId;
