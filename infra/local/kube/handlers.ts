@@ -2,16 +2,28 @@
 // DELETECOLLECTION. Anything else is a 405; unknown subresources are 404.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { ApiError, errors } from './errors';
+import { errors } from './errors';
 import { mediaTypeOf, parseJsonBody, parseYamlBody, readBody, requireJsonObject, sendJson } from './http';
-import { deepCopy, isJsonObject, metadataOf, stringField, type Json, type JsonObject } from './json';
-import type { ApiObjects, DeletePreconditions, FieldValidation, WriteOptions } from './objects';
+import { deepCopy, isJsonObject, metadataOf, type Json, type JsonObject } from './json';
+import type { ApiObjects, WriteOptions } from './objects';
 import { applyPatchBody, patchTypeOf } from './patch';
 import { decodeKubernetesProtobuf } from './protobuf';
 import { apiVersionOf, BUILT_IN_TYPES, resourceKey, type ResourceType } from './resources';
-import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from './selectors';
+import {
+  decodeDeleteOptions,
+  decodeListOptions,
+  decodePatchOptions,
+  decodeWriteOptions,
+  parseResourceVersion,
+  prettyOf,
+  type DeleteOptions,
+  type ListOptions,
+  type QueryValues,
+  type WriteParameters,
+} from './query';
+import { matchesFields, matchesLabels } from './selectors';
 import { namespaceOf, type ObjectStore } from './store';
-import { isWatchRequest, startWatch, type ActiveWatch } from './watch';
+import { startWatch, type ActiveWatch, type WatchStart } from './watch';
 
 export interface ResourceRequest {
   group: string;
@@ -33,7 +45,7 @@ export interface HandlerContext {
   watches: Set<ActiveWatch>;
 }
 
-export async function handleResource(ctx: HandlerContext, req: IncomingMessage, res: ServerResponse, query: URLSearchParams, request: ResourceRequest): Promise<void> {
+export async function handleResource(ctx: HandlerContext, req: IncomingMessage, res: ServerResponse, query: QueryValues, request: ResourceRequest): Promise<void> {
   const { type, name, subresource } = request;
   const method = req.method ?? 'GET';
   if (subresource !== undefined && !(subresource === 'status' && type.hasStatusSubresource)) {
@@ -43,25 +55,31 @@ export async function handleResource(ctx: HandlerContext, req: IncomingMessage, 
     throw errors.pathNotFound(`${type.kind} is namespaced: use /namespaces/<namespace>/${type.plural}/${name}`);
   }
   if (!type.namespaced && request.namespace !== undefined) throw errors.pathNotFound(`${type.kind} is cluster-scoped`);
-  if (query.get('dryRun')) throw errors.notImplemented('dryRun is not implemented by this local API server');
   const render = (object: JsonObject): JsonObject => ({ ...object, apiVersion: apiVersionOf(request.group, request.version) });
+  const pretty = prettyOf(query);
+  const send = (code: number, body: Json, warnings: string[] = []): void => sendJson(res, code, body, warnings, pretty);
 
   if (name === undefined) {
     switch (method) {
-      case 'GET':
-        if (isWatchRequest(query)) return watch(ctx, res, query, request, render);
-        return sendJson(res, 200, list(ctx, query, request, render));
+      case 'GET': {
+        const options = decodeListOptions(query);
+        if (options.watch) return watch(ctx, res, options, request, render);
+        return send(200, list(ctx, options, request, render));
+      }
       case 'POST': {
+        const parameters = writeParameters(decodeWriteOptions(query, 'CreateOptions'));
         const body = requireJsonObject(await readJson(ctx, req), 'the object');
         checkKindAndVersion(body, request);
-        const options = writeOptions(query);
-        const created = ctx.objects.create(type, request.namespace, body, options);
-        return sendJson(res, 201, render(created), options.warnings);
+        const created = ctx.objects.create(type, request.namespace, body, parameters);
+        return send(201, render(created), parameters.warnings);
       }
-      case 'DELETE':
+      case 'DELETE': {
         // As in Kubernetes, deletecollection of a namespaced kind exists only per namespace.
         if (type.namespaced && request.namespace === undefined) throw errors.methodNotAllowed(`delete ${type.plural} in one namespace at a time`);
-        return sendJson(res, 200, deleteCollection(ctx, query, request, render));
+        const listOptions = decodeListOptions(query);
+        const deleteOptions = await readDeleteOptions(ctx, req, query);
+        return send(200, deleteCollection(ctx, listOptions, deleteOptions, request, render));
+      }
       default:
         throw errors.methodNotAllowed(`${method} is not supported on a ${type.kind} collection`);
     }
@@ -69,35 +87,57 @@ export async function handleResource(ctx: HandlerContext, req: IncomingMessage, 
 
   switch (method) {
     case 'GET':
-      if (isWatchRequest(query)) throw errors.badRequest('watch a single object with a fieldSelector metadata.name=<name> on the collection');
-      return sendJson(res, 200, render(ctx.objects.get(type, request.namespace, name)));
+      // GetOptions carry only resourceVersion, and this server always serves the latest state.
+      // kube-apiserver ignores `watch` on an object's own path too: it answers the object.
+      return send(200, render(ctx.objects.get(type, request.namespace, name)));
     case 'PUT': {
+      const parameters = writeParameters(decodeWriteOptions(query, 'UpdateOptions'));
       const body = requireJsonObject(await readJson(ctx, req), 'the object');
       checkKindAndVersion(body, request);
-      const options = writeOptions(query);
-      const updated = ctx.objects.update(type, request.namespace, name, body, statusOrMain(subresource), options);
-      return sendJson(res, 200, render(updated), options.warnings);
+      const updated = ctx.objects.update(type, request.namespace, name, body, statusOrMain(subresource), parameters);
+      return send(200, render(updated), parameters.warnings);
     }
     case 'PATCH': {
       const patchType = patchTypeOf(req.headers['content-type'], type);
+      const parameters = writeParameters(decodePatchOptions(query));
       const raw = await readBody(req, ctx.maxBodyBytes);
       const patch = parseJsonBody(raw);
       const current = render(ctx.objects.get(type, request.namespace, name));
       const patched = applyPatchBody(current, patch, patchType);
-      const options = writeOptions(query);
-      const updated = ctx.objects.update(type, request.namespace, name, patched, statusOrMain(subresource), options);
-      return sendJson(res, 200, render(updated), options.warnings);
+      const updated = ctx.objects.update(type, request.namespace, name, patched, statusOrMain(subresource), parameters);
+      return send(200, render(updated), parameters.warnings);
     }
     case 'DELETE': {
       if (subresource !== undefined) throw errors.methodNotAllowed('DELETE is not supported on a subresource');
-      const raw = await readBody(req, ctx.maxBodyBytes);
-      const preconditions = raw.length === 0 ? {} : deletePreconditions(parseJsonBody(raw));
-      const deleted = ctx.objects.delete(type, request.namespace, name, preconditions);
-      return sendJson(res, 200, render(deleted));
+      const options = await readDeleteOptions(ctx, req, query);
+      const deleted = ctx.objects.delete(type, request.namespace, name, options.preconditions);
+      return send(200, render(deleted));
     }
     default:
       throw errors.methodNotAllowed(`${method} is not supported on ${type.kind} objects`);
   }
+}
+
+/** Validated write parameters, as the object layer takes them; a dry run is refused, never faked. */
+function writeParameters(parameters: WriteParameters): WriteOptions {
+  refuseDryRun(parameters.dryRun);
+  return { fieldValidation: parameters.fieldValidation, warnings: [] };
+}
+
+function refuseDryRun(dryRun: readonly string[]): void {
+  if (dryRun.length > 0) throw errors.notImplemented('dryRun is not implemented by this local API server');
+}
+
+/**
+ * DeleteOptions from the body when there is one, else from the query (query.ts). Without a
+ * garbage collector, propagationPolicy and orphanDependents change nothing here once valid, and
+ * gracePeriodSeconds neither: custom resources, Namespaces and Leases have no graceful deletion.
+ */
+async function readDeleteOptions(ctx: HandlerContext, req: IncomingMessage, query: QueryValues): Promise<DeleteOptions> {
+  const raw = await readBody(req, ctx.maxBodyBytes);
+  const options = decodeDeleteOptions(query, raw.length === 0 ? undefined : parseJsonBody(raw));
+  refuseDryRun(options.dryRun);
+  return options;
 }
 
 function statusOrMain(subresource: string | undefined): 'status' | undefined {
@@ -105,7 +145,9 @@ function statusOrMain(subresource: string | undefined): 'status' | undefined {
 }
 
 async function readJson(ctx: HandlerContext, req: IncomingMessage): Promise<Json> {
-  const mediaType = mediaTypeOf(req);
+  // kube-apiserver decodes a body without Content-Type with its first media type, JSON;
+  // python-kubernetes sends creates and replaces of custom objects without one.
+  const mediaType = mediaTypeOf(req) || 'application/json';
   if (mediaType === 'application/yaml') return parseYamlBody(await readBody(req, ctx.maxBodyBytes));
   if (mediaType === 'application/vnd.kubernetes.protobuf') return decodeKubernetesProtobuf(await readBody(req, ctx.maxBodyBytes));
   if (mediaType !== 'application/json') {
@@ -136,33 +178,11 @@ function checkKindAndVersion(body: JsonObject, request: ResourceRequest): void {
   }
 }
 
-function writeOptions(query: URLSearchParams): WriteOptions {
-  const raw = query.get('fieldValidation') ?? 'Warn';
-  const allowed: FieldValidation[] = ['Strict', 'Warn', 'Ignore'];
-  const fieldValidation = allowed.find((value) => value === raw);
-  if (!fieldValidation) throw errors.badRequest(`fieldValidation must be one of Strict, Warn, Ignore (got "${raw}")`);
-  return { fieldValidation, warnings: [] };
-}
-
-function deletePreconditions(body: Json): DeletePreconditions {
-  const options = requireJsonObject(body, 'DeleteOptions');
-  if (Array.isArray(options['dryRun']) && options['dryRun'].length > 0) throw errors.notImplemented('dryRun is not implemented by this local API server');
-  const preconditions = options['preconditions'];
-  if (preconditions === undefined || preconditions === null) return {};
-  if (!isJsonObject(preconditions)) throw errors.badRequest('DeleteOptions.preconditions must be an object');
-  const result: DeletePreconditions = {};
-  const uid = stringField(preconditions, 'uid');
-  const resourceVersion = stringField(preconditions, 'resourceVersion');
-  if (uid !== undefined) result.uid = uid;
-  if (resourceVersion !== undefined) result.resourceVersion = resourceVersion;
-  return result;
-}
-
 interface ContinueToken {
   after: string;
 }
 
-function parseContinue(token: string | null): ContinueToken | undefined {
+function parseContinue(token: string): ContinueToken | undefined {
   if (!token) return undefined;
   try {
     const decoded = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
@@ -170,22 +190,13 @@ function parseContinue(token: string | null): ContinueToken | undefined {
   } catch {
     // fall through to the error below
   }
-  throw errors.badRequest('continue key is not valid');
+  throw errors.badRequest('invalid continue token: continue key is not valid');
 }
 
-function parseLimit(raw: string | null): number | undefined {
-  if (raw === null || raw === '' || raw === '0') return undefined;
-  const limit = Number(raw);
-  if (!Number.isSafeInteger(limit) || limit < 0) throw errors.badRequest(`limit must be a non-negative integer (got "${raw}")`);
-  return limit;
-}
-
-function selectedObjects(ctx: HandlerContext, query: URLSearchParams, request: ResourceRequest): { key: string; object: JsonObject }[] {
-  const labels = parseLabelSelector(query.get('labelSelector') ?? undefined);
-  const fields = parseFieldSelector(query.get('fieldSelector') ?? undefined);
+function selectedObjects(ctx: HandlerContext, options: ListOptions, request: ResourceRequest): { key: string; object: JsonObject }[] {
   return ctx.store
     .list(resourceKey(request.type.group, request.type.plural), request.namespace)
-    .filter(({ object }) => matchesLabels(object, labels) && matchesFields(object, fields));
+    .filter(({ object }) => matchesLabels(object, options.labelSelector) && matchesFields(object, options.fieldSelector));
 }
 
 /**
@@ -193,19 +204,25 @@ function selectedObjects(ctx: HandlerContext, query: URLSearchParams, request: R
  * a snapshot at the first page's resourceVersion as etcd would: objects changed between pages
  * can appear at their newer version (documented in docs/LOCAL-KUBERNETES.md).
  */
-function list(ctx: HandlerContext, query: URLSearchParams, request: ResourceRequest, render: (o: JsonObject) => JsonObject): JsonObject {
-  const match = query.get('resourceVersionMatch');
-  if (match === 'Exact') throw errors.notImplemented('resourceVersionMatch=Exact is not implemented: this server lists only the latest state');
-  const limit = parseLimit(query.get('limit'));
-  const cont = parseContinue(query.get('continue'));
-  let selected = selectedObjects(ctx, query, request);
+function list(ctx: HandlerContext, options: ListOptions, request: ResourceRequest, render: (o: JsonObject) => JsonObject): JsonObject {
+  // The storage layer's checks (k8s.io/apiserver storage.ValidateListOptions), in its order.
+  const cont = parseContinue(options.continue);
+  if (cont && options.resourceVersion !== '' && options.resourceVersion !== '0') {
+    throw errors.badRequest('specifying resource version is not allowed when using continue');
+  }
+  if (!cont) {
+    const parsed = parseResourceVersion(options.resourceVersion);
+    if (!parsed.ok) throw errors.badRequest(parsed.message);
+  }
+  if (options.resourceVersionMatch === 'Exact') throw errors.notImplemented('resourceVersionMatch=Exact is not implemented: this server lists only the latest state');
+  let selected = selectedObjects(ctx, options, request);
   if (cont) selected = selected.filter(({ key }) => key > cont.after);
   const metadata: JsonObject = { resourceVersion: String(ctx.store.currentResourceVersion()) };
-  if (limit !== undefined && selected.length > limit) {
-    const page = selected.slice(0, limit);
+  if (options.limit > 0 && selected.length > options.limit) {
+    const page = selected.slice(0, options.limit);
     const last = page[page.length - 1];
     if (last) metadata['continue'] = Buffer.from(JSON.stringify({ after: last.key })).toString('base64url');
-    metadata['remainingItemCount'] = selected.length - limit;
+    metadata['remainingItemCount'] = selected.length - options.limit;
     selected = page;
   }
   return {
@@ -216,9 +233,14 @@ function list(ctx: HandlerContext, query: URLSearchParams, request: ResourceRequ
   };
 }
 
-function deleteCollection(ctx: HandlerContext, query: URLSearchParams, request: ResourceRequest, render: (o: JsonObject) => JsonObject): JsonObject {
-  const deleted = selectedObjects(ctx, query, request).map(({ object }) =>
-    ctx.objects.delete(request.type, namespaceOf(object), String(metadataOf(deepCopy(object))['name']), {}),
+/**
+ * DELETECOLLECTION. As in kube-apiserver, the DeleteOptions apply to every object: preconditions
+ * (from the body, or `uid`/`resourceVersion` in the query) are checked per object, and the first
+ * object that fails them stops the deletion with its 409, the objects before it being deleted.
+ */
+function deleteCollection(ctx: HandlerContext, listOptions: ListOptions, deleteOptions: DeleteOptions, request: ResourceRequest, render: (o: JsonObject) => JsonObject): JsonObject {
+  const deleted = selectedObjects(ctx, listOptions, request).map(({ object }) =>
+    ctx.objects.delete(request.type, namespaceOf(object), String(metadataOf(deepCopy(object))['name']), deleteOptions.preconditions),
   );
   return {
     kind: request.type.listKind,
@@ -228,21 +250,26 @@ function deleteCollection(ctx: HandlerContext, query: URLSearchParams, request: 
   };
 }
 
-function watch(ctx: HandlerContext, res: ServerResponse, query: URLSearchParams, request: ResourceRequest, render: (o: JsonObject) => JsonObject): void {
-  const sendInitialEvents = query.get('sendInitialEvents') === 'true';
-  const allowBookmarks = query.get('allowWatchBookmarks') === 'true';
-  if (sendInitialEvents && (!allowBookmarks || query.get('resourceVersionMatch') !== 'NotOlderThan')) {
-    // Same validation as the apiserver: the initial-events-end bookmark is how the client
-    // learns the initial state is complete.
-    throw new ApiError(422, 'Invalid', 'sendInitialEvents requires allowWatchBookmarks=true and resourceVersionMatch=NotOlderThan');
-  }
-  const rawTimeout = query.get('timeoutSeconds');
-  let timeoutSeconds = ctx.maxWatchTimeoutSeconds;
-  if (rawTimeout !== null && rawTimeout !== '') {
-    const parsed = Number(rawTimeout);
-    if (!Number.isFinite(parsed) || parsed < 0) throw errors.badRequest(`timeoutSeconds must be a non-negative number (got "${rawTimeout}")`);
-    if (parsed > 0) timeoutSeconds = Math.min(parsed, ctx.maxWatchTimeoutSeconds);
-  }
+function watch(ctx: HandlerContext, res: ServerResponse, options: ListOptions, request: ResourceRequest, render: (o: JsonObject) => JsonObject): void {
+  const resourceVersion = parseResourceVersion(options.resourceVersion);
+  // kube-apiserver's watch cache answers a malformed resourceVersion with a 500 (its error is not
+  // a Status); a client's mistake is a 400 here, worded as its LIST words it.
+  if (!resourceVersion.ok) throw errors.badRequest(resourceVersion.message);
+  // The watch cache's starting points (k8s.io/apiserver cacher): sendInitialEvents=true sends the
+  // state first; false, or unset with a resourceVersion, replays what followed that version
+  // (false without one starts from now). A version that parses to 0 ("00") means "any", as "0".
+  const start: WatchStart =
+    options.sendInitialEvents === true
+      ? { kind: 'initialState' }
+      : resourceVersion.value !== undefined && resourceVersion.value !== 0n
+        ? { kind: 'since', resourceVersion: Number(resourceVersion.value) }
+        : options.sendInitialEvents === false
+          ? { kind: 'now' }
+          : { kind: 'initialState' };
+  // Unset or 0: the server's longest; negative: kube-apiserver's context has already expired, so
+  // the watch ends at once.
+  const requested = options.timeoutSeconds;
+  const timeoutSeconds = requested === undefined || requested === 0 ? ctx.maxWatchTimeoutSeconds : Math.max(0, Math.min(requested, ctx.maxWatchTimeoutSeconds));
   const holder: { watch?: ActiveWatch } = {};
   const active = startWatch(
     res,
@@ -250,11 +277,12 @@ function watch(ctx: HandlerContext, res: ServerResponse, query: URLSearchParams,
     {
       resourceKey: resourceKey(request.type.group, request.type.plural),
       namespace: request.namespace,
-      labels: parseLabelSelector(query.get('labelSelector') ?? undefined),
-      fields: parseFieldSelector(query.get('fieldSelector') ?? undefined),
-      resourceVersion: query.get('resourceVersion') ?? undefined,
-      sendInitialEvents,
-      allowBookmarks,
+      labels: options.labelSelector,
+      fields: options.fieldSelector,
+      start,
+      // The cacher sends the initial-events-end bookmark only to a watch that allows bookmarks.
+      initialEventsEndBookmark: options.sendInitialEvents === true && options.allowWatchBookmarks,
+      allowBookmarks: options.allowWatchBookmarks,
       timeoutSeconds,
       bookmarkIntervalMs: ctx.bookmarkIntervalMs,
       maxBufferedBytes: ctx.maxWatchBufferBytes,

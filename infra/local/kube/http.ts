@@ -4,12 +4,13 @@ import { parse as parseYaml } from 'yaml';
 import { ApiError, errors } from './errors';
 import type { Json, JsonObject } from './json';
 
-export function sendJson(res: ServerResponse, code: number, body: Json, warnings: string[] = []): void {
+/** `pretty` indents as kube-apiserver's pretty JSON serializer does (two spaces). */
+export function sendJson(res: ServerResponse, code: number, body: Json, warnings: string[] = [], pretty = false): void {
   if (res.headersSent) {
     res.end();
     return;
   }
-  const text = JSON.stringify(body);
+  const text = pretty ? JSON.stringify(body, null, 2) : JSON.stringify(body);
   const headers: Record<string, string | string[]> = {
     'Content-Type': 'application/json',
     'Content-Length': String(Buffer.byteLength(text)),

@@ -15,6 +15,7 @@ import { openApiV3GroupVersion, openApiV3Root } from './openapi';
 import { loadState, StateWriter } from './persistence';
 import { ResourceRegistry } from './registry';
 import { CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, resourceKey } from './resources';
+import { QueryValues } from './query';
 import { parseRoute } from './routes';
 import { ObjectStore } from './store';
 import type { ActiveWatch } from './watch';
@@ -156,7 +157,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
       case 'notFound':
         throw errors.pathNotFound(url.pathname);
       case 'resource':
-        return handleResource(ctx, req, res, url.searchParams, route);
+        return handleResource(ctx, req, res, url.query, route);
     }
   };
 
@@ -217,12 +218,13 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
 
 /**
  * Path and query of an HTTP request target, split by hand: `new URL()` would read a path
- * starting with `//` as a host name (and throw on a malformed one).
+ * starting with `//` as a host name (and throw on a malformed one). The query is read with Go's
+ * rules, as kube-apiserver reads it (query.ts).
  */
-function splitRequestTarget(target: string): { pathname: string; searchParams: URLSearchParams } {
+function splitRequestTarget(target: string): { pathname: string; query: QueryValues } {
   const queryStart = target.indexOf('?');
   return {
     pathname: queryStart >= 0 ? target.slice(0, queryStart) : target,
-    searchParams: new URLSearchParams(queryStart >= 0 ? target.slice(queryStart + 1) : ''),
+    query: QueryValues.parse(queryStart >= 0 ? target.slice(queryStart + 1) : ''),
   };
 }

@@ -1,10 +1,12 @@
 // WATCH: a chunked HTTP/1.1 response of newline-separated JSON events, as the apiserver sends
-// them ({"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":...}).
-// - resourceVersion unset or "0": synthetic ADDED events for the current state, then changes;
-// - resourceVersion N: every change after N (replayed from the history window), then live;
+// them ({"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":...}). Where it starts is decided
+// from the query by handlers.ts (with query.ts):
+// - initialState: synthetic ADDED events for the current state, then changes; with
+//   `initialEventsEndBookmark` (the WatchList protocol) a BOOKMARK annotated
+//   `k8s.io/initial-events-end: "true"` between the two;
+// - since N: every change after N (replayed from the history window), then live;
 //   N older than the window: an ERROR event carrying a 410 Expired Status (client-go relists);
-// - sendInitialEvents=true (the WatchList protocol): current state as ADDED, then a BOOKMARK
-//   annotated `k8s.io/initial-events-end: "true"`;
+// - now: only changes from now on;
 // - allowWatchBookmarks: periodic BOOKMARKs carrying the current resourceVersion;
 // - timeoutSeconds: the server ends the watch after that long.
 import type { ServerResponse } from 'node:http';
@@ -19,8 +21,8 @@ export interface WatchRequest {
   namespace: string | undefined;
   labels: LabelRequirement[];
   fields: FieldRequirement[];
-  resourceVersion: string | undefined;
-  sendInitialEvents: boolean;
+  start: WatchStart;
+  initialEventsEndBookmark: boolean;
   allowBookmarks: boolean;
   timeoutSeconds: number;
   bookmarkIntervalMs: number;
@@ -33,18 +35,13 @@ export interface WatchRequest {
   apiVersion: string;
 }
 
+export type WatchStart = { kind: 'initialState' } | { kind: 'since'; resourceVersion: number } | { kind: 'now' };
+
 export interface ActiveWatch {
   close(): void;
 }
 
 export function startWatch(res: ServerResponse, store: ObjectStore, request: WatchRequest, onEnd: () => void): ActiveWatch {
-  let requestedVersion: number | undefined;
-  if (request.resourceVersion !== undefined && request.resourceVersion !== '' && request.resourceVersion !== '0') {
-    requestedVersion = Number(request.resourceVersion);
-    if (!Number.isSafeInteger(requestedVersion) || requestedVersion < 0) {
-      throw errors.badRequest(`invalid resourceVersion "${request.resourceVersion}": must be a decimal resourceVersion`);
-    }
-  }
   const matches = (object: JsonObject): boolean =>
     (request.namespace === undefined || namespaceOf(object) === request.namespace) &&
     matchesLabels(object, request.labels) &&
@@ -97,20 +94,21 @@ export function startWatch(res: ServerResponse, store: ObjectStore, request: Wat
   };
   res.on('close', finish);
 
-  if (requestedVersion !== undefined && !request.sendInitialEvents) {
-    const history = store.eventsSince(requestedVersion);
+  const start = request.start;
+  if (start.kind === 'since') {
+    const history = store.eventsSince(start.resourceVersion);
     if (history === 'expired') {
-      const gone = errors.gone(`too old resource version: ${requestedVersion} (${store.oldestResumableResourceVersion()})`);
+      const gone = errors.gone(`too old resource version: ${start.resourceVersion} (${store.oldestResumableResourceVersion()})`);
       write('ERROR', gone.toStatus());
       finish();
       return { close: finish };
     }
     for (const event of history) deliver(event);
-  } else {
+  } else if (start.kind === 'initialState') {
     for (const { object } of store.list(request.resourceKey, request.namespace)) {
       if (matches(object)) write('ADDED', request.render(object));
     }
-    if (request.sendInitialEvents) bookmark({ 'k8s.io/initial-events-end': 'true' });
+    if (request.initialEventsEndBookmark) bookmark({ 'k8s.io/initial-events-end': 'true' });
   }
   if (closed) return { close: finish }; // the replay itself ended the watch
   // Same tick as the replay above: no write can slip between the replay and the subscription.
@@ -125,11 +123,6 @@ export function startWatch(res: ServerResponse, store: ObjectStore, request: Wat
     timers.bookmark = setTimeout(tick, request.bookmarkIntervalMs);
   }
   return { close: finish };
-}
-
-export function isWatchRequest(query: URLSearchParams): boolean {
-  const value = query.get('watch');
-  return value === 'true' || value === '1';
 }
 
 const CRD_KEY = resourceKey(CUSTOM_RESOURCE_DEFINITIONS.group, CUSTOM_RESOURCE_DEFINITIONS.plural);
