@@ -13,6 +13,12 @@ import type { AnyResource } from './types';
 /** The resource types an edge can point at. */
 export type ReferencedType = 'RDS' | 'CDS' | 'EDS';
 
+/** One virtual host of a route configuration: the domains it serves and the clusters its routes use. */
+export interface VirtualHostReferences {
+  domains: string[];
+  clusters: string[];
+}
+
 export interface ResourceReferences {
   /** Route configuration names (HttpConnectionManager `rds.route_config_name`). */
   RDS: string[];
@@ -20,9 +26,14 @@ export interface ResourceReferences {
   CDS: string[];
   /** ClusterLoadAssignment names (an EDS cluster's `eds_cluster_config.service_name`, else its name). */
   EDS: string[];
+  /**
+   * The same clusters per virtual host (route configurations, and listeners' inline ones): a client
+   * that routes for one authority (gRPC resolving `xds:///<name>`) uses only the host matching it.
+   */
+  virtualHosts: VirtualHostReferences[];
 }
 
-export const NO_REFERENCES: ResourceReferences = Object.freeze({ RDS: [], CDS: [], EDS: [] }) as ResourceReferences;
+export const NO_REFERENCES: ResourceReferences = Object.freeze({ RDS: [], CDS: [], EDS: [], virtualHosts: [] }) as ResourceReferences;
 
 const DISCOVERY_RESOURCE_WRAPPER = 'type.googleapis.com/envoy.service.discovery.v3.Resource';
 
@@ -36,46 +47,78 @@ function isAny(value: unknown): value is AnyResource {
   return any !== undefined && typeof any['type_url'] === 'string' && any['value'] instanceof Uint8Array;
 }
 
-function routeClusters(routeConfiguration: Json, into: Set<string>): void {
-  for (const virtualHost of list(routeConfiguration['virtual_hosts'])) {
+function virtualHostsOf(routeConfiguration: Json): VirtualHostReferences[] {
+  return list(routeConfiguration['virtual_hosts']).map((virtualHost) => {
+    const clusters = new Set<string>();
     for (const route of list(record(virtualHost)?.['routes'])) {
       const action = record(record(route)?.['route']);
       if (action === undefined) continue;
       const cluster = text(action['cluster']);
-      if (cluster !== undefined) into.add(cluster);
+      if (cluster !== undefined) clusters.add(cluster);
       for (const weighted of list(record(action['weighted_clusters'])?.['clusters'])) {
         const name = text(record(weighted)?.['name']);
-        if (name !== undefined) into.add(name);
+        if (name !== undefined) clusters.add(name);
       }
     }
-  }
+    const domains = list(record(virtualHost)?.['domains']).filter((domain): domain is string => typeof domain === 'string');
+    return { domains, clusters: [...clusters] };
+  });
 }
 
-function connectionManagerReferences(typedConfig: unknown, routes: Set<string>, clusters: Set<string>): void {
+function withClusters(virtualHosts: VirtualHostReferences[]): Pick<ResourceReferences, 'CDS' | 'virtualHosts'> {
+  return { CDS: [...new Set(virtualHosts.flatMap((host) => host.clusters))], virtualHosts };
+}
+
+function connectionManagerReferences(typedConfig: unknown, routes: Set<string>, virtualHosts: VirtualHostReferences[]): void {
   if (!isAny(typedConfig) || typedConfig.type_url !== HTTP_CONNECTION_MANAGER_TYPE_URL) return;
   const manager = unpackAny(typedConfig);
   const rds = text(record(manager['rds'])?.['route_config_name']);
   if (rds !== undefined) routes.add(rds);
   const inline = record(manager['route_config']);
-  if (inline !== undefined) routeClusters(inline, clusters);
+  if (inline !== undefined) virtualHosts.push(...virtualHostsOf(inline));
 }
 
 function listenerReferences(listener: Json): ResourceReferences {
   const routes = new Set<string>();
-  const clusters = new Set<string>();
+  const virtualHosts: VirtualHostReferences[] = [];
   const chains = [...list(listener['filter_chains']), listener['default_filter_chain']];
   for (const chain of chains) {
-    for (const filter of list(record(chain)?.['filters'])) connectionManagerReferences(record(filter)?.['typed_config'], routes, clusters);
+    for (const filter of list(record(chain)?.['filters'])) connectionManagerReferences(record(filter)?.['typed_config'], routes, virtualHosts);
   }
-  connectionManagerReferences(record(listener['api_listener'])?.['api_listener'], routes, clusters);
-  return { RDS: [...routes], CDS: [...clusters], EDS: [] };
+  connectionManagerReferences(record(listener['api_listener'])?.['api_listener'], routes, virtualHosts);
+  return { RDS: [...routes], EDS: [], ...withClusters(virtualHosts) };
 }
 
 function clusterReferences(cluster: Json): ResourceReferences {
   const eds = record(cluster['eds_cluster_config']);
   if (cluster['type'] !== 'EDS' && eds === undefined) return NO_REFERENCES;
   const name = text(eds?.['service_name']) ?? text(cluster['name']);
-  return name === undefined ? NO_REFERENCES : { RDS: [], CDS: [], EDS: [name] };
+  return name === undefined ? NO_REFERENCES : { RDS: [], CDS: [], EDS: [name], virtualHosts: [] };
+}
+
+/**
+ * The virtual host a client routing for `authority` uses, as Envoy and gRPC (gRFC A27) pick it: an
+ * exact domain, else the longest suffix wildcard (`*.example.com`), else the longest prefix wildcard
+ * (`example.*`), else `*`; case-insensitive.
+ */
+export function virtualHostFor<T extends { domains: readonly string[] }>(virtualHosts: readonly T[], authority: string): T | undefined {
+  const host = authority.toLowerCase();
+  let best: { host: T; rank: number; length: number } | undefined;
+  for (const candidate of virtualHosts) {
+    for (const raw of candidate.domains) {
+      const domain = raw.toLowerCase();
+      const stem = domain.replace(/^\*|\*$/g, '');
+      let rank: number | undefined;
+      if (domain === '*') rank = 0;
+      else if (stem.includes('*')) rank = undefined;
+      else if (domain.startsWith('*')) rank = host.endsWith(stem) && host.length > stem.length ? 2 : undefined;
+      else if (domain.endsWith('*')) rank = host.startsWith(stem) && host.length > stem.length ? 1 : undefined;
+      else rank = domain === host ? 3 : undefined;
+      if (rank === undefined) continue;
+      if (best === undefined || rank > best.rank || (rank === best.rank && domain.length > best.length)) best = { host: candidate, rank, length: domain.length };
+    }
+  }
+  return best?.host;
 }
 
 /**
@@ -91,11 +134,8 @@ export function referencesOf(resource: AnyResource): ResourceReferences {
   switch (resource.type_url) {
     case LISTENER_TYPE_URL:
       return listenerReferences(unpackAny(resource));
-    case ROUTE_CONFIGURATION_TYPE_URL: {
-      const clusters = new Set<string>();
-      routeClusters(unpackAny(resource), clusters);
-      return { RDS: [], CDS: [...clusters], EDS: [] };
-    }
+    case ROUTE_CONFIGURATION_TYPE_URL:
+      return { RDS: [], EDS: [], ...withClusters(virtualHostsOf(unpackAny(resource))) };
     case CLUSTER_TYPE_URL:
       return clusterReferences(unpackAny(resource));
     default:

@@ -36,6 +36,8 @@ export interface ClientUnderCheck {
   viewsBetween(from: number, to: number): RoutableView[];
   /** Whether the system had to count the client at `at` (connected, or gone for less than TTL). */
   liveAt(at: number): boolean;
+  /** Whether the client (re)connected so shortly before `at` that it may lawfully be uncounted yet (checker.ts JOIN_RACE_MS). */
+  joinedRecently?(at: number): boolean;
 }
 
 export interface ClientContentInputs {
@@ -73,6 +75,7 @@ export function checkClientContent(writes: readonly ConditionWrite[], inputs: Cl
       const problem = problems[0] ?? 'had reported no xDS config';
       violations.push({
         invariant: 'I1-client-content',
+        known: client.joinedRecently?.(write.at) === true,
         detail: `${write.name} True at generation ${generation} (seen ${new Date(write.at).toISOString()}) but ${client.nodeId} (${client.client}) ${problem}, and did not in the ${inputs.slackMs} ms after`,
       });
     }

@@ -18,6 +18,8 @@ export class Harness {
   /** Silently vanished Envoys whose streams are still open (a partition with no FIN/RST yet). */
   private readonly partitioned: SimEnvoy[] = [];
   private readonly generations = new Map<string, number>();
+  /** `name@generation` → the Service its route names (what the test posted), for the content check. */
+  private readonly services = new Map<string, string>();
   private changeCounter = 0;
   private readonly storms: Array<Promise<void>> = [];
   /** 409s the competing status writer met (each one a write it lost to someone else). */
@@ -90,6 +92,7 @@ export class Harness {
       });
       if (response.status !== 201) throw new Error(`creating ${sampleName(index)}: HTTP ${response.status} ${await response.text()}`);
       this.generations.set(sampleName(index), 1);
+      this.services.set(`${sampleName(index)}@1`, sampleService(index));
     }
   }
 
@@ -106,6 +109,12 @@ export class Harness {
     if (!response.ok) throw new Error(`patching ${name}: HTTP ${response.status} ${await response.text()}`);
     const body = (await response.json()) as { metadata?: { generation?: number } };
     this.generations.set(name, body.metadata?.generation ?? this.generation(name));
+    if (body.metadata?.generation !== undefined) this.services.set(`${name}@${body.metadata.generation}`, service);
+  }
+
+  /** The Service object `name`'s route named at `generation`, if this harness posted it. */
+  serviceAt(name: string, generation: number): string | undefined {
+    return this.services.get(`${name}@${generation}`);
   }
 
   envoyAt(index: number): SimEnvoy | undefined {

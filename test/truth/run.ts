@@ -41,10 +41,12 @@ async function main(): Promise<void> {
     .option('--gateway-kill', 'run the gateway as a child process and SIGKILL + restart it in schedules', false)
     .option('--no-leader-change', 'leave control-plane leader changes (leaderKill, leaderStepDown) out of the schedules')
     .option('--real-clients <n>', 'real @grpc/grpc-js-xds clients among the Envoys (ground truth from a tap on their xDS stream)', positiveInt, 1)
+    .option('--core-clients <n>', 'real gRPC C-core clients (grpcio; judged by their own CSDS dumps too)', positiveInt, 2)
+    .option('--go-clients <n>', 'real grpc-go clients (judged by their own CSDS dumps too)', positiveInt, 1)
     .option('--fleet-mix <mix>', 'Envoy modes and weights: ads-sotw, ads-delta, per-type-sotw, per-type-delta (e.g. "ads-sotw" alone)', fleetMix, parseFleetMix(DEFAULT_FLEET_MIX_TEXT))
     .option('--log-level <level>', 'pino level for the system under test', 'silent')
     .parse();
-  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; logLevel: string }>();
+  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; coreClients: number; goClients: number; logLevel: string }>();
   process.stdout.write(`truth: ${opts.schedules} schedules from seed ${opts.seed}, ${opts.envoys} Envoys, ${opts.objects} objects, ${opts.steps} steps each\n`);
   const started = Date.now();
   const report = await runTruth({
@@ -59,18 +61,19 @@ async function main(): Promise<void> {
     leaderChange: opts.leaderChange,
     fleetMix: opts.fleetMix,
     realClients: opts.realClients,
+    peers: { core: opts.coreClients, go: opts.goClients },
     ...(opts.recoveryBudgetMs === undefined ? {} : { recoveryBudgetMs: opts.recoveryBudgetMs }),
     logger: pino({ level: opts.logLevel }),
     onSchedule: (result) => {
       process.stdout.write(
-        `${result.seed < 0 ? 'NACK probe' : `seed ${result.seed}`}: ${result.faultsInjected} faults, ${result.nacksSeen} NACKs, ${result.trueWritesChecked} True writes checked, ` +
+        `${result.seed < 0 ? 'NACK probe' : `seed ${result.seed}`}: ${result.faultsInjected} faults, ${result.nacksSeen} NACKs, ${result.trueWritesChecked} True writes checked (${result.clientContentChecked} against real clients' CSDS), ` +
           `recovery ${result.recoveryMs} ms, max writes/gen ${result.maxWritesPerGeneration}, known races ${result.knownRaces.length}, violations ${result.violations.length}\n`,
       );
       if (result.violations.length > 0) printFailure(result);
     },
   });
   process.stdout.write(
-    `\nschedules ${report.schedules.length}, faults injected ${report.faultsInjected}, True writes checked ${report.trueWritesChecked}, ` +
+    `\nschedules ${report.schedules.length}, faults injected ${report.faultsInjected}, True writes checked ${report.trueWritesChecked} (× real clients by content: ${report.clientContentChecked}), ` +
       `violations ${report.violations}, known races ${report.knownRaces}, max recovery ${report.maxRecoveryMs} ms, ` +
       `max writes per object per generation ${report.maxWritesPerGeneration}, competing-writer 409s ${report.stormConflicts}, elapsed ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
   );

@@ -18,13 +18,17 @@ import { DEFAULT_BEHAVIOUR } from '../../infra/local/envoys';
 import { checkRejectedMessages, checkTrueWrites, checkWriteCounts, type TruthInputs, type Violation } from './checker';
 import { tapFleetResponses } from './content';
 import { Harness } from './harness';
-import { ConditionObserver } from './observer';
+import { ConditionObserver, type ConditionWrite } from './observer';
 import { describeStep, generateSchedule, type Schedule, type ScheduleShape } from './schedule';
 import { CONDITION_TYPE, DEFAULT_TIMINGS, startTruthSystem, SUBSCRIBED_TYPES, type TruthTimings } from './system';
 import { DEFAULT_FLEET_MIX, describeMix, ENVOY_MODES, protocolOf, type EnvoyMode, type FleetMix } from './fleet-mix';
 import type { StreamFaultCounts } from '../../infra/local/dynamo/stream-faults';
 import { RealClients, XdsTap } from './real-clients';
-import { sampleFqdn } from '../../infra/local/system/samples';
+import { SAMPLE_NAMESPACE, SAMPLE_SERVICE_PORT, sampleFqdn } from '../../infra/local/system/samples';
+import { clusterName } from '../../infra/local/control-plane/translate';
+import { startXdsPeers, type XdsPeer, type XdsPeerOptions } from '../support/xds-peers';
+import { checkClientContent, peerUnderCheck, type ClientContentResult } from './client-content';
+import { heardTimes, JOIN_RACE_MS, liveAt } from './checker';
 
 export interface TruthRunOptions {
   schedules: number;
@@ -48,6 +52,11 @@ export interface TruthRunOptions {
   fleetMix?: FleetMix;
   /** Real @grpc/grpc-js-xds clients (each resolving one object's fqdn through a recording tap). Default 0. */
   realClients?: number;
+  /**
+   * Real gRPC C-core and grpc-go clients (test/support/xds-peers.ts), each resolving one object's fqdn
+   * through the recording tap; judged by their own CSDS dumps (client-content.ts) as well. Default none.
+   */
+  peers?: { core: number; go: number };
   /** Include control-plane leader changes (leaderKill, leaderStepDown) in the schedules (default true). */
   leaderChange?: boolean;
   logger?: Logger;
@@ -66,6 +75,8 @@ export interface ScheduleResult {
   knownRaces: Violation[];
   maxWritesPerGeneration: number;
   trueWritesChecked: number;
+  /** (True write × real peer) pairs judged by the client-content check. */
+  clientContentChecked: number;
   nacksSeen: number;
   /** 409s the competing status writer met in this schedule. */
   stormConflicts: number;
@@ -85,6 +96,7 @@ export interface TruthRunReport {
   maxRecoveryMs: number;
   maxWritesPerGeneration: number;
   trueWritesChecked: number;
+  clientContentChecked: number;
   stormConflicts: number;
   failedSeeds: number[];
   /** Envoys per mode over the run (replacements included), e.g. "ads-sotw 4, ads-delta 2". */
@@ -127,12 +139,15 @@ export async function runTruth(options: TruthRunOptions): Promise<TruthRunReport
   try {
     observer.start();
     for (let index = 0; index < options.envoys; index++) harness.addEnvoy();
-    if ((options.realClients ?? 0) > 0) {
+    const peerCount = (options.peers?.core ?? 0) + (options.peers?.go ?? 0);
+    if ((options.realClients ?? 0) > 0 || peerCount > 0) {
       tap = new XdsTap(system.gatewayAddress, system.fleet.truth, logger.child({ component: 'xds-tap' }));
       tapsOf.set(harness, tap);
-      const real = new RealClients(await tap.start(), sampleFqdn);
+      const tapAddress = await tap.start();
+      const real = new RealClients(tapAddress, sampleFqdn);
       realClientsOf.set(harness, real);
       for (let index = 0; index < (options.realClients ?? 0); index++) real.add(index % options.objects, 'ingress');
+      if (peerCount > 0) peersOf.set(harness, await startPeers(options, tapAddress, logger));
     }
     await harness.createObjects();
     await observer.waitFor(() => harness.allProgrammed(), 30_000, `initial convergence:\n  ${harness.describeObjects()}`).catch((error: unknown) => {
@@ -154,6 +169,12 @@ export async function runTruth(options: TruthRunOptions): Promise<TruthRunReport
       // What the tap recorded for them: proof they took part (ACKs and NACKs of their own).
       const answers = real.clients.map((client) => [...(system.fleet.truth.envoyTruth(client.nodeId)?.types.values() ?? [])].reduce((n, t) => n + t.accepted.length + t.nacks.length, 0));
       fleet += `, grpc-js-xds ${real.clients.length} (ACKs/NACKs recorded by the tap: ${answers.join(', ')})`;
+    }
+    const peers = peersOf.get(harness);
+    if (peers) {
+      const dumps = peers.peers.map((peer) => `${peer.nodeId} ${peer.snapshots().length}`);
+      fleet += `, real peers ${peers.peers.map((peer) => peer.clientVersion).join(', ')} (CSDS dumps: ${dumps.join(', ')})`;
+      await Promise.all(peers.peers.map((peer) => peer.close()));
     }
     streamFaults = { ...harness.streamFaults().counts };
     leaseTransitions = await readLeaseTransitions(system.kube.url);
@@ -177,6 +198,7 @@ export async function runTruth(options: TruthRunOptions): Promise<TruthRunReport
     maxRecoveryMs: Math.max(0, ...results.map((r) => r.recoveryMs)),
     maxWritesPerGeneration: Math.max(0, ...results.map((r) => r.maxWritesPerGeneration)),
     trueWritesChecked: results.reduce((sum, r) => sum + r.trueWritesChecked, 0),
+    clientContentChecked: results.reduce((sum, r) => sum + r.clientContentChecked, 0),
     stormConflicts: results.reduce((sum, r) => sum + r.stormConflicts, 0),
     failedSeeds: results.filter((r) => r.violations.length > 0).map((r) => r.seed),
     fleet,
@@ -269,7 +291,9 @@ async function nackProbe(harness: Harness, targetEnvoys: number, timings: TruthT
     violations.push({ invariant: 'I3-recovery', detail: `after the NACK probe: ${harness.describeObjects()}\n  ${harness.describeEnvoys()}` });
   });
   const writes = observer.writes.slice(firstWrite);
-  const trueChecks = checkTrueWrites(writes, truthInputs(harness, timings));
+  const trueChecks = [...checkTrueWrites(writes, truthInputs(harness, timings))];
+  const content = clientContent(harness, writes, timings);
+  trueChecks.push(...content.violations);
   violations.push(...trueChecks.filter((v) => !v.known), ...checkRejectedMessages(writes, fleet.truth));
   return {
     seed: -1,
@@ -281,6 +305,7 @@ async function nackProbe(harness: Harness, targetEnvoys: number, timings: TruthT
     knownRaces: trueChecks.filter((v) => v.known),
     maxWritesPerGeneration: checkWriteCounts(writes, Number.MAX_SAFE_INTEGER).max,
     trueWritesChecked: writes.filter((w) => w.condition.status === 'True').length,
+    clientContentChecked: content.checked,
     nacksSeen: probed.reduce((sum, id) => sum + fleet.truth.nacks(id, cds).length, 0),
     stormConflicts: 0,
   };
@@ -306,6 +331,56 @@ async function describeStoredStates(deps: ConvergenceDeps): Promise<string> {
 
 /** The real clients of a run, by harness (the harness itself knows only simulated Envoys). */
 const realClientsOf = new WeakMap<Harness, RealClients>();
+/** The real C-core / grpc-go peers of a run, and the object (sample index) each resolves. */
+const peersOf = new WeakMap<Harness, { peers: XdsPeer[]; objectOf: Map<string, number> }>();
+
+/** Peers `core-<i>` and `go-<i>`, spread over the objects, in the simulated Envoys' node group. */
+async function startPeers(options: TruthRunOptions, tapAddress: string, logger: Logger): Promise<{ peers: XdsPeer[]; objectOf: Map<string, number> }> {
+  const objectOf = new Map<string, number>();
+  const specs: XdsPeerOptions[] = [];
+  const add = (kind: XdsPeerOptions['kind'], nodeId: string): void => {
+    const object = specs.length % options.objects;
+    objectOf.set(nodeId, object);
+    specs.push({ kind, nodeId, nodeCluster: 'ingress', xdsServer: tapAddress, target: sampleFqdn(object), rpcIntervalMs: 500, logger: logger.child({ component: nodeId }) });
+  };
+  for (let index = 0; index < (options.peers?.core ?? 0); index++) add('grpc-core', `core-${index}`);
+  for (let index = 0; index < (options.peers?.go ?? 0); index++) add('grpc-go', `go-${index}`);
+  return { peers: await startXdsPeers(specs), objectOf };
+}
+
+/** Slack for a peer's dump to report a change: its 25 ms poll, and scheduling on a loaded machine. */
+const PEER_DUMP_SLACK_MS = 250;
+
+/** Invariant 1 by content on the real peers' own CSDS dumps (client-content.ts). */
+function clientContent(harness: Harness, writes: readonly ConditionWrite[], timings: TruthTimings): ClientContentResult {
+  const peers = peersOf.get(harness);
+  if (peers === undefined) return { violations: [], checked: 0 };
+  const truth = harness.system.fleet.truth;
+  return checkClientContent(writes, {
+    clients: peers.peers.map((peer) => {
+      const object = `${OBJECT_PREFIX}${sampleName(peers.objectOf.get(peer.nodeId) ?? 0)}`;
+      // Connections as the tap saw them: the same liveness rule as for every other Envoy.
+      const envoy = () => truth.envoyTruth(peer.nodeId);
+      const check = peerUnderCheck(peer, object, (at) => {
+        const recorded = envoy();
+        return recorded !== undefined && liveAt(recorded.connections, at, timings.envoyTtlMs, timings.envoyHeartbeatMs, heardTimes(recorded));
+      });
+      return {
+        ...check,
+        joinedRecently: (at: number) => {
+          const connected = envoy()?.connections.filter((event) => event.kind === 'connected' && event.at <= at).at(-1);
+          return connected !== undefined && at - connected.at < JOIN_RACE_MS;
+        },
+      };
+    }),
+    sourcePrefix: OBJECT_PREFIX,
+    expectedClusters: (object, generation) => {
+      const service = harness.serviceAt(object.slice(OBJECT_PREFIX.length), generation);
+      return service === undefined ? undefined : [clusterName(SAMPLE_NAMESPACE, service, SAMPLE_SERVICE_PORT)];
+    },
+    slackMs: PEER_DUMP_SLACK_MS,
+  });
+}
 const tapsOf = new WeakMap<Harness, XdsTap>();
 
 function truthInputs(harness: Harness, timings: TruthTimings): TruthInputs {
@@ -318,7 +393,7 @@ function truthInputs(harness: Harness, timings: TruthTimings): TruthInputs {
       resourceSources: (typeUrl, name, version) => harness.contents.resourceSources(typeUrl, name, version),
     },
     concerns: (nodeId, object) => {
-      const index = real?.objectOf.get(nodeId);
+      const index = real?.objectOf.get(nodeId) ?? peersOf.get(harness)?.objectOf.get(nodeId);
       return index === undefined || object === `${OBJECT_PREFIX}${sampleName(index)}`;
     },
     truth: harness.system.fleet.truth,
@@ -387,7 +462,9 @@ async function runSchedule(harness: Harness, schedule: Schedule, options: TruthR
   // Invariants 1, 2 and 4 judge our writes only; a repair of a competitor's write is not churn.
   const writes = ourWrites(harness, allWrites);
   const inputs = truthInputs(harness, timings);
-  const trueChecks = checkTrueWrites(writes, inputs);
+  const trueChecks = [...checkTrueWrites(writes, inputs)];
+  const content = clientContent(harness, writes, timings);
+  trueChecks.push(...content.violations);
   violations.push(...trueChecks.filter((v) => !v.known));
   violations.push(...checkRejectedMessages(writes, system.fleet.truth));
   const counts = checkWriteCounts(writes.filter((write) => !isRepair(harness, write)), options.writeBound);
@@ -404,6 +481,7 @@ async function runSchedule(harness: Harness, schedule: Schedule, options: TruthR
     knownRaces: trueChecks.filter((v) => v.known),
     maxWritesPerGeneration: counts.max,
     trueWritesChecked: writes.filter((w) => w.condition.status === 'True').length,
+    clientContentChecked: content.checked,
     nacksSeen,
     stormConflicts: harness.stormConflicts - conflictsBefore,
     // Deletions included (they are no condition write, so count the competitor's own record).

@@ -147,6 +147,8 @@ describe('truth checker against the in-process system (small budget)', () => {
       // The machine is shared and noisy: invariant 3 is checked with a loose wall-clock budget here;
       // `npm run truth` checks the issue's TTL + 5 s.
       recoveryBudgetMs: 30_000,
+      // Real clients nobody here wrote, judged by their own CSDS dumps as well (client-content.ts).
+      peers: { core: 2, go: 1 },
       logger: pino({ level: process.env['LOG_LEVEL'] ?? 'silent' }),
     });
     const failures = report.schedules.filter((s) => s.violations.length > 0).map((s) => ({ seed: s.seed, steps: s.steps, violations: s.violations }));
@@ -156,6 +158,8 @@ describe('truth checker against the in-process system (small budget)', () => {
     expect(report.faultsInjected).toBeGreaterThan(20);
     // At least the final True of every object in every schedule.
     expect(report.trueWritesChecked).toBeGreaterThanOrEqual(5 * 3);
+    // Each peer resolves one object: at least its final True in every schedule was judged by content.
+    expect(report.clientContentChecked).toBeGreaterThanOrEqual(5 * 3);
     expect(report.schedules.reduce((sum, s) => sum + s.nacksSeen, 0)).toBeGreaterThan(0);
     // The tampering competitor: every schedule ends with a tamper and one resync condition pass, and
     // each time our condition came back (a failed repair is an I3 violation above).

@@ -13,6 +13,7 @@ import {
   applyNamesAdded,
   applySent,
   applyTypeStreamClosed,
+  LDS_TYPE_URL,
   newEnvoyState,
   stuckEvents,
   withProgrammedThrough,
@@ -385,6 +386,16 @@ export class EnvoyTracker implements RelayObserver {
     return addsNames(previous, next);
   }
 
+  /**
+   * The authorities a client routes for, when it says: a gRPC client names the listener of its target
+   * (`xds:///<name>`), and routes by the virtual host matching that name. An Envoy subscribes to
+   * listeners as a wildcard and serves every host: undefined.
+   */
+  private authoritiesOf(tracked: TrackedEnvoy): ReadonlySet<string> | undefined {
+    const listeners = this.subscriptionOf(tracked, LDS_TYPE_URL);
+    return listeners === undefined || listeners.wildcard ? undefined : listeners.names;
+  }
+
   private subscriptionOf(tracked: TrackedEnvoy, typeUrl: string): Subscription | undefined {
     const subscriptions: Subscription[] = [];
     for (const streamId of tracked.streams) {
@@ -413,7 +424,7 @@ export class EnvoyTracker implements RelayObserver {
         if (parent?.subscribed !== true || parent.acked === undefined || parent.lineage !== type.lineage) continue;
         const parentSubscription = this.subscriptionOf(tracked, parentTypeUrl);
         if (parentSubscription === undefined) continue;
-        const referenced = this.references.referencedBy(type.lineage, parentTypeUrl, parent.acked, parentSubscription, edge.key);
+        const referenced = this.references.referencedBy(type.lineage, parentTypeUrl, parent.acked, parentSubscription, edge.key, this.authoritiesOf(tracked));
         if (referenced === undefined) continue;
         const key = `${edge.child}|${parentTypeUrl}`;
         const last = tracked.referenceChecks.get(key);

@@ -13,7 +13,7 @@
 //   type's recent versions (from the relay's upstreamApplied, decoded once per distinct resource bytes).
 import type { Lineage } from '../../common/core';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../common/core';
-import { cachedReferencesOf, type ReferencedType } from '../../common/xds/references';
+import { cachedReferencesOf, virtualHostFor, type ReferencedType, type ResourceReferences } from '../../common/xds/references';
 
 export interface Subscription {
   wildcard: boolean;
@@ -64,7 +64,7 @@ const PARENT_TYPES = new Set(REFERENCE_EDGES.flatMap((edge) => edge.parents));
 
 interface VersionReferences {
   seq: number;
-  byName: ReadonlyMap<string, Readonly<Record<ReferencedType, readonly string[]>>>;
+  byName: ReadonlyMap<string, ResourceReferences>;
   /** Per edge key: every name any resource references (for wildcard subscribers), built on first use. */
   all: Map<ReferencedType, ReadonlySet<string>>;
 }
@@ -80,7 +80,7 @@ export class ReferenceHistory {
   /** A type's served content at `seq` (relay upstreamApplied with changed content). */
   record(lineage: Lineage, typeUrl: string, seq: number, resources: ReadonlyArray<{ name: string; value: Buffer }>): void {
     if (!PARENT_TYPES.has(typeUrl)) return;
-    const byName = new Map<string, Readonly<Record<ReferencedType, readonly string[]>>>();
+    const byName = new Map<string, ResourceReferences>();
     for (const { name, value } of resources) byName.set(name, cachedReferencesOf({ type_url: typeUrl, value }, (error) => this.onError(error, typeUrl)));
     const key = `${lineage}|${typeUrl}`;
     const list = this.versions.get(key) ?? [];
@@ -99,12 +99,21 @@ export class ReferenceHistory {
    * The names of edge `key` referenced by what a client holds of `typeUrl` at its ACKed `seq`, given
    * its subscription to that type. Undefined when nothing is known of the type on that lineage.
    */
-  referencedBy(lineage: Lineage, typeUrl: string, seq: number, subscription: Subscription, key: ReferencedType): ReadonlySet<string> | undefined {
+  referencedBy(lineage: Lineage, typeUrl: string, seq: number, subscription: Subscription, key: ReferencedType, authorities?: ReadonlySet<string>): ReadonlySet<string> | undefined {
     const list = this.versions.get(`${lineage}|${typeUrl}`);
     if (list === undefined || list.length === 0) return undefined;
     // The content the client holds: the type's last change at or before its ACKed seq.
     let version = list[0] as VersionReferences;
     for (const candidate of list) if (candidate.seq <= seq) version = candidate;
+    if (key === 'CDS' && authorities !== undefined) {
+      // A client routing for known authorities uses only the virtual host matching each.
+      const names = new Set<string>();
+      for (const [name, references] of version.byName) {
+        if (!subscription.wildcard && !subscription.names.has(name)) continue;
+        for (const authority of authorities) for (const cluster of virtualHostFor(references.virtualHosts, authority)?.clusters ?? []) names.add(cluster);
+      }
+      return names;
+    }
     if (subscription.wildcard) {
       let all = version.all.get(key);
       if (all === undefined) {

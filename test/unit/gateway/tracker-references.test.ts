@@ -7,7 +7,7 @@ import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, encodeVersion, 
 import { grpcCluster, grpcClusterLoadAssignment, grpcListener, grpcRouteConfiguration } from '../../../infra/local/envoys/grpcXdsResources';
 import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
 import type { Recorder } from '../../../xds-gateway/tracking/recorder';
-import type { AnyResource } from '../../../common/xds';
+import { packAny, ROUTE_CONFIGURATION_TYPE_URL as ROUTES, type AnyResource } from '../../../common/xds';
 
 const LINEAGE = 'gw-0.boot-1.grpc';
 const STREAM = 's-1';
@@ -135,5 +135,42 @@ test('wildcard subscriptions (Envoy\'s LDS and CDS) need no names; EDS by name d
   expect(t.through() ?? 0).toBeLessThan(moved);
   t.request(EDS_TYPE_URL, { kind: 'update', nonce: '2', reason: 'versionNotAccepted' }, ['a', 'b']);
   t.sendAndAck(EDS_TYPE_URL, ['a', 'b']);
+  expect(t.through()).toBe(moved);
+});
+
+test('a gRPC client is judged on the virtual host of its own target, not on every host of a shared route configuration', () => {
+  const t = setup();
+  const shared = (aCluster: string) => ({
+    name: 'web-routes',
+    resource: packAny(ROUTES, {
+      name: 'web-routes',
+      virtual_hosts: [
+        { name: 'web', domains: ['web'], routes: [{ match: { prefix: '' }, route: { cluster: aCluster } }] },
+        { name: 'other', domains: ['other.example.com'], routes: [{ match: { prefix: '' }, route: { cluster: 'other' } }] },
+      ],
+    }),
+  });
+  t.apply(LDS_TYPE_URL, [listener]);
+  t.apply(RDS_TYPE_URL, [shared('a')]);
+  t.apply(CDS_TYPE_URL, [cluster('a'), cluster('other')]);
+  t.apply(EDS_TYPE_URL, [endpoints('a'), endpoints('other')]);
+  for (const [typeUrl, names] of [[LDS_TYPE_URL, ['web']], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, ['a']], [EDS_TYPE_URL, ['a']]] as const) {
+    t.request(typeUrl, { kind: 'initial', versionInfo: '' }, [...names]);
+    t.sendAndAck(typeUrl, [...names]);
+  }
+  // The client resolving `web` never needs cluster `other`: it is programmed.
+  expect(t.through()).toBe(4);
+  // Its own host moving to b holds it back until it has b.
+  t.apply(CDS_TYPE_URL, [cluster('a'), cluster('b'), cluster('other')]);
+  t.apply(EDS_TYPE_URL, [endpoints('a'), endpoints('b'), endpoints('other')]);
+  const moved = t.apply(RDS_TYPE_URL, [shared('b')]);
+  t.sendAndAck(CDS_TYPE_URL, ['a']);
+  t.sendAndAck(EDS_TYPE_URL, ['a']);
+  t.sendAndAck(RDS_TYPE_URL, ['web-routes']);
+  expect(t.through() ?? 0).toBeLessThan(moved);
+  t.request(CDS_TYPE_URL, { kind: 'update', nonce: '2', reason: 'versionNotAccepted' }, ['b']);
+  t.sendAndAck(CDS_TYPE_URL, ['b']);
+  t.request(EDS_TYPE_URL, { kind: 'update', nonce: '2', reason: 'versionNotAccepted' }, ['b']);
+  t.sendAndAck(EDS_TYPE_URL, ['b']);
   expect(t.through()).toBe(moved);
 });
