@@ -149,6 +149,7 @@ describe('truth checker against the in-process system (small budget)', () => {
       recoveryBudgetMs: 30_000,
       // Real clients nobody here wrote, judged by their own CSDS dumps as well (client-content.ts).
       peers: { core: 2, go: 1 },
+      realClients: 1,
       logger: pino({ level: process.env['LOG_LEVEL'] ?? 'silent' }),
     });
     const failures = report.schedules.filter((s) => s.violations.length > 0).map((s) => ({ seed: s.seed, steps: s.steps, violations: s.violations }));
