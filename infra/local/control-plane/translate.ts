@@ -78,7 +78,9 @@ const DEFAULT_HTTPS_LISTENER = 'ingress_https';
 const ADS_CONFIG_SOURCE = { ads: {}, resource_api_version: 'V3' };
 /**
  * A domain with two wildcards: Envoy rejects it ("only a single wildcard") and so does grpc-js-xds
- * ("domains entry has multiple wildcards"), so the whole RouteConfiguration is NACKed.
+ * ("domains entry has multiple wildcards"), so the whole RouteConfiguration is NACKed. gRPC C-core and
+ * grpc-go (1.85) accept it: a test that needs those to NACK gives a route only zero-weight clusters
+ * (test/integration/real-clients/xds-peers.test.ts).
  */
 const NACK_DOMAIN = '*.force-nack.*';
 
