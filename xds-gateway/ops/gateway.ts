@@ -9,7 +9,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { groupByCluster, groupByMetadata, type Clock, type NodeGroupKeyFn } from '../../common/core';
 import { createEventStore, documentOperations, DynamoAggregateStore, ensureTable, registerLineageHeartbeats, type DynamoEventStore, type StoreClientSeams } from '../../common/store';
-import { startRelay, type Relay, type RelayListenTls, type RelayUpstreamTls } from '../relay';
+import { DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS, startRelay, type Relay, type RelayListenTls, type RelayUpstreamTls } from '../relay';
 import type { UpstreamContent } from '../relay/relay-group';
 import { ObservedGenerationBarrier } from '../tracking/barrier';
 import { EnvoyTracker } from '../tracking/envoy-tracker';
@@ -198,6 +198,10 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     // state for it, so its lineage's envoysRecorded counts it (docs/GATEWAY.md, "Stream admission").
     ...(config.streamAdmission ? { admission: ({ nodeId }: { nodeId: string }) => recorder.whenStateWritten(nodeId) } : {}),
     observer: tracker,
+    // A removal waits for clients to move off what it removes (make-before-break.ts), but never past
+    // the ACK timeout: a client silent that long is stuck, and holding the removal (and with it the
+    // provenance watermark, which follows served content) would hide that behind "no watermark yet".
+    makeBeforeBreakGraceMs: Math.min(config.ackTimeoutMs, DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS),
     clock,
     logger: log.child({ component: 'relay' }),
     limits: {

@@ -1,6 +1,7 @@
 // The gateway's xDS relay: public surface for xds-gateway/tracking, ops and main.
 export * from './observer';
 export { startRelay, DEFAULT_RELAY_LIMITS, type Relay, type RelayListenTls, type RelayOptions, type RelayUpstreamTls } from './relay';
+export { DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS } from './make-before-break';
 export { TokenBucket, type RequestRateLimit } from './token-bucket';
 export type { BackoffOptions } from './upstream-stream';
 export { structToJson, identityOf } from './node';

@@ -32,6 +32,13 @@ const envoyGroupSchema = z
     nodeOnEveryRequest: z.boolean().optional(),
     reconnectOnError: z.boolean().optional(),
     reconnectDelayMs: z.number().int().min(0).optional(),
+    /**
+     * 'envoy' (default when `subscriptions` are exactly CDS, EDS, LDS, RDS with no names), 'grpc' (LDS
+     * names = targets) or 'wildcard' (every type as given): docs/ENVOY-FLEET.md, "Subscription models".
+     */
+    subscriptionModel: z.enum(['envoy', 'grpc', 'wildcard']).optional(),
+    /** 'envoy' model: Envoy's initial_fetch_timeout (default 15 s). */
+    initialFetchTimeoutMs: z.number().int().min(0).optional(),
     /** simBehaviourConfigSchema input (regexes as strings); absent = the default behaviour. */
     behaviour: simBehaviourConfigSchema.optional(),
     node: nodeTemplateSchema,
@@ -92,6 +99,8 @@ export function buildFleet(input: FleetSpec, logger: Logger): BuiltFleet {
         ...(group.nodeOnEveryRequest === undefined ? {} : { nodeOnEveryRequest: group.nodeOnEveryRequest }),
         ...(group.reconnectOnError === undefined ? {} : { reconnectOnError: group.reconnectOnError }),
         ...(group.reconnectDelayMs === undefined ? {} : { reconnectDelayMs: group.reconnectDelayMs }),
+        ...(group.subscriptionModel === undefined ? {} : { subscriptionModel: group.subscriptionModel }),
+        ...(group.initialFetchTimeoutMs === undefined ? {} : { initialFetchTimeoutMs: group.initialFetchTimeoutMs }),
         ...(group.behaviour === undefined ? {} : { behaviour: parseBehaviour(group.behaviour) }),
         node: (index) => nodeFromTemplate(group.node, index),
       },

@@ -12,6 +12,7 @@ import { discoveryCodec } from './codec';
 import { GroundTruth } from './groundTruth';
 import { Scheduler, systemClock, type SchedulerClock } from './scheduler';
 import { SimEnvoy, type SimEnvoyOptions, type SimNode, type Subscription, type XdsTransport } from './simEnvoy';
+import type { SubscriptionModelName } from './subscriptionModel';
 import type { XdsProtocol } from './typeState';
 
 export interface FleetOptions {
@@ -40,6 +41,10 @@ export interface FleetEnvoySpec {
   behaviour?: SimBehaviour;
   reconnectOnError?: boolean;
   reconnectDelayMs?: number;
+  /** See SimEnvoyOptions.subscriptionModel (default: 'envoy' for exactly the four core types, unnamed). */
+  subscriptionModel?: SubscriptionModelName;
+  /** See SimEnvoyOptions.initialFetchTimeoutMs. */
+  initialFetchTimeoutMs?: number;
   /** Node for Envoy number `index` (default: id `sim-<index>`, cluster `sim`). */
   node?: (index: number) => SimNode;
 }
@@ -160,6 +165,8 @@ export class Fleet {
           ...(spec.behaviour ? { behaviour: spec.behaviour } : {}),
           ...(spec.reconnectOnError !== undefined ? { reconnectOnError: spec.reconnectOnError } : {}),
           ...(spec.reconnectDelayMs !== undefined ? { reconnectDelayMs: spec.reconnectDelayMs } : {}),
+          ...(spec.subscriptionModel !== undefined ? { subscriptionModel: spec.subscriptionModel } : {}),
+          ...(spec.initialFetchTimeoutMs !== undefined ? { initialFetchTimeoutMs: spec.initialFetchTimeoutMs } : {}),
         }),
       );
     }

@@ -46,12 +46,28 @@ export interface ConnectionEvent {
   detail?: string;
 }
 
+/** A change of the names an Envoy's subscription model asks for on a type, when it was decided. */
+export interface SubscriptionRecord {
+  /** Interned (shared between Envoys asking for the same set); empty for a wildcard type. */
+  names: readonly string[];
+  /** Clock reading (ms) when the change was sent (or, while disconnected, decided). */
+  at: number;
+}
+
 export interface TypeTruth {
   readonly typeUrl: string;
   readonly accepted: AcceptedVersion[];
   readonly nacks: NackRecord[];
   /** Latest response received, ACKed or not (a hung Envoy has these but no acceptance). */
   lastReceived: ReceivedRecord | undefined;
+  /** Subscription changes made by the Envoy's subscription model (none for the 'wildcard' model). */
+  readonly subscriptions: SubscriptionRecord[];
+}
+
+/** What an Envoy's subscription model knows right now (kept by the Envoy, read through the truth). */
+export interface LiveSubscriptionState {
+  subscribedNames(typeUrl: string): readonly string[] | undefined;
+  warming(typeUrl: string): readonly string[];
 }
 
 export interface EnvoyTruth {
@@ -59,6 +75,7 @@ export interface EnvoyTruth {
   readonly cluster: string;
   readonly types: Map<string, TypeTruth>;
   readonly connections: ConnectionEvent[];
+  live?: LiveSubscriptionState;
 }
 
 export class GroundTruth {
@@ -110,6 +127,37 @@ export class GroundTruth {
 
   recordNack(nodeId: string, typeUrl: string, nack: NackRecord): void {
     this.type(nodeId, typeUrl).nacks.push(nack);
+  }
+
+  recordSubscription(nodeId: string, typeUrl: string, subscription: SubscriptionRecord): void {
+    this.type(nodeId, typeUrl).subscriptions.push(subscription);
+  }
+
+  /** Lets the truth answer `subscribedNames` and `warming` for an Envoy that keeps that state itself. */
+  attachLiveState(nodeId: string, live: LiveSubscriptionState): void {
+    this.envoy(nodeId).live = live;
+  }
+
+  /** The subscription changes an Envoy's model made on a type, oldest first. */
+  subscriptions(nodeId: string, typeUrl: string): readonly SubscriptionRecord[] {
+    return this.envoys.get(nodeId)?.types.get(typeUrl)?.subscriptions ?? [];
+  }
+
+  /**
+   * The names Envoy `nodeId` asks for on `typeUrl` now: empty for a wildcard type, undefined when it
+   * does not ask for the type (yet) or has no subscription model.
+   */
+  subscribedNames(nodeId: string, typeUrl: string): readonly string[] | undefined {
+    return this.envoys.get(nodeId)?.live?.subscribedNames(typeUrl);
+  }
+
+  /**
+   * Envoy model: the clusters (CDS) or listeners (LDS) Envoy `nodeId` accepted but that still warm (a
+   * cluster until its endpoints arrive, a listener until its route configurations do). A warming
+   * resource is not serving yet, although its type's version was ACKed.
+   */
+  warming(nodeId: string, typeUrl: string): readonly string[] {
+    return this.envoys.get(nodeId)?.live?.warming(typeUrl) ?? [];
   }
 
   nodeIds(): string[] {
@@ -188,7 +236,7 @@ export class GroundTruth {
     const envoy = this.envoy(nodeId);
     let truth = envoy.types.get(typeUrl);
     if (!truth) {
-      truth = { typeUrl, accepted: [], nacks: [], lastReceived: undefined };
+      truth = { typeUrl, accepted: [], nacks: [], lastReceived: undefined, subscriptions: [] };
       envoy.types.set(typeUrl, truth);
     }
     return truth;

@@ -54,6 +54,7 @@ export class Scheduler {
       dueAt: entry.dueAt,
       cancel: () => {
         entry.cancelled = true;
+        if (this.heap[0] === entry) this.rearm();
       },
     };
   }
@@ -67,7 +68,18 @@ export class Scheduler {
     this.armedFor = Number.POSITIVE_INFINITY;
   }
 
+  /** Drops the cancelled head(s) and arms the timer for what is left, or for nothing. */
+  private rearm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armedFor = Number.POSITIVE_INFINITY;
+    this.arm();
+  }
+
   private arm(): void {
+    // A cancelled task never holds the timer (nor the process, e.g. an Envoy's 15 s initial fetch
+    // timeout cancelled once it initialised).
+    while (this.heap[0]?.cancelled) this.pop();
     const head = this.heap[0];
     if (!head || this.closed) return;
     if (this.timer && head.dueAt >= this.armedFor) return;

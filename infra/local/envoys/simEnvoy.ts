@@ -1,11 +1,14 @@
 // One simulated Envoy: an xDS client that speaks ADS or per-type streams, SotW or Delta, over a
 // gRPC channel it shares with many others. It holds no timers of its own (ACK delays and reconnect
 // backoff go through the fleet's Scheduler) and records everything it accepts or rejects into the
-// shared GroundTruth at the moment it sends the ACK/NACK.
+// shared GroundTruth at the moment it sends the ACK/NACK. What it subscribes to follows a subscription
+// model (subscriptionModel.ts): Envoy's (LDS/CDS wildcard, RDS/EDS by the names accepted listeners and
+// clusters reference), gRPC's (everything by name, from the target down), or plain wildcard.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import {
   ADS_SERVICE,
+  LISTENER_TYPE_URL,
   PER_TYPE_SERVICES,
   isResourceTypeUrl,
   type DeltaDiscoveryRequest,
@@ -17,7 +20,18 @@ import {
 import { DEFAULT_BEHAVIOUR, type SimBehaviour } from './behaviour';
 import type { DiscoveryCodec } from './codec';
 import type { GroundTruth } from './groundTruth';
-import type { Scheduler, SchedulerClock } from './scheduler';
+import type { ResourceVersion } from './groundTruth';
+import { internNames, sameNames } from './referencedNames';
+import { sharedSotwNames } from './resourceNames';
+import type { ScheduledTask, Scheduler, SchedulerClock } from './scheduler';
+import {
+  DEFAULT_INITIAL_FETCH_TIMEOUT_MS,
+  DependentSubscriptions,
+  MODEL_TYPE_URLS,
+  type ModelReaction,
+  type NamesChange,
+  type SubscriptionModelName,
+} from './subscriptionModel';
 import { TypeProtocolState, type ResponsePlan, type XdsProtocol } from './typeState';
 
 export type XdsTransport = 'ads' | 'per-type';
@@ -32,7 +46,7 @@ export interface SimNode {
 
 export interface Subscription {
   typeUrl: string;
-  /** Empty or absent: wildcard. */
+  /** Empty or absent: wildcard ('wildcard' model). The 'grpc' model takes the targets from LDS's names. */
   resourceNames?: readonly string[];
 }
 
@@ -48,6 +62,40 @@ export interface SimEnvoyOptions {
   /** Reopen a stream the server ended or failed (like Envoy's retry), after `reconnectDelayMs`. */
   reconnectOnError?: boolean;
   reconnectDelayMs?: number;
+  /**
+   * How the names of each type are chosen (docs/ENVOY-FLEET.md, "Subscription models"). Default
+   * (`defaultSubscriptionModel`): 'envoy' when `subscriptions` are exactly CDS, EDS, LDS and RDS with
+   * no names, else 'wildcard'.
+   */
+  subscriptionModel?: SubscriptionModelName;
+  /**
+   * 'envoy' model: the longest initialisation waits for CDS (and its clusters' EDS) before LDS is
+   * requested, and the longest a cluster or listener warms. Default 15 s, Envoy's initial_fetch_timeout.
+   */
+  initialFetchTimeoutMs?: number;
+}
+
+/** 'envoy' for a subscription to exactly the four xDS core types with no names; else 'wildcard'. */
+export function defaultSubscriptionModel(subscriptions: readonly Subscription[]): SubscriptionModelName {
+  const types = new Set(subscriptions.map((s) => s.typeUrl));
+  const coreTypes = subscriptions.length === MODEL_TYPE_URLS.length && MODEL_TYPE_URLS.every((typeUrl) => types.has(typeUrl));
+  const named = subscriptions.some((s) => (s.resourceNames ?? []).length > 0);
+  return coreTypes && !named ? 'envoy' : 'wildcard';
+}
+
+/** Throws unless `subscriptions` fit `model` (the four core types; names only where the model takes them). */
+function checkModel(nodeId: string, model: SubscriptionModelName, subscriptions: readonly Subscription[]): void {
+  if (model === 'wildcard') return;
+  const types = new Set(subscriptions.map((s) => s.typeUrl));
+  if (subscriptions.length !== MODEL_TYPE_URLS.length || !MODEL_TYPE_URLS.every((typeUrl) => types.has(typeUrl))) {
+    throw new Error(`envoy ${nodeId}: the ${model} subscription model needs exactly CDS, EDS, LDS and RDS subscriptions`);
+  }
+  for (const subscription of subscriptions) {
+    const names = subscription.resourceNames ?? [];
+    const mayName = model === 'grpc' && subscription.typeUrl === LISTENER_TYPE_URL;
+    if (mayName && names.length === 0) throw new Error(`envoy ${nodeId}: the grpc subscription model needs the targets as LDS resourceNames`);
+    if (!mayName && names.length > 0) throw new Error(`envoy ${nodeId}: the ${model} subscription model derives the names of ${subscription.typeUrl}; give none`);
+  }
 }
 
 /** What a SimEnvoy needs from its fleet; shared by every Envoy of the fleet. */
@@ -70,6 +118,8 @@ interface OpenStream {
   types: Map<string, TypeProtocolState>;
   open: boolean;
   nodeSent: boolean;
+  /** Types whose first request went out on this stream (a model may start a type later). */
+  started: Set<string>;
   /** Keeps ACKs of one stream in arrival order even if the delay changes between responses. */
   lastDueAt: number;
 }
@@ -78,11 +128,18 @@ export class SimEnvoy {
   readonly node: SimNode;
   readonly transport: XdsTransport;
   readonly protocol: XdsProtocol;
+  readonly subscriptionModel: SubscriptionModelName;
   private readonly nodeMessage: XdsNode;
   private readonly nodeOnEveryRequest: boolean;
   private readonly reconnectOnError: boolean;
   private readonly reconnectDelayMs: number;
   private readonly types = new Map<string, TypeProtocolState>();
+  /** Undefined for the 'wildcard' model. */
+  private readonly dependents: DependentSubscriptions | undefined;
+  private readonly initialFetchTimeoutMs: number;
+  private everConnected = false;
+  /** 'envoy' model: the initial fetch timeout, until initialisation is over. */
+  private initialFetchTimer: ScheduledTask | undefined;
   private behaviour: SimBehaviour;
   private streams: OpenStream[] = [];
   /** Streams left open by `vanish('silent')`, cancelled only by `dispose()`. */
@@ -103,14 +160,43 @@ export class SimEnvoy {
     this.reconnectDelayMs = options.reconnectDelayMs ?? 500;
     this.behaviour = options.behaviour ?? DEFAULT_BEHAVIOUR;
     if (options.subscriptions.length === 0) throw new Error(`envoy ${options.node.id}: no subscriptions`);
+    this.subscriptionModel = options.subscriptionModel ?? defaultSubscriptionModel(options.subscriptions);
+    checkModel(options.node.id, this.subscriptionModel, options.subscriptions);
+    this.initialFetchTimeoutMs = options.initialFetchTimeoutMs ?? DEFAULT_INITIAL_FETCH_TIMEOUT_MS;
+    const targets = options.subscriptions.find((s) => s.typeUrl === LISTENER_TYPE_URL)?.resourceNames ?? [];
+    this.dependents =
+      this.subscriptionModel === 'wildcard'
+        ? undefined
+        : new DependentSubscriptions({
+            model: this.subscriptionModel,
+            protocol: this.protocol,
+            targets,
+            now: () => context.clock.now(),
+            initialFetchTimeoutMs: this.initialFetchTimeoutMs,
+          });
     for (const subscription of options.subscriptions) {
       if (this.transport === 'per-type' && !isResourceTypeUrl(subscription.typeUrl)) {
         throw new Error(`envoy ${options.node.id}: no per-type discovery service for ${subscription.typeUrl}`);
       }
-      this.types.set(subscription.typeUrl, new TypeProtocolState(subscription.typeUrl, subscription.resourceNames ?? []));
+      const dependents = this.dependents;
+      const state =
+        dependents === undefined
+          ? new TypeProtocolState(subscription.typeUrl, subscription.resourceNames ?? [])
+          : new TypeProtocolState(subscription.typeUrl, dependents.names(subscription.typeUrl) ?? [], sharedSotwNames, {
+              named: !dependents.isWildcard(subscription.typeUrl),
+              requested: dependents.names(subscription.typeUrl) !== undefined,
+            });
+      this.types.set(subscription.typeUrl, state);
     }
     this.nodeMessage = toNodeMessage(options.node);
     context.truth.registerEnvoy(options.node.id, options.node.cluster);
+    if (this.dependents !== undefined) {
+      const dependents = this.dependents;
+      context.truth.attachLiveState(options.node.id, {
+        subscribedNames: (typeUrl) => this.subscribedNames(typeUrl),
+        warming: (typeUrl) => dependents.warming(typeUrl),
+      });
+    }
   }
 
   get id(): string {
@@ -136,6 +222,21 @@ export class SimEnvoy {
     return this.types.get(typeUrl)?.heldResources() ?? new Map();
   }
 
+  /**
+   * The names this Envoy asks for on a type: empty for a wildcard type, undefined while the type is not
+   * asked for at all (the 'envoy' model starts RDS and EDS once something references them, LDS once
+   * CDS is initialised).
+   */
+  subscribedNames(typeUrl: string): readonly string[] | undefined {
+    const state = this.types.get(typeUrl);
+    return state === undefined || !state.requested ? undefined : state.resourceNames;
+  }
+
+  /** 'envoy' model: clusters (CDS) or listeners (LDS) accepted but still warming. */
+  warming(typeUrl: string): readonly string[] {
+    return this.dependents?.warming(typeUrl) ?? [];
+  }
+
   setBehaviour(behaviour: SimBehaviour): void {
     const wasHung = this.behaviour.hang;
     this.behaviour = behaviour;
@@ -152,15 +253,29 @@ export class SimEnvoy {
     if (this.statusValue === 'connected') return;
     this.statusValue = 'connected';
     this.context.truth.recordConnection(this.id, { kind: 'connected', at: this.context.clock.now() });
+    if (!this.everConnected) {
+      this.everConnected = true;
+      // Envoy's initialisation gives up waiting for CDS and its clusters' endpoints after the initial
+      // fetch timeout and starts LDS anyway; one timer per Envoy, in the shared scheduler.
+      if (this.dependents !== undefined && !this.dependents.initialisedClusters) {
+        const dependents = this.dependents;
+        this.initialFetchTimer = this.context.scheduler.schedule(this.initialFetchTimeoutMs, () => {
+          this.initialFetchTimer = undefined;
+          if (this.statusValue !== 'vanished') this.react(dependents.initialFetchTimedOut(), 'before');
+        });
+      }
+    }
     if (this.transport === 'ads') {
       this.openStream([...this.types.values()], ADS_SERVICE, this.protocol === 'sotw' ? 'StreamAggregatedResources' : 'DeltaAggregatedResources');
     } else {
-      for (const state of this.types.values()) {
-        // Constructor checked these type URLs have a per-type service.
-        const service = PER_TYPE_SERVICES[state.typeUrl as keyof typeof PER_TYPE_SERVICES];
-        this.openStream([state], service.service, this.protocol === 'sotw' ? service.sotwMethod : service.deltaMethod);
-      }
+      for (const state of this.types.values()) if (asksForSomething(state)) this.openPerTypeStream(state);
     }
+  }
+
+  private openPerTypeStream(state: TypeProtocolState): void {
+    // Constructor checked these type URLs have a per-type service.
+    const service = PER_TYPE_SERVICES[state.typeUrl as keyof typeof PER_TYPE_SERVICES];
+    this.openStream([state], service.service, this.protocol === 'sotw' ? service.sotwMethod : service.deltaMethod);
   }
 
   /** Closes the streams (the server sees a cancel). State and ground truth are kept for `connect()`. */
@@ -198,10 +313,12 @@ export class SimEnvoy {
     if (this.statusValue !== 'vanished') this.statusValue = 'disconnected';
   }
 
-  /** Changes the names subscribed for a type on the open stream(s). */
+  /** Changes the names subscribed for a type on the open stream(s) ('wildcard' model only). */
   subscribe(typeUrl: string, resourceNames: readonly string[]): void {
     const state = this.types.get(typeUrl);
     if (!state) throw new Error(`envoy ${this.id}: not subscribed to ${typeUrl}`);
+    if (this.dependents !== undefined) throw new Error(`envoy ${this.id}: the ${this.subscriptionModel} subscription model derives the names of ${typeUrl}`);
+    state.named = resourceNames.length > 0;
     const stream = this.streams.find((s) => s.open && s.types.has(typeUrl));
     if (!stream) {
       state.resourceNames = [...resourceNames];
@@ -209,6 +326,52 @@ export class SimEnvoy {
     }
     if (this.protocol === 'sotw') this.send(stream, state.sotwSubscriptionRequest(resourceNames));
     else this.send(stream, state.deltaSubscriptionRequest(resourceNames));
+  }
+
+  /**
+   * Sends what a subscription model asked for (`when`: the half of the reaction to send now), recorded
+   * at `at` (the instant of the ACK/NACK that caused it, so the truth shows them together).
+   */
+  private react(reaction: ModelReaction, when: 'before' | 'after', at: number = this.context.clock.now()): void {
+    for (const change of when === 'before' ? reaction.before : reaction.after) this.applyNames(change, at);
+    if (this.initialFetchTimer !== undefined && this.dependents?.initialisedClusters === true) {
+      this.initialFetchTimer.cancel();
+      this.initialFetchTimer = undefined;
+    }
+  }
+
+  /** Applies one change of a type's names: a first request, a subscription change, or just the new names. */
+  private applyNames(change: NamesChange, at: number): void {
+    const state = this.types.get(change.typeUrl);
+    if (state === undefined) return;
+    this.context.truth.recordSubscription(this.id, change.typeUrl, { names: change.names, at });
+    state.requested = true;
+    const stream = this.streams.find((s) => s.open && s.types.has(change.typeUrl));
+    if (stream === undefined) {
+      state.resourceNames = change.names;
+      // Per-type streams of a type that was not asked for yet open when it first is.
+      if (this.statusValue === 'connected' && this.transport === 'per-type' && asksForSomething(state)) this.openPerTypeStream(state);
+      return;
+    }
+    if (!stream.started.has(change.typeUrl)) {
+      state.resourceNames = change.names;
+      this.startType(stream, state);
+      return;
+    }
+    if (this.protocol === 'sotw') {
+      if (sameNames(state.resourceNames, change.names) && !change.resend) return;
+      this.send(stream, state.sotwSubscriptionRequest(change.names));
+      return;
+    }
+    const request = state.deltaSubscriptionRequest(change.names);
+    if ((request.resource_names_subscribe ?? []).length > 0 || (request.resource_names_unsubscribe ?? []).length > 0) this.send(stream, request);
+  }
+
+  /** Sends a type's first request on `stream`, unless it asks by name for nothing yet. */
+  private startType(stream: OpenStream, state: TypeProtocolState): void {
+    if (!asksForSomething(state)) return;
+    stream.started.add(state.typeUrl);
+    this.send(stream, this.protocol === 'sotw' ? state.sotwInitialRequest() : state.deltaInitialRequest());
   }
 
   private openStream(states: TypeProtocolState[], service: string, method: string): void {
@@ -223,6 +386,7 @@ export class SimEnvoy {
       types: new Map(states.map((s) => [s.typeUrl, s])),
       open: true,
       nodeSent: false,
+      started: new Set(),
       lastDueAt: 0,
     };
     this.streams.push(stream);
@@ -231,7 +395,7 @@ export class SimEnvoy {
     call.on('end', () => this.onStreamEnd(stream, 'server ended the stream'));
     for (const state of states) {
       state.resetStream();
-      this.send(stream, this.protocol === 'sotw' ? state.sotwInitialRequest() : state.deltaInitialRequest());
+      this.startType(stream, state);
     }
   }
 
@@ -251,7 +415,7 @@ export class SimEnvoy {
     const state = stream.types.get(typeUrl);
     const now = this.context.clock.now();
     const versionInfo = 'system_version_info' in response ? response.system_version_info : (response as DiscoveryResponse).version_info;
-    if (!state) {
+    if (!state || !stream.started.has(typeUrl)) {
       // Envoy ignores (and logs) responses for types it did not ask for on this stream.
       this.context.logger.warn({ envoy: this.id, typeUrl, nonce: response.nonce }, 'simulated envoy: response for an unsubscribed type ignored');
       return;
@@ -296,6 +460,20 @@ export class SimEnvoy {
     const now = this.context.clock.now();
     // Every Envoy on the same config gets the same list: keep one copy of it for the whole fleet.
     plan.resources = this.context.truth.internResources(state.typeUrl, plan.resources);
+    let reaction: ModelReaction | undefined;
+    if (plan.outcome === 'ack' && this.dependents !== undefined) {
+      // The model reads the accepted resources before anything is applied: a resource it cannot decode
+      // turns the ACK into a NACK, as Envoy rejects a Listener or Cluster it cannot parse.
+      try {
+        reaction = this.dependents.accepted(state.typeUrl, {
+          ...(plan.anys !== undefined ? { sotw: plan.anys } : {}),
+          ...(plan.upserts !== undefined ? { delta: { upserts: plan.upserts, removed: plan.removed } } : {}),
+          names: namesOf(plan.resources),
+        });
+      } catch (error) {
+        plan = state.rejectPlan(plan, `resource of ${state.typeUrl} could not be decoded: ${(error as Error).message}`);
+      }
+    }
     if (plan.outcome === 'ack') {
       if (this.protocol === 'sotw') state.applySotwAck(plan as ResponsePlan<DiscoveryRequest>);
       else state.applyDeltaAck(plan as ResponsePlan<DeltaDiscoveryRequest>);
@@ -307,6 +485,8 @@ export class SimEnvoy {
         removed: plan.removed,
       });
     } else {
+      state.applyNack(plan);
+      reaction = this.dependents?.rejected(state.typeUrl);
       this.context.truth.recordNack(this.id, state.typeUrl, {
         versionInfo: plan.versionInfo,
         nonce: plan.nonce,
@@ -315,7 +495,11 @@ export class SimEnvoy {
         resourceNames: plan.resources.map((r) => r.name),
       });
     }
+    // Envoy sends the requests an update causes while applying it, before its mux queues the ACK;
+    // gRPC sends the ACK first (subscriptionModel.ts).
+    if (reaction !== undefined) this.react(reaction, 'before', now);
     this.send(stream, plan.request);
+    if (reaction !== undefined) this.react(reaction, 'after', now);
   }
 
   private onStreamEnd(stream: OpenStream, detail: string): void {
@@ -349,6 +533,26 @@ export class SimEnvoy {
 }
 
 type HeldAnswer = (() => void) & { typeUrl: string };
+
+/**
+ * Whether a type's first request on a new stream has anything to ask. A by-name type with no names
+ * left is not asked for: an empty first request would read as a legacy wildcard to servers that allow
+ * it for every type (go-control-plane, infra/local/control-plane's supportsLegacyWildcard).
+ */
+function asksForSomething(state: TypeProtocolState): boolean {
+  return state.requested && !(state.named && state.resourceNames.length === 0);
+}
+
+/** The names of an (interned, shared) accepted list, the same array for every Envoy accepting it. */
+const namesOfList = new WeakMap<readonly ResourceVersion[], readonly string[]>();
+function namesOf(resources: readonly ResourceVersion[]): readonly string[] {
+  let names = namesOfList.get(resources);
+  if (names === undefined) {
+    names = internNames(resources.map((r) => r.name));
+    namesOfList.set(resources, names);
+  }
+  return names;
+}
 
 function toNodeMessage(node: SimNode): XdsNode {
   // protobufjs's bundled google.protobuf.Struct uses camelCase field names (stringValue), not the

@@ -11,6 +11,12 @@
 // - Delta ACK/NACK: response_nonce = the response's nonce; a NACK adds error_detail.
 // - Delta (re)connect: initial_resource_versions = every resource held, name -> version.
 // - Delta applies `resources` as upserts and `removed_resources` as deletions; SotW replaces.
+// - A by-name subscription takes only the resources it asked for ("the client will silently ignore
+//   any supplied resources that were not explicitly requested", "How the client specifies what
+//   resources to return"); a SotW response of such a type may carry only some of them, and the others
+//   are kept ("Grouping Resources into Responses": only Listener and Cluster are state of the world).
+// - A subscription change on a SotW stream carries the nonce of the last response *answered*: Envoy
+//   sets response_nonce once it has processed a response, and the ACK delay here is that processing.
 import type {
   DeltaDiscoveryRequest,
   DeltaDiscoveryResponse,
@@ -20,6 +26,8 @@ import type {
 import { NACK_STATUS_CODE, nackMessageFor, type NackRule } from './behaviour';
 import type { ResourceVersion } from './groundTruth';
 import { sharedSotwNames, sotwResourceName, type NamedResource, type SotwNameCache } from './resourceNames';
+import type { AnyLike } from './referencedNames';
+import type { DeltaUpsert } from './subscriptionModel';
 
 export type XdsProtocol = 'sotw' | 'delta';
 
@@ -34,11 +42,44 @@ export interface ResponsePlan<Request> {
   removed: string[];
   /** NACK only. */
   message?: string;
+  /** SotW ACK: the accepted resources themselves (only those asked for), for the subscription model. */
+  anys?: readonly AnyLike[];
+  /** Delta ACK: the accepted upserts (only those asked for), for the subscription model. */
+  upserts?: readonly DeltaUpsert[];
+}
+
+export interface TypeSubscriptionOptions {
+  /**
+   * Subscribed by name: only the resources in `resourceNames` are taken, and an empty list asks for
+   * nothing (not a wildcard). Default: true when `resourceNames` is non-empty.
+   */
+  named?: boolean;
+  /** Whether the type is asked for at all yet (a model may start it later). Default true. */
+  requested?: boolean;
+}
+
+/** Per shared resource list and name list: the requested subset (see `TypeProtocolState.planSotw`). */
+const requestedSubsets = new WeakMap<readonly ResourceVersion[], { names: readonly string[]; resources: readonly ResourceVersion[]; keep: readonly number[] | undefined }>();
+const nameSets = new WeakMap<readonly string[], ReadonlySet<string>>();
+function setOf(names: readonly string[]): ReadonlySet<string> {
+  let set = nameSets.get(names);
+  if (set === undefined) {
+    set = new Set(names);
+    nameSets.set(names, set);
+  }
+  return set;
 }
 
 export class TypeProtocolState {
-  /** Names subscribed to; empty = wildcard (all resources of the type). */
-  resourceNames: string[];
+  /**
+   * Names subscribed to; empty = wildcard unless `named`. Kept as the array given (subscription models
+   * hand out interned arrays, which the requested-subset cache is keyed by).
+   */
+  resourceNames: readonly string[];
+  /** See TypeSubscriptionOptions.named. */
+  named: boolean;
+  /** See TypeSubscriptionOptions.requested. */
+  requested: boolean;
   /** version_info (SotW) / system_version_info (Delta) of the last ACKed response. */
   acceptedVersionInfo: string | undefined;
   /** Delta: resources held after the last ACK, name -> version (the source of initial_resource_versions). */
@@ -48,21 +89,34 @@ export class TypeProtocolState {
    * thousands of Envoys on the same config a Map per Envoy would dominate memory.
    */
   private sotwHeld: readonly ResourceVersion[] = [];
+  /** SotW by name: resources held from earlier responses that the last one did not carry. */
+  private sotwCarried: ReadonlyMap<string, string> = new Map();
   /** Nonce of the latest response received on the current stream (set on arrival, not when answered). */
   lastNonce = '';
+  /** Nonce of the latest response ACKed or NACKed on the current stream. */
+  answeredNonce = '';
 
   constructor(
     readonly typeUrl: string,
     resourceNames: readonly string[] = [],
     /** Where names of SotW resource lists are cached (shared by the process's simulated Envoys). */
     private readonly names: SotwNameCache = sharedSotwNames,
+    options: TypeSubscriptionOptions = {},
   ) {
-    this.resourceNames = [...resourceNames];
+    this.resourceNames = Object.isFrozen(resourceNames) ? resourceNames : [...resourceNames];
+    this.named = options.named ?? resourceNames.length > 0;
+    this.requested = options.requested ?? true;
   }
 
   /** Called when a new stream starts: nonces do not survive a stream. */
   resetStream(): void {
     this.lastNonce = '';
+    this.answeredNonce = '';
+  }
+
+  /** Records that the response with `nonce` was NACKed (its ACK path is `applySotwAck`/`applyDeltaAck`). */
+  applyNack(plan: ResponsePlan<unknown>): void {
+    this.answeredNonce = plan.nonce;
   }
 
   /** Called when a response arrives, before any ACK delay. */
@@ -79,14 +133,14 @@ export class TypeProtocolState {
     };
   }
 
-  /** A subscription change on an open SotW stream: the full new list, last accepted version, last nonce. */
+  /** A subscription change on an open SotW stream: the full new list, last accepted version, last answered nonce. */
   sotwSubscriptionRequest(resourceNames: readonly string[]): DiscoveryRequest {
-    this.resourceNames = [...resourceNames];
+    this.resourceNames = Object.isFrozen(resourceNames) ? resourceNames : [...resourceNames];
     return {
       type_url: this.typeUrl,
       resource_names: [...this.resourceNames],
       version_info: this.acceptedVersionInfo ?? '',
-      response_nonce: this.lastNonce,
+      response_nonce: this.answeredNonce,
     };
   }
 
@@ -125,6 +179,8 @@ export class TypeProtocolState {
       }
       if (message === undefined) this.names.store(this.typeUrl, list, read);
     }
+    let anys: readonly AnyLike[] = list;
+    if (message === undefined && this.named) ({ resources, anys } = this.requestedSubset(resources, list));
     message ??= nackMessageFor(rules, this.typeUrl, resources.map((r) => r.name));
     if (message !== undefined) {
       return {
@@ -155,19 +211,74 @@ export class TypeProtocolState {
       nonce,
       resources,
       removed: [],
+      anys,
     };
+  }
+
+  /**
+   * The resources of a response this by-name subscription asked for, and their Any objects (aligned
+   * with `list`). The same arrays for every Envoy with the same list and name list, so a fleet pays
+   * for the filtering once; nothing is copied when every resource was asked for.
+   */
+  private requestedSubset(resources: readonly ResourceVersion[], list: readonly AnyLike[]): { resources: readonly ResourceVersion[]; anys: readonly AnyLike[] } {
+    let cached = requestedSubsets.get(resources);
+    if (cached === undefined || cached.names !== this.resourceNames) {
+      const wanted = setOf(this.resourceNames);
+      let keep: number[] | undefined;
+      resources.forEach((resource, index) => {
+        if (wanted.has(resource.name)) keep?.push(index);
+        else keep ??= Array.from({ length: index }, (_, i) => i);
+      });
+      cached = {
+        names: this.resourceNames,
+        resources: keep === undefined ? resources : Object.freeze(keep.map((index) => resources[index] as ResourceVersion)),
+        keep,
+      };
+      requestedSubsets.set(resources, cached);
+    }
+    const keep = cached.keep;
+    return { resources: cached.resources, anys: keep === undefined ? list : keep.map((index) => list[index] as AnyLike) };
   }
 
   /** Resources held after the last ACK: name -> version (Delta: per resource; SotW: version_info). */
   heldResources(): ReadonlyMap<string, string> {
-    if (this.deltaHeld.size > 0 || this.sotwHeld.length === 0) return this.deltaHeld;
-    return new Map(this.sotwHeld.map((r) => [r.name, r.version]));
+    if (this.deltaHeld.size > 0 || (this.sotwHeld.length === 0 && this.sotwCarried.size === 0)) return this.deltaHeld;
+    const held = new Map(this.sotwHeld.map((r) => [r.name, r.version]));
+    for (const [name, version] of this.sotwCarried) if (!held.has(name)) held.set(name, version);
+    if (!this.named) return held;
+    // A name no longer subscribed is gone from the client, whether or not the server said so.
+    const wanted = setOf(this.resourceNames);
+    for (const name of held.keys()) if (!wanted.has(name)) held.delete(name);
+    return held;
   }
 
-  /** Applies an ACKed SotW response: the response is the complete set for this type. */
+  /**
+   * Applies an ACKed SotW response. Wildcard: the response is the complete set. By name: resources it
+   * did not carry but were held and are still subscribed stay held (see the top of this file).
+   */
   applySotwAck(plan: ResponsePlan<DiscoveryRequest>): void {
     this.acceptedVersionInfo = plan.versionInfo;
+    this.answeredNonce = plan.nonce;
+    if (this.named && plan.resources.length < this.resourceNames.length) {
+      const carried = new Map<string, string>();
+      const carriedNow = new Set(plan.resources.map((r) => r.name));
+      for (const [name, version] of this.heldResources()) if (!carriedNow.has(name)) carried.set(name, version);
+      this.sotwCarried = carried;
+    } else if (this.sotwCarried.size > 0) {
+      this.sotwCarried = new Map();
+    }
     this.sotwHeld = plan.resources;
+  }
+
+  /** Turns an ACK plan into a NACK with `message` (the subscription model could not use a resource). */
+  rejectPlan<Request>(plan: ResponsePlan<Request>, message: string): ResponsePlan<DiscoveryRequest> | ResponsePlan<DeltaDiscoveryRequest> {
+    const error_detail = { code: NACK_STATUS_CODE, message };
+    const base = { outcome: 'nack' as const, versionInfo: plan.versionInfo, nonce: plan.nonce, resources: plan.resources, removed: plan.removed, message };
+    const request = plan.request as DiscoveryRequest | DeltaDiscoveryRequest;
+    if ('version_info' in request) {
+      return { ...base, request: { type_url: this.typeUrl, resource_names: [...this.resourceNames], version_info: this.acceptedVersionInfo ?? '', response_nonce: plan.nonce, error_detail } };
+    }
+    return { ...base, request: { type_url: this.typeUrl, response_nonce: plan.nonce, error_detail } };
   }
 
   deltaInitialRequest(): DeltaDiscoveryRequest {
@@ -185,11 +296,15 @@ export class TypeProtocolState {
   deltaSubscriptionRequest(resourceNames: readonly string[]): DeltaDiscoveryRequest {
     const before = new Set(this.resourceNames);
     const after = new Set(resourceNames);
-    this.resourceNames = [...resourceNames];
+    this.resourceNames = Object.isFrozen(resourceNames) ? resourceNames : [...resourceNames];
+    const unsubscribe = [...before].filter((name) => !after.has(name));
+    // Envoy drops what it held of a name it no longer wants (DeltaSubscriptionState): a reconnect
+    // must not claim it in initial_resource_versions.
+    if (this.named) for (const name of unsubscribe) this.deltaHeld.delete(name);
     return {
       type_url: this.typeUrl,
       resource_names_subscribe: [...after].filter((name) => !before.has(name)),
-      resource_names_unsubscribe: [...before].filter((name) => !after.has(name)),
+      resource_names_unsubscribe: unsubscribe,
     };
   }
 
@@ -197,6 +312,8 @@ export class TypeProtocolState {
     const versionInfo = response.system_version_info ?? '';
     const nonce = response.nonce ?? '';
     const resources: ResourceVersion[] = [];
+    const upserts: DeltaUpsert[] = [];
+    const wanted = this.named ? setOf(this.resourceNames) : undefined;
     let message: string | undefined;
     for (const [index, resource] of (response.resources ?? []).entries()) {
       if (!resource.name) {
@@ -207,7 +324,10 @@ export class TypeProtocolState {
         message = `resource ${resource.name} has type ${resource.resource.type_url}, expected ${this.typeUrl}`;
         break;
       }
+      // A by-name subscription ignores what it did not ask for.
+      if (wanted !== undefined && !wanted.has(resource.name)) continue;
       resources.push({ name: resource.name, version: resource.version ?? '' });
+      upserts.push({ name: resource.name, resource: resource.resource ?? undefined });
     }
     const removed = [...(response.removed_resources ?? [])];
     message ??= nackMessageFor(rules, this.typeUrl, resources.map((r) => r.name));
@@ -223,11 +343,12 @@ export class TypeProtocolState {
         message,
       };
     }
-    return { outcome: 'ack', request, versionInfo, nonce, resources, removed };
+    return { outcome: 'ack', request, versionInfo, nonce, resources, removed, upserts };
   }
 
   applyDeltaAck(plan: ResponsePlan<DeltaDiscoveryRequest>): void {
     this.acceptedVersionInfo = plan.versionInfo;
+    this.answeredNonce = plan.nonce;
     for (const resource of plan.resources) this.deltaHeld.set(resource.name, resource.version);
     for (const name of plan.removed) this.deltaHeld.delete(name);
   }

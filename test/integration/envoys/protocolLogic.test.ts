@@ -100,7 +100,11 @@ describe('TypeProtocolState (SotW)', () => {
     expect(nack.request).toMatchObject({ version_info: 'v1', response_nonce: 'n2', error_detail: { code: 3, message: 'no b (resource b)' } });
     expect(state.acceptedVersionInfo).toBe('v1');
 
+    // A subscription change carries the nonce of the last response answered (ACKed or NACKed), not of
+    // one received and still being applied: Envoy sets the nonce once it has processed a response.
     state.noteResponse('n2');
+    expect(state.sotwSubscriptionRequest(['a', 'b'])).toMatchObject({ version_info: 'v1', response_nonce: 'n1' });
+    state.applyNack(nack);
     expect(state.sotwSubscriptionRequest(['a', 'c'])).toMatchObject({ resource_names: ['a', 'c'], version_info: 'v1', response_nonce: 'n2' });
     state.resetStream();
     expect(state.sotwInitialRequest()).toMatchObject({ resource_names: ['a', 'c'], version_info: 'v1', response_nonce: '' });
@@ -179,6 +183,22 @@ describe('Scheduler', () => {
     expect(errors).toHaveLength(1);
     scheduler.close();
     expect(() => scheduler.schedule(0, () => undefined)).toThrow(/closed/);
+  });
+
+  test('a cancelled task holds no timer: cancelled at the head, or reached once the others ran', async () => {
+    const scheduler = new Scheduler();
+    scheduler.schedule(15_000, () => undefined).cancel();
+    expect(scheduler.pending).toBe(0);
+    const ran: string[] = [];
+    scheduler.schedule(5, () => ran.push('ack'));
+    scheduler.schedule(15_000, () => ran.push('timeout')).cancel();
+    expect(scheduler.pending).toBe(2);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    // The timer fired for 'ack' and, re-arming, dropped the cancelled task behind it: nothing is left
+    // to keep the process alive for 15 s.
+    expect(ran).toEqual(['ack']);
+    expect(scheduler.pending).toBe(0);
+    scheduler.close();
   });
 
   test('many random delays come out sorted (property, fake clock)', () => {

@@ -76,6 +76,9 @@ describe('relay response encoding across streams', () => {
       transport: 'ads',
       protocol: 'sotw',
       subscriptions: TYPES.map((typeUrl) => ({ typeUrl })),
+      // Wildcard on every type: this measures the relay's shared encoding of wildcard lists (Envoy-model
+      // clients ask RDS/EDS by name, and the relay encodes named lists per stream).
+      subscriptionModel: 'wildcard',
       node: (index) => ({ id: `enc-${index}`, cluster: 'enc' }),
     });
     fleet.connectAll();

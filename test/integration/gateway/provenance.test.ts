@@ -33,7 +33,10 @@ beforeAll(async () => {
   gateway = await startTestGateway({ upstream: `127.0.0.1:${controlPlane.port}`, table: 'gw-provenance', 'dynamodb-endpoint': dynamo.endpoint, watermarks: 'provenance' });
   gateway.tracker.onUpstreamApplied((e) => applied.push(e));
   fleet = newFleet(gateway.xdsPort);
-  fleet.addMany(2, adsSpec({ node: (i) => ({ id: `prov-${i}`, cluster: 'edge' }) }), 0);
+  // Wildcard: the checks below expect LDS, CDS and RDS on the lineage before the first change. An
+  // Envoy-model client asks LDS only once its clusters are warm and RDS after that, so a change made
+  // meanwhile gets a watermark without those types (absent types reflect any later version).
+  fleet.addMany(2, adsSpec({ node: (i) => ({ id: `prov-${i}`, cluster: 'edge' }), subscriptionModel: 'wildcard' }), 0);
   fleet.connectAll();
 });
 
