@@ -5,6 +5,7 @@
 // environment instead of process.env.
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Logger } from 'pino';
+import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../../common/core';
 import { configureDecisionRefresh, configureStatusHandoff, handleConvergence } from '../../../functions/convergence';
 import { handleExpire } from '../../../functions/expire';
 import { buildFunctionContext } from '../../../functions/lib/context';
@@ -42,6 +43,13 @@ export interface FunctionsComponentOptions {
   convergenceBatchSize?: number;
   /** Convergence STATUS_HANDOFF: apply changed verdicts to Kubernetes directly (default true, as on AWS). */
   statusHandoff?: boolean;
+  /**
+   * REQUIRED_TYPE_URLS: types every Envoy must subscribe to before it can count (default the four
+   * Contour serves, as serverless.yml deploys). Envoy subscribes to LDS only once its clusters are
+   * warm, and RDS/EDS once it accepted what names them: without this, an Envoy that just connected
+   * and holds only clusters counted as programmed (docs/ARCHITECTURE.md, "requiredTypeUrls").
+   */
+  requiredTypeUrls?: readonly string[];
   queryPort: number;
   queryToken: string;
   logger: Logger;
@@ -104,11 +112,15 @@ function every(ms: number, run: () => Promise<unknown>, name: string, logger: Lo
   };
 }
 
+/** What Contour (and every control plane here) serves each Envoy: clusters, endpoints, listeners, routes. */
+export const DEFAULT_REQUIRED_TYPE_URLS: readonly string[] = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL];
+
 export async function startFunctionsComponent(opts: FunctionsComponentOptions): Promise<FunctionsComponent> {
   const env: Record<string, string> = {
     ...opts.storeEnv,
     ENVOY_TTL_MS: String(opts.envoyTtlMs),
     ACK_TIMEOUT_MS: String(opts.ackTimeoutMs),
+    REQUIRED_TYPE_URLS: (opts.requiredTypeUrls ?? DEFAULT_REQUIRED_TYPE_URLS).join(','),
     TRACKED_KINDS: JSON.stringify(opts.trackedKinds),
     CONDITION_TYPE: opts.conditionType,
     KUBECONFIG_PATH: opts.kubeconfigPath,
