@@ -11,15 +11,12 @@
 // A gRPC client subscribes by name (its listener, that listener's route configuration, its clusters
 // and their endpoints), so it holds only its own object's config: the checker judges it on the
 // objects it subscribes to (`objectsOf`), which is the one whose fqdn it resolves.
-import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { ADS_SERVICE, type DiscoveryRequest, type DiscoveryResponse } from '../../common/xds';
+import type { DiscoveryRequest, DiscoveryResponse } from '../../common/xds';
+import { AdsByteRelay, type RelayedStream } from '../support/ads-byte-relay';
 import { discoveryCodec, sotwResourceName, type GroundTruth, type ResourceVersion } from '../../infra/local/envoys';
 import { RealXdsClient } from '../../infra/local/envoys/realClient';
 import { decodeSotwResponseUntapped, responseSources } from './content';
-
-const ADS_SOTW_PATH = `/${ADS_SERVICE}/StreamAggregatedResources`;
-const passthrough = (bytes: Buffer): Buffer => bytes;
 
 interface SentResponse {
   versionInfo: string;
@@ -28,9 +25,7 @@ interface SentResponse {
 
 /** An ADS SotW relay that records the client side of every stream into the ground truth. */
 export class XdsTap {
-  private readonly server = new grpc.Server();
-  private readonly upstream: grpc.Client;
-  private readonly calls = new Set<grpc.ServerDuplexStream<Buffer, Buffer>>();
+  private readonly relay: AdsByteRelay;
   /**
    * Per client and response (`nodeId|typeUrl|nonce`): a named subscription's response under one
    * version_info is that client's subset only, and a subscription change brings another response at
@@ -39,23 +34,21 @@ export class XdsTap {
   private readonly contents = new Map<string, ReadonlySet<string>>();
   private readonly undecodableResponses: string[] = [];
   private readonly clients = new Set<string>();
-  address = '';
 
   constructor(
     target: string,
     private readonly truth: GroundTruth,
     private readonly logger: Logger,
   ) {
-    this.upstream = new grpc.Client(target, grpc.credentials.createInsecure());
-    this.server.register<Buffer, Buffer>(ADS_SOTW_PATH, (call: grpc.ServerDuplexStream<Buffer, Buffer>) => this.relay(call), passthrough, passthrough, 'bidi');
+    this.relay = new AdsByteRelay(target, () => this.recordStream());
   }
 
-  async start(): Promise<string> {
-    const port = await new Promise<number>((resolve, reject) =>
-      this.server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
-    );
-    this.address = `127.0.0.1:${port}`;
-    return this.address;
+  get address(): string {
+    return this.relay.address;
+  }
+
+  start(): Promise<string> {
+    return this.relay.start();
   }
 
   /** Whether `nodeId` is a client of this tap. */
@@ -74,43 +67,32 @@ export class XdsTap {
   }
 
   close(): void {
-    for (const call of this.calls) call.destroy();
-    this.upstream.close();
-    this.server.forceShutdown();
+    this.relay.close();
   }
 
-  private relay(call: grpc.ServerDuplexStream<Buffer, Buffer>): void {
+  /** One client stream's recording hooks: the ground truth of what it received and answered. */
+  private recordStream(): RelayedStream {
     const codec = discoveryCodec();
-    this.calls.add(call);
-    const upstream = this.upstream.makeBidiStreamRequest<Buffer, Buffer>(ADS_SOTW_PATH, passthrough, passthrough);
     const sent = new Map<string, SentResponse>();
     let nodeId: string | undefined;
-    let ended = false;
-    const end = (detail: string): void => {
-      if (ended) return;
-      ended = true;
-      this.calls.delete(call);
-      if (nodeId !== undefined) this.truth.recordConnection(nodeId, { kind: 'stream-error', at: Date.now(), detail });
-      upstream.cancel();
-      call.end();
-    };
-    call.on('data', (bytes: Buffer) => {
-      try {
-        this.onRequest(codec.decodeSotwRequest(bytes), sent, (id, cluster) => {
-          nodeId = id;
-          this.clients.add(id);
-          this.truth.registerEnvoy(id, cluster);
-          this.truth.recordConnection(id, { kind: 'connected', at: Date.now() });
-        }, nodeId);
-      } catch (error) {
-        this.logger.warn({ err: error }, 'xds tap: undecodable request forwarded as is');
-      }
-      upstream.write(bytes);
-    });
-    upstream.on('data', (bytes: Buffer) => {
-      try {
-        const response = decodeSotwResponseUntapped(bytes);
-        if (nodeId !== undefined) {
+    return {
+      request: (bytes) => {
+        try {
+          this.onRequest(codec.decodeSotwRequest(bytes), sent, (id, cluster) => {
+            nodeId = id;
+            this.clients.add(id);
+            this.truth.registerEnvoy(id, cluster);
+            this.truth.recordConnection(id, { kind: 'connected', at: Date.now() });
+          }, nodeId);
+        } catch (error) {
+          this.logger.warn({ err: error }, 'xds tap: undecodable request forwarded as is');
+        }
+        return 0;
+      },
+      response: (bytes) => {
+        try {
+          const response = decodeSotwResponseUntapped(bytes);
+          if (nodeId === undefined) return;
           const key = `${nodeId}|${response.type_url ?? ''}|${response.nonce ?? ''}`;
           try {
             this.contents.set(key, responseSources(response));
@@ -118,17 +100,14 @@ export class XdsTap {
             this.undecodableResponses.push(`${key}: ${error instanceof Error ? error.message : String(error)}`);
           }
           this.onResponse(nodeId, response, sent);
+        } catch (error) {
+          this.logger.warn({ err: error }, 'xds tap: undecodable response forwarded as is');
         }
-      } catch (error) {
-        this.logger.warn({ err: error }, 'xds tap: undecodable response forwarded as is');
-      }
-      call.write(bytes);
-    });
-    call.on('end', () => end('client ended the stream'));
-    call.on('error', (error: Error) => end(`client stream: ${error.message}`));
-    call.on('cancelled', () => end('client cancelled'));
-    upstream.on('end', () => end('server ended the stream'));
-    upstream.on('error', (error: Error) => end(`server stream: ${error.message}`));
+      },
+      ended: (detail) => {
+        if (nodeId !== undefined) this.truth.recordConnection(nodeId, { kind: 'stream-error', at: Date.now(), detail });
+      },
+    };
   }
 
   private onRequest(request: DiscoveryRequest, sent: Map<string, SentResponse>, identify: (id: string, cluster: string) => void, nodeId: string | undefined): void {
