@@ -119,10 +119,6 @@ async function moveRepeatedly(): Promise<{ startedAt: number; firstWrite: number
 test('no false True: EnvoyProgrammed turns True only once every real client holds the new route, its cluster and endpoints', async () => {
   const { firstWrite } = await moveRepeatedly();
   const writes = observer.writes.slice(firstWrite);
-  if (process.env['DEBUG_PEERS'] !== undefined) {
-    for (const write of writes) console.log(write.at, JSON.stringify(write.condition));
-    for (const peer of peers) for (const snapshot of peer.snapshots()) console.log(peer.nodeId, snapshot.at, describeView(clientView(snapshot, sampleFqdn(0))));
-  }
   const content = checkClientContent(writes, {
     clients: peers.map((peer) => peerUnderCheck(peer, OBJECT, () => true)),
     sourcePrefix: `projectcontour.io/HTTPProxy/${SAMPLE_NAMESPACE}/`,
