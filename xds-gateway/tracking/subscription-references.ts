@@ -102,9 +102,13 @@ export class ReferenceHistory {
   referencedBy(lineage: Lineage, typeUrl: string, seq: number, subscription: Subscription, key: ReferencedType, authorities?: ReadonlySet<string>): ReadonlySet<string> | undefined {
     const list = this.versions.get(`${lineage}|${typeUrl}`);
     if (list === undefined || list.length === 0) return undefined;
-    // The content the client holds: the type's last change at or before its ACKed seq.
-    let version = list[0] as VersionReferences;
+    // The content the client holds: the type's last change at or before its ACKed seq. A client more
+    // changes behind than the history keeps is not judged here (undefined): the oldest kept version
+    // may name what it never received, and it would wait for names it cannot know. Such a client is
+    // far behind any recent watermark on its ACKed versions alone.
+    let version: VersionReferences | undefined;
     for (const candidate of list) if (candidate.seq <= seq) version = candidate;
+    if (version === undefined) return undefined;
     if (key === 'CDS' && authorities !== undefined) {
       // A client routing for known authorities uses only the virtual host matching each.
       const names = new Set<string>();
