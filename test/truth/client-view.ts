@@ -150,6 +150,8 @@ function index(snapshot: ClientSnapshot): Map<string, CsdsResource> {
 }
 
 /**
+ * Written apart from the gateway's `virtualHostFor` (common/xds/references.ts) on purpose: the ground
+ * truth must not share code with what it judges.
  * Matches a virtual host the way gRPC clients do (gRFC A27, after Envoy): an exact domain first, then
  * the longest suffix wildcard (`*.example.com`), then the longest prefix wildcard (`example.*`), then
  * `*`. Case-insensitive. A domain with a `*` anywhere else never matches.

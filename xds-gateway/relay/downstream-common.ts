@@ -227,7 +227,7 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
   protected recordAnswer(typeUrl: string, seq: number): void {
     if (seq <= (this.answers.get(typeUrl) ?? -1)) return;
     this.answers.set(typeUrl, seq);
-    this.stream?.group.answered(typeUrl);
+    this.stream?.group.answered();
   }
 
   onTypeChanged(typeUrl: string): void {

@@ -129,10 +129,10 @@ export class RelayGroup {
   }
 
   /**
-   * A stream answered a response of `typeUrl`: a removal waiting for every client to move may be due.
+   * A stream answered a response: a removal waiting for every client to move may be due.
    * Checked at most every RELEASE_CHECK_MS, not per answer: the check reads every subscriber.
    */
-  answered(_typeUrl: string): void {
+  answered(): void {
     if (this.makeBeforeBreak.pendingCount() > 0) this.scheduleReleaseCheck(this.deps.clock.now() + RELEASE_CHECK_MS);
   }
 

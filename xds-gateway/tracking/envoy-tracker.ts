@@ -413,6 +413,7 @@ export class EnvoyTracker implements RelayObserver {
    */
   private withReferencesChecked(tracked: TrackedEnvoy, state: EnvoyState, now: number): EnvoyState {
     let next = state;
+    const authorities = this.authoritiesOf(tracked);
     for (const edge of REFERENCE_EDGES) {
       const type = next.types[edge.child];
       if (type === undefined || !type.subscribed || type.lineage !== next.lineage) continue;
@@ -424,7 +425,7 @@ export class EnvoyTracker implements RelayObserver {
         if (parent?.subscribed !== true || parent.acked === undefined || parent.lineage !== type.lineage) continue;
         const parentSubscription = this.subscriptionOf(tracked, parentTypeUrl);
         if (parentSubscription === undefined) continue;
-        const referenced = this.references.referencedBy(type.lineage, parentTypeUrl, parent.acked, parentSubscription, edge.key, this.authoritiesOf(tracked));
+        const referenced = this.references.referencedBy(type.lineage, parentTypeUrl, parent.acked, parentSubscription, edge.key, authorities);
         if (referenced === undefined) continue;
         const key = `${edge.child}|${parentTypeUrl}`;
         const last = tracked.referenceChecks.get(key);

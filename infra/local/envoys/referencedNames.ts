@@ -162,3 +162,15 @@ export function sameNames(a: readonly string[], b: readonly string[]): boolean {
   for (let index = 0; index < a.length; index++) if (a[index] !== b[index]) return false;
   return true;
 }
+
+const nameSets = new WeakMap<readonly string[], ReadonlySet<string>>();
+
+/** A Set of `names`, built once per array (name arrays are interned and shared by many Envoys). */
+export function nameSetOf(names: readonly string[]): ReadonlySet<string> {
+  let set = nameSets.get(names);
+  if (set === undefined) {
+    set = new Set(names);
+    nameSets.set(names, set);
+  }
+  return set;
+}

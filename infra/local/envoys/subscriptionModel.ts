@@ -23,6 +23,7 @@ import {
   internNames,
   listenerRefs,
   matchVirtualHost,
+  nameSetOf,
   routeTableRefs,
   sameNames,
   type AnyLike,
@@ -201,15 +202,6 @@ function filterShared<T extends object>(items: readonly T[], key: object, drop: 
   return kept;
 }
 
-const nameSets = new WeakMap<readonly string[], ReadonlySet<string>>();
-function setOf(names: readonly string[]): ReadonlySet<string> {
-  let set = nameSets.get(names);
-  if (set === undefined) {
-    set = new Set(names);
-    nameSets.set(names, set);
-  }
-  return set;
-}
 
 const edsClustersOf = new WeakMap<readonly ClusterRefs[], readonly ClusterRefs[]>();
 function edsClusters(clusters: readonly ClusterRefs[]): readonly ClusterRefs[] {
@@ -366,7 +358,7 @@ export class DependentSubscriptions {
       case CLUSTER_TYPE_URL: {
         const diff = this.replaceOrUpsert(this.clusters, clusterRefs, response);
         if (diff.removed.length > 0) {
-          const removed = setOf(diff.removed);
+          const removed = nameSetOf(diff.removed);
           this.warmingClusters.drop(diff.removed, (cluster) => removed.has(cluster.name));
         }
         // A new or changed EDS cluster is a new cluster object that warms until its endpoints arrive,
@@ -380,18 +372,18 @@ export class DependentSubscriptions {
       case CLUSTER_LOAD_ASSIGNMENT_TYPE_URL: {
         const removed = response.delta?.removed ?? EMPTY;
         const arrived = removed.length === 0 ? response.names : internNames([...response.names, ...removed]);
-        const names = setOf(arrived);
+        const names = nameSetOf(arrived);
         this.warmingClusters.drop(arrived, (cluster) => names.has(cluster.edsName ?? ''));
         break;
       }
       case LISTENER_TYPE_URL: {
         const diff = this.replaceOrUpsert(this.listeners, listenerRefs, response);
         if (diff.removed.length > 0) {
-          const removed = setOf(diff.removed);
+          const removed = nameSetOf(diff.removed);
           this.warmingListeners.drop(diff.removed, (listener) => removed.has(listener.name));
         }
         const wanted = routeNames(this.listeners);
-        const wantedSet = setOf(wanted);
+        const wantedSet = nameSetOf(wanted);
         if (this.heldRoutes.some((name) => !wantedSet.has(name))) this.heldRoutes = internNames(this.heldRoutes.filter((name) => wantedSet.has(name)));
         // A listener naming a route configuration Envoy already holds uses it at once; otherwise it
         // warms until RDS delivers it (xDS protocol doc, "Resource warming").
@@ -402,7 +394,7 @@ export class DependentSubscriptions {
         break;
       }
       case ROUTE_CONFIGURATION_TYPE_URL: {
-        const removed = setOf(response.delta?.removed ?? EMPTY);
+        const removed = nameSetOf(response.delta?.removed ?? EMPTY);
         this.heldRoutes = internNames([...this.heldRoutes.filter((name) => !removed.has(name)), ...response.names]);
         this.dropWarmListeners();
         break;
@@ -415,7 +407,7 @@ export class DependentSubscriptions {
   }
 
   private dropWarmListeners(): void {
-    const held = setOf(this.heldRoutes);
+    const held = nameSetOf(this.heldRoutes);
     this.warmingListeners.drop(this.heldRoutes, (listener) => listener.routeNames.every((name) => held.has(name)));
   }
 
@@ -424,7 +416,7 @@ export class DependentSubscriptions {
     switch (typeUrl) {
       case LISTENER_TYPE_URL: {
         this.replaceOrUpsert(this.listeners, listenerRefs, response);
-        const wanted = setOf(routeNames(this.listeners));
+        const wanted = nameSetOf(routeNames(this.listeners));
         // A route configuration no listener names any more is forgotten with its subscription.
         const stale = [...this.routeTables.values()].filter((table) => !wanted.has(table.name)).map((table) => table.name);
         if (stale.length > 0) this.routeTables.upsert([], stale);

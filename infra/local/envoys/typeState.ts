@@ -26,7 +26,7 @@ import type {
 import { NACK_STATUS_CODE, nackMessageFor, type NackRule } from './behaviour';
 import type { ResourceVersion } from './groundTruth';
 import { sharedSotwNames, sotwResourceName, type NamedResource, type SotwNameCache } from './resourceNames';
-import type { AnyLike } from './referencedNames';
+import { nameSetOf, type AnyLike } from './referencedNames';
 import type { DeltaUpsert } from './subscriptionModel';
 
 export type XdsProtocol = 'sotw' | 'delta';
@@ -60,15 +60,6 @@ export interface TypeSubscriptionOptions {
 
 /** Per shared resource list and name list: the requested subset (see `TypeProtocolState.planSotw`). */
 const requestedSubsets = new WeakMap<readonly ResourceVersion[], { names: readonly string[]; resources: readonly ResourceVersion[]; keep: readonly number[] | undefined }>();
-const nameSets = new WeakMap<readonly string[], ReadonlySet<string>>();
-function setOf(names: readonly string[]): ReadonlySet<string> {
-  let set = nameSets.get(names);
-  if (set === undefined) {
-    set = new Set(names);
-    nameSets.set(names, set);
-  }
-  return set;
-}
 
 export class TypeProtocolState {
   /**
@@ -223,7 +214,7 @@ export class TypeProtocolState {
   private requestedSubset(resources: readonly ResourceVersion[], list: readonly AnyLike[]): { resources: readonly ResourceVersion[]; anys: readonly AnyLike[] } {
     let cached = requestedSubsets.get(resources);
     if (cached === undefined || cached.names !== this.resourceNames) {
-      const wanted = setOf(this.resourceNames);
+      const wanted = nameSetOf(this.resourceNames);
       let keep: number[] | undefined;
       resources.forEach((resource, index) => {
         if (wanted.has(resource.name)) keep?.push(index);
@@ -247,7 +238,7 @@ export class TypeProtocolState {
     for (const [name, version] of this.sotwCarried) if (!held.has(name)) held.set(name, version);
     if (!this.named) return held;
     // A name no longer subscribed is gone from the client, whether or not the server said so.
-    const wanted = setOf(this.resourceNames);
+    const wanted = nameSetOf(this.resourceNames);
     for (const name of held.keys()) if (!wanted.has(name)) held.delete(name);
     return held;
   }
@@ -313,7 +304,7 @@ export class TypeProtocolState {
     const nonce = response.nonce ?? '';
     const resources: ResourceVersion[] = [];
     const upserts: DeltaUpsert[] = [];
-    const wanted = this.named ? setOf(this.resourceNames) : undefined;
+    const wanted = this.named ? nameSetOf(this.resourceNames) : undefined;
     let message: string | undefined;
     for (const [index, resource] of (response.resources ?? []).entries()) {
       if (!resource.name) {

@@ -10,6 +10,7 @@ import { startControlPlane, type ControlPlane } from '../../../infra/local/contr
 import { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
 import type { XdsEvent } from '../../../infra/local/control-plane/xds-events';
 import { Fleet, parseBehaviour, type FleetEnvoySpec, type SimEnvoy } from '../../../infra/local/envoys';
+import { endpointsOf, httpProxy } from '../gateway-relay/helpers';
 
 const TYPES = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL];
 const ALL = TYPES.map((typeUrl) => ({ typeUrl }));
@@ -21,19 +22,6 @@ const SHORT: Record<string, string> = {
   [LISTENER_TYPE_URL]: 'LDS',
   [ROUTE_CONFIGURATION_TYPE_URL]: 'RDS',
 };
-
-function httpProxy(name: string, fqdn: string, port: number): Record<string, unknown> {
-  return {
-    apiVersion: 'projectcontour.io/v1',
-    kind: 'HTTPProxy',
-    metadata: { name, namespace: 'default' },
-    spec: { virtualhost: { fqdn }, routes: [{ services: [{ name, port }] }] },
-  };
-}
-
-function endpointsOf(name: string, ip: string, port: number): Record<string, unknown> {
-  return { metadata: { name, namespace: 'default' }, subsets: [{ addresses: [{ ip }], ports: [{ port }] }] };
-}
 
 type StreamEvent = Extract<XdsEvent, { event: 'request' | 'response' }>;
 

@@ -238,16 +238,21 @@ describe('relay against a scripted upstream', () => {
       return { stream, take, ack, resubscribe, received, close: () => adsClient.close() };
     }
 
+    /** Once the relay subscribed upstream for `upstreamNode`: route web → cluster a, every type answered and ACKed. */
+    async function routeToA(client: Awaited<ReturnType<typeof grpcLikeClient>>, upstreamNode: string): Promise<void> {
+      await eventually(() => TYPES.every((typeUrl) => upstream.requests.some((r) => r.type_url === typeUrl && r.node?.id === upstreamNode)), 'all four types subscribed upstream');
+      upstream.respond(LISTENER_TYPE_URL, 'v1', [grpcListener('web', 'web-routes')]);
+      upstream.respond(ROUTE_CONFIGURATION_TYPE_URL, 'v1', [grpcRouteConfiguration('web-routes', 'a')]);
+      upstream.respond(CLUSTER_TYPE_URL, 'v1', [grpcCluster('a')]);
+      upstream.respond(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, 'v1', [endpoints('a')]);
+      for (let i = 0; i < TYPES.length; i++) client.ack(await client.take());
+    }
+
     test('ADS: the old cluster is not removed under a by-name client before the route has moved off it', async () => {
       const relayUnderTest = await startTestRelay(`127.0.0.1:${upstream.port}`, new RecordingObserver(), { instanceId: 'gw-mbb' });
       const client = await grpcLikeClient(relayUnderTest, 'mbb-1', 'mbb');
       try {
-        await eventually(() => TYPES.every((typeUrl) => upstream.requests.some((r) => r.type_url === typeUrl && r.node?.id === 'mbb-1.via.gw-mbb')), 'all four types subscribed upstream');
-        upstream.respond(LISTENER_TYPE_URL, 'v1', [grpcListener('web', 'web-routes')]);
-        upstream.respond(ROUTE_CONFIGURATION_TYPE_URL, 'v1', [grpcRouteConfiguration('web-routes', 'a')]);
-        upstream.respond(CLUSTER_TYPE_URL, 'v1', [grpcCluster('a')]);
-        upstream.respond(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, 'v1', [endpoints('a')]);
-        for (let i = 0; i < TYPES.length; i++) client.ack(await client.take());
+        await routeToA(client, 'mbb-1.via.gw-mbb');
 
         // The rebuild arrives in the worst order for this client: the cluster list without a first.
         upstream.respond(CLUSTER_TYPE_URL, 'v2', [grpcCluster('b')]);
@@ -292,12 +297,7 @@ describe('relay against a scripted upstream', () => {
       const relayUnderTest = await startTestRelay(`127.0.0.1:${upstream.port}`, new RecordingObserver(), { instanceId: 'gw-grace', makeBeforeBreakGraceMs: 300 });
       const client = await grpcLikeClient(relayUnderTest, 'grace-1', 'grace');
       try {
-        await eventually(() => TYPES.every((typeUrl) => upstream.requests.some((r) => r.type_url === typeUrl && r.node?.id === 'grace-1.via.gw-grace')), 'all four types subscribed upstream');
-        upstream.respond(LISTENER_TYPE_URL, 'v1', [grpcListener('web', 'web-routes')]);
-        upstream.respond(ROUTE_CONFIGURATION_TYPE_URL, 'v1', [grpcRouteConfiguration('web-routes', 'a')]);
-        upstream.respond(CLUSTER_TYPE_URL, 'v1', [grpcCluster('a')]);
-        upstream.respond(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, 'v1', [endpoints('a')]);
-        for (let i = 0; i < TYPES.length; i++) client.ack(await client.take());
+        await routeToA(client, 'grace-1.via.gw-grace');
         upstream.respond(ROUTE_CONFIGURATION_TYPE_URL, 'v2', [grpcRouteConfiguration('web-routes', 'b')]);
         upstream.respond(CLUSTER_TYPE_URL, 'v2', [grpcCluster('b')]);
         // The RDS move is received but never answered; CDS responses are.

@@ -52,8 +52,15 @@ function setup() {
     request(typeUrl, { kind: 'ack', nonce, version: encodeVersion({ lineage: LINEAGE, seq: versions.get(typeUrl) ?? 0 }) }, names);
   const sendAndAck = (typeUrl: string, names: string[]): void => ack(typeUrl, send(typeUrl), names);
   const through = (): number | undefined => tracker.envoyState(NODE)?.programmedThrough;
+  /** First requests of each type with their names, each answered at the current version and ACKed. */
+  const subscribeAll = (subscriptions: ReadonlyArray<readonly [string, readonly string[]]>): void => {
+    for (const [typeUrl, names] of subscriptions) {
+      request(typeUrl, { kind: 'initial', versionInfo: '' }, [...names]);
+      sendAndAck(typeUrl, [...names]);
+    }
+  };
   tracker.streamOpened({ streamId: STREAM, node: { nodeId: NODE, cluster: 'grpc', metadata: {}, locality: {} } as never, group: 'grpc', lineage: LINEAGE, protocol: 'sotw', service: 'ads', at: now++ });
-  return { tracker, apply, request, send, ack, sendAndAck, through };
+  return { tracker, apply, request, send, ack, sendAndAck, through, subscribeAll };
 }
 
 const listener = { name: 'web', resource: grpcListener('web', 'web-routes') };
@@ -67,10 +74,7 @@ test('an ACKed route whose new cluster the client has not asked for does not mak
   t.apply(RDS_TYPE_URL, [routesTo('a')]);
   t.apply(CDS_TYPE_URL, [cluster('a')]);
   t.apply(EDS_TYPE_URL, [endpoints('a')]);
-  for (const [typeUrl, names] of [[LDS_TYPE_URL, ['web']], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, ['a']], [EDS_TYPE_URL, ['a']]] as const) {
-    t.request(typeUrl, { kind: 'initial', versionInfo: '' }, [...names]);
-    t.sendAndAck(typeUrl, [...names]);
-  }
+  t.subscribeAll([[LDS_TYPE_URL, ['web']], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, ['a']], [EDS_TYPE_URL, ['a']]]);
   expect(t.through()).toBe(4);
 
   // The control plane moves the route to cluster b (one rebuild: CDS and EDS gain b, RDS moves).
@@ -102,10 +106,7 @@ test('a response sent before the client asked for the missing name does not coun
   t.apply(RDS_TYPE_URL, [routesTo('a')]);
   t.apply(CDS_TYPE_URL, [cluster('a'), cluster('b')]);
   t.apply(EDS_TYPE_URL, [endpoints('a'), endpoints('b')]);
-  for (const [typeUrl, names] of [[LDS_TYPE_URL, ['web']], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, ['a']], [EDS_TYPE_URL, ['a']]] as const) {
-    t.request(typeUrl, { kind: 'initial', versionInfo: '' }, [...names]);
-    t.sendAndAck(typeUrl, [...names]);
-  }
+  t.subscribeAll([[LDS_TYPE_URL, ['web']], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, ['a']], [EDS_TYPE_URL, ['a']]]);
   const moved = t.apply(RDS_TYPE_URL, [routesTo('b')]);
   t.sendAndAck(RDS_TYPE_URL, ['web-routes']);
   // An unrelated CDS change reaches the client while it still subscribes to a only: ACKing it is no proof of b.
@@ -121,10 +122,7 @@ test('wildcard subscriptions (Envoy\'s LDS and CDS) need no names; EDS by name d
   t.apply(RDS_TYPE_URL, [routesTo('a')]);
   t.apply(CDS_TYPE_URL, [cluster('a')]);
   t.apply(EDS_TYPE_URL, [endpoints('a')]);
-  for (const [typeUrl, names] of [[LDS_TYPE_URL, []], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, []], [EDS_TYPE_URL, ['a']]] as const) {
-    t.request(typeUrl, { kind: 'initial', versionInfo: '' }, [...names]);
-    t.sendAndAck(typeUrl, [...names]);
-  }
+  t.subscribeAll([[LDS_TYPE_URL, []], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, []], [EDS_TYPE_URL, ['a']]]);
   t.apply(CDS_TYPE_URL, [cluster('a'), cluster('b')]);
   t.apply(EDS_TYPE_URL, [endpoints('a'), endpoints('b')]);
   const moved = t.apply(RDS_TYPE_URL, [routesTo('b')]);
@@ -154,10 +152,7 @@ test('a gRPC client is judged on the virtual host of its own target, not on ever
   t.apply(RDS_TYPE_URL, [shared('a')]);
   t.apply(CDS_TYPE_URL, [cluster('a'), cluster('other')]);
   t.apply(EDS_TYPE_URL, [endpoints('a'), endpoints('other')]);
-  for (const [typeUrl, names] of [[LDS_TYPE_URL, ['web']], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, ['a']], [EDS_TYPE_URL, ['a']]] as const) {
-    t.request(typeUrl, { kind: 'initial', versionInfo: '' }, [...names]);
-    t.sendAndAck(typeUrl, [...names]);
-  }
+  t.subscribeAll([[LDS_TYPE_URL, ['web']], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, ['a']], [EDS_TYPE_URL, ['a']]]);
   // The client resolving `web` never needs cluster `other`: it is programmed.
   expect(t.through()).toBe(4);
   // Its own host moving to b holds it back until it has b.
