@@ -3,24 +3,32 @@
 // clear error, not an undefined in a table. Auth: a bearer token (the local runtime), SigV4 when the
 // URL is a Lambda function URL and no token is given (AWS_IAM auth), otherwise none.
 import { z } from 'zod';
+import { displaySafe } from '../core';
 import { functionUrlRegion, signedHeaders } from './sigv4';
+
+/**
+ * Text an Envoy chose (node id, cluster, NACK message) or that quotes it (a condition's message), as
+ * printed on a terminal: control and format characters replaced (common/core untrusted-text.ts), so
+ * no Envoy can send escape sequences to the reader's terminal or forge lines of the output.
+ */
+const shownText = z.string().transform(displaySafe);
 
 export const conditionSchema = z
   .object({
     type: z.string(),
     status: z.enum(['True', 'False', 'Unknown']),
     reason: z.string(),
-    message: z.string().default(''),
+    message: shownText.default(''),
     observedGeneration: z.number().int().optional(),
     lastTransitionTime: z.string().optional(),
   })
   .passthrough();
 
 const blockerSchema = z.discriminatedUnion('reason', [
-  z.object({ nodeId: z.string(), reason: z.literal('nacked'), nacks: z.array(z.object({ type: z.string(), message: z.string(), seq: z.number().optional(), at: z.number().optional() }).passthrough()) }),
-  z.object({ nodeId: z.string(), reason: z.literal('stuck'), types: z.array(z.string()), since: z.number() }),
-  z.object({ nodeId: z.string(), reason: z.literal('noWatermark'), lineages: z.array(z.string()) }),
-  z.object({ nodeId: z.string(), reason: z.literal('pending'), types: z.array(z.string()) }),
+  z.object({ nodeId: shownText, reason: z.literal('nacked'), nacks: z.array(z.object({ type: z.string(), message: shownText, seq: z.number().optional(), at: z.number().optional() }).passthrough()) }),
+  z.object({ nodeId: shownText, reason: z.literal('stuck'), types: z.array(z.string()), since: z.number() }),
+  z.object({ nodeId: shownText, reason: z.literal('noWatermark'), lineages: z.array(z.string()) }),
+  z.object({ nodeId: shownText, reason: z.literal('pending'), types: z.array(z.string()) }),
 ]);
 export type BlockerView = z.infer<typeof blockerSchema>;
 
@@ -44,14 +52,14 @@ export const objectViewSchema = z
 export type ObjectView = z.infer<typeof objectViewSchema>;
 
 export const typeReportSchema = z
-  .object({ type: z.string(), typeUrl: z.string(), status: z.string(), acked: z.number().optional(), current: z.number().optional(), nackMessage: z.string().optional() })
+  .object({ type: z.string(), typeUrl: z.string(), status: z.string(), acked: z.number().optional(), current: z.number().optional(), nackMessage: shownText.optional() })
   .passthrough();
 
 export const envoySummarySchema = z
   .object({
-    nodeId: z.string(),
-    cluster: z.string(),
-    group: z.string(),
+    nodeId: shownText,
+    cluster: shownText,
+    group: shownText,
     status: z.string(),
     live: z.boolean(),
     lineage: z.string(),

@@ -7,6 +7,7 @@ import type { Blocker, Convergence } from './convergence';
 import type { Condition, ConditionStatus } from './schema';
 import { truncateUtf8 } from './truncate';
 import { shortTypeName } from './type-urls';
+import { displaySafe } from './untrusted-text';
 
 export const DEFAULT_CONDITION_TYPE = 'EnvoyProgrammed';
 
@@ -28,19 +29,23 @@ function formatSeconds(ms: number): string {
   return `${Math.max(0, Math.round(ms / 1000))}s`;
 }
 
+// The node id and the NACK text are the Envoy's own words (untrusted-text.ts): shown with unsafe
+// characters replaced, and the NACK text capped, so no Envoy can forge a line of the message, reorder
+// it on screen or push the rest of it past the limit.
 function describeBlocker(blocker: Blocker, now: number | undefined, maxQuoted: number): string {
   const types = (typeUrls: string[]): string => typeUrls.map(shortTypeName).join(', ');
+  const envoy = displaySafe(blocker.nodeId);
   switch (blocker.reason) {
     case 'nacked':
       return blocker.nacks
-        .map((nack) => `${blocker.nodeId} rejected ${shortTypeName(nack.typeUrl)}: ${truncateUtf8(nack.message, maxQuoted)}`)
+        .map((nack) => `${envoy} rejected ${shortTypeName(nack.typeUrl)}: ${truncateUtf8(displaySafe(nack.message), maxQuoted)}`)
         .join('; ');
     case 'stuck':
-      return `${blocker.nodeId} has not answered ${types(blocker.typeUrls)}${now === undefined ? '' : ` for ${formatSeconds(now - blocker.since)}`}`;
+      return `${envoy} has not answered ${types(blocker.typeUrls)}${now === undefined ? '' : ` for ${formatSeconds(now - blocker.since)}`}`;
     case 'noWatermark':
-      return `${blocker.nodeId} (its gateway has not yet mapped this generation)`;
+      return `${envoy} (its gateway has not yet mapped this generation)`;
     case 'pending':
-      return blocker.typeUrls.length > 0 ? `${blocker.nodeId} (${types(blocker.typeUrls)})` : `${blocker.nodeId} (no subscriptions yet)`;
+      return blocker.typeUrls.length > 0 ? `${envoy} (${types(blocker.typeUrls)})` : `${envoy} (no subscriptions yet)`;
   }
 }
 

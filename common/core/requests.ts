@@ -31,6 +31,16 @@ export interface RequestOutcome {
   ignored?: string;
 }
 
+/**
+ * The highest seq of `typeUrl` on `lineage` this gateway is known to have sent the Envoy: what it
+ * ACKed, or a response still awaiting its answer (the ACK can be lost with the stream). -1: none.
+ */
+function servedThrough(state: EnvoyState, typeUrl: string, lineage: Lineage): number {
+  const type = state.types[typeUrl];
+  if (type === undefined || type.lineage !== lineage) return -1;
+  return Math.max(type.acked ?? -1, type.pending?.seq ?? -1);
+}
+
 /** Any request on an open stream proves the Envoy is alive (see envoy-state.ts withType). */
 function touched(state: EnvoyState, now: number): EnvoyState {
   return { ...state, status: 'CONNECTED', lastSeenAt: Math.max(state.lastSeenAt, now) };
@@ -47,15 +57,25 @@ function applyVerdict(state: EnvoyState, request: RequestClass, context: Request
   const ttl = ttlEpochSeconds(now, context.eventRetentionMs);
   switch (request.kind) {
     case 'initial': {
-      // SotW version_info on an initial request: what the Envoy already runs. Only one of our own
-      // versions on this lineage means anything; anything else (empty, upstream, another gateway's)
-      // means "nothing we can vouch for".
+      // SotW version_info on an initial request: what the Envoy says it already runs. Only one of our
+      // own versions on this lineage that this gateway served *to this Envoy* means anything (the
+      // client could claim any seq: counting a version it never received would be a false True);
+      // anything else (empty, upstream, another gateway's, never sent to it) means "nothing we can
+      // vouch for". The relay answers every initial request anyway, so its ACK follows.
       const parsed = request.versionInfo === '' ? undefined : parseVersion(request.versionInfo);
-      const resume = parsed?.ok === true && parsed.value.lineage === lineage ? parsed.value : undefined;
+      const ours = parsed?.ok === true && parsed.value.lineage === lineage ? parsed.value : undefined;
+      const served = servedThrough(state, typeUrl, lineage);
+      const resume = ours !== undefined && ours.seq <= served ? ours : undefined;
       const next = applySubscribe(state, { typeUrl, lineage, now, ...(resume === undefined ? {} : { resume }) });
-      return parsed !== undefined && resume === undefined
-        ? { state: next, ignored: `initial version_info ${JSON.stringify(request.versionInfo.slice(0, 100))} is not a version of lineage ${lineage}` }
-        : { state: next };
+      if (parsed === undefined || resume !== undefined) return { state: next };
+      const claimed = JSON.stringify(request.versionInfo.slice(0, 100));
+      return {
+        state: next,
+        ignored:
+          ours === undefined
+            ? `initial version_info ${claimed} is not a version of lineage ${lineage}`
+            : `initial version_info ${claimed} was not served to this Envoy (${served < 0 ? 'nothing served yet' : `served through seq ${served}`})`,
+      };
     }
     case 'ack':
     case 'nack': {

@@ -17,3 +17,13 @@ export function describeZodIssues(issues: readonly { path: readonly PropertyKey[
     .map((issue) => `${issue.path.map(String).join('.') || '(record)'}: ${issue.message}`)
     .join('; ');
 }
+
+/**
+ * A store call that failed because of what was asked, so the same call can never succeed: our own
+ * validation (InvalidStoreInputError), or DynamoDB's (ValidationException: an item over 400 KB, a key
+ * over its size limit). Callers drop such a write with a log line and a metric; retrying it would
+ * block everything queued behind it (the recorder) for ever.
+ */
+export function isPermanentStoreError(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'InvalidStoreInputError' || error.name === 'ValidationException');
+}

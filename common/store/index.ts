@@ -17,7 +17,7 @@ export { DynamoAggregateStore, registerLineageHeartbeats } from './aggregates';
 export type { DynamoAggregateStoreOptions } from './aggregates';
 export { DynamoEventStore, eventKeyOf } from './dynamo-store';
 export type { DynamoEventStoreOptions, DynamoPutEventsResult, FailedEvent } from './dynamo-store';
-export { InvalidStoreInputError } from './errors';
+export { InvalidStoreInputError, isPermanentStoreError } from './errors';
 export { DEFAULT_PAGE_LIMIT, iteratePages, MAX_PAGE_LIMIT } from './listing';
 export type { StoreLogger } from './logger';
 export { documentOperations } from './operations';

@@ -54,6 +54,8 @@ export interface TruthSystem {
   gatewayAddress: string;
   /** Set when the gateway runs as a child process: a SIGKILL + restart fault is available. */
   gatewayProcess?: GatewayProcess;
+  /** Set when the gateway runs in this process: its readiness, tracker, recorder and metrics. */
+  gateway?: Gateway;
   /** Creates, connects and returns a new simulated Envoy (all four types; its mode from the fleet mix). */
   addEnvoy(): SimEnvoy;
   /** The mode (transport + protocol) of a simulated Envoy this system created. */
@@ -103,6 +105,7 @@ export async function startTruthSystem(opts: { objects: number; envoys: number; 
     closers.push(() => controlPlane.close());
     let gatewayAddress: string;
     let gatewayProcess: GatewayProcess | undefined;
+    let inProcessGateway: Gateway | undefined;
     if (opts.gatewayAsProcess) {
       const child = await startGatewayProcess({ upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, logger });
       closers.push(() => child.close());
@@ -112,6 +115,7 @@ export async function startTruthSystem(opts: { objects: number; envoys: number; 
       const gateway = await startGatewayForTruth({ port: 0, upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, logger });
       closers.push(() => gateway.close());
       gatewayAddress = `127.0.0.1:${gateway.xdsPort}`;
+      inProcessGateway = gateway;
     }
     const functions = await startFunctionsComponent({
       tableStreams: dynamo.local.tableStreams,
@@ -152,7 +156,7 @@ export async function startTruthSystem(opts: { objects: number; envoys: number; 
       return envoy;
     };
     for (let index = 0; index < opts.envoys; index++) addEnvoy();
-    return { timings, dynamo, kube, controlPlane, functions, fleet, gatewayAddress, ...(gatewayProcess ? { gatewayProcess } : {}), addEnvoy, modeOf: (nodeId) => modes.get(nodeId), close: closeAll };
+    return { timings, dynamo, kube, controlPlane, functions, fleet, gatewayAddress, ...(gatewayProcess ? { gatewayProcess } : {}), ...(inProcessGateway ? { gateway: inProcessGateway } : {}), addEnvoy, modeOf: (nodeId) => modes.get(nodeId), close: closeAll };
   } catch (error) {
     await closeAll();
     throw error;

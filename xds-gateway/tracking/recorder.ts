@@ -20,11 +20,16 @@
 // counts it has been confirmed (write-ahead), so every state in the table is counted by the stored
 // item at any moment — which convergence relies on to tell whether its aggregates hold every Envoy.
 // Failures: the SDK retries throttling itself; items the store still reports as failed, and whole
-// calls that reject, are re-queued and retried after a full-jitter backoff. Nothing is dropped:
+// calls that reject, are re-queued and retried after a full-jitter backoff. Nothing valid is dropped:
 // writes are idempotent (event-log keys derived from their events, carried events deduplicated by
 // identity, conditional state writes, first-wins watermarks), so replaying them is harmless. Above
 // the high-water mark `pressure()` turns true; the gateway reports not-ready and stops acknowledging
 // work it cannot record (docs/GATEWAY.md, "Backpressure").
+// A write that can never succeed (the store refuses the item itself: isPermanentStoreError, or a state
+// that fails envoyStateStorageProblem) is the exception: retrying it would block its node, its lineage
+// and with them every object, for ever. It is dropped with an error log line and a metric, the Envoy is
+// reported (onUnrecordable) so the gateway ends its streams, and a state is checked *before* it is
+// counted, so no count ever covers a state that cannot exist (docs/GATEWAY.md, "What an Envoy may send").
 import type { Logger } from 'pino';
 import {
   DEFAULT_EVENT_LOG_LIMITS,
@@ -39,6 +44,7 @@ import {
   toCarriedEvent,
   withoutCarried,
   withoutExpired,
+  envoyStateStorageProblem,
   type CarriedEvent,
   type Clock,
   type EnvoyEvent,
@@ -52,7 +58,7 @@ import {
   type ObjectRef,
   formatObjectRef,
 } from '../../common/core';
-import { fullJitterDelay } from '../../common/store';
+import { fullJitterDelay, isPermanentStoreError } from '../../common/store';
 import { lineageStateFor } from './lineage-mirror';
 
 export interface RecorderMetrics {
@@ -61,6 +67,13 @@ export interface RecorderMetrics {
   /** Seconds one store call took, by operation. */
   writeLatency(operation: 'putEvents' | 'envoyState' | 'lineageState' | 'watermark', seconds: number): void;
   writeFailed(operation: string): void;
+  /** Writes dropped because the store can never accept them (never retried), by operation. */
+  writeDropped?(operation: 'envoyState' | 'lineageState' | 'watermark'): void;
+}
+
+/** whenStateWritten's rejection: the node's state can never be stored (the reason names what is wrong). */
+export class UnrecordableEnvoyError extends Error {
+  override readonly name = 'UnrecordableEnvoyError';
 }
 
 /**
@@ -119,6 +132,11 @@ export interface RecorderOptions {
    * and with it the states it covers, until a later flush.
    */
   registerLineage?: (lineage: string, heartbeatAt: number) => Promise<void>;
+  /**
+   * An Envoy whose state can never be stored (dropped, not retried): the gateway ends its streams with
+   * the reason. Synchronous; must not throw.
+   */
+  onUnrecordable?: (nodeId: string, reason: string) => void;
 }
 
 export interface RecorderStats {
@@ -218,6 +236,9 @@ export class Recorder {
   private readonly retryMaxMs: number;
   private readonly merge: (ours: EnvoyState, stored: EnvoyState | undefined) => EnvoyState;
   private readonly metrics: RecorderMetrics | undefined;
+  private readonly onUnrecordable: ((nodeId: string, reason: string) => void) | undefined;
+  /** Lineages whose LINEAGE item the store refused for good: no state on them can be counted. */
+  private readonly unrecordableLineages = new Map<string, string>();
 
   /** New events per node, in arrival order, not yet confirmed by the store. */
   private readonly nodeEvents = new Map<string, EnvoyEvent[]>();
@@ -234,7 +255,7 @@ export class Recorder {
   /** Per node: states enqueued so far, the enqueue count of the last one written, and waiters (whenStateWritten). */
   private readonly stateEnqueues = new Map<string, number>();
   private readonly statesWritten = new Map<string, number>();
-  private readonly stateWaiters = new Map<string, { target: number; resolve: () => void }[]>();
+  private readonly stateWaiters = new Map<string, { target: number; resolve: () => void; reject: (error: Error) => void }[]>();
   private readonly lineageStates = new Map<string, LineageState>();
   private objectWrites: ObjectWrite[] = [];
   private readonly envoyRevs = new Map<string, KnownRev<EnvoyState>>();
@@ -273,6 +294,7 @@ export class Recorder {
     this.retryMaxMs = options.retryMaxMs ?? 10_000;
     this.merge = options.mergeEnvoyState ?? defaultMerge;
     this.metrics = options.metrics;
+    this.onUnrecordable = options.onUnrecordable;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -302,18 +324,40 @@ export class Recorder {
    * latest one queued now, or a later one that superseded it). A written state is counted by its
    * lineage's stored `envoysRecorded` (write-ahead, above), so the relay's stream admission waits
    * on this before a new stream's first response: no Envoy ever holds config from a lineage whose
-   * count leaves it out (docs/GATEWAY.md, "Stream admission"; invariant 1 at start-up). Never
-   * rejects; pending waiters are dropped when the recorder is closed (the relay ends its streams).
+   * count leaves it out (docs/GATEWAY.md, "Stream admission"; invariant 1 at start-up). Rejects only
+   * with UnrecordableEnvoyError (the state can never be stored: the stream must end, it never gets
+   * config); pending waiters are dropped when the recorder is closed (the relay ends its streams).
    */
   whenStateWritten(nodeId: string): Promise<void> {
     const target = this.stateEnqueues.get(nodeId) ?? 0;
     const written = this.statesWritten.get(nodeId) ?? 0;
     if (target === 0 || written >= target) return Promise.resolve();
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       const waiters = this.stateWaiters.get(nodeId) ?? [];
-      waiters.push({ target, resolve });
+      waiters.push({ target, resolve, reject });
       this.stateWaiters.set(nodeId, waiters);
     });
+  }
+
+  /**
+   * Drops a node's state that can never be stored, and the events queued with it (events of an Envoy
+   * we refuse are not valid work: counted in eventsRejected). Its waiters are rejected and the gateway
+   * is told, so the Envoy's streams end with the reason instead of waiting for a write that never comes.
+   */
+  private dropUnrecordable(nodeId: string, events: readonly EnvoyEvent[], reason: string, operation: 'envoyState' | 'lineageState'): void {
+    this.counters.eventsRejected += events.length;
+    this.unconfirmedEvents -= events.length;
+    this.heldSince.delete(nodeId);
+    this.metrics?.writeDropped?.(operation);
+    this.logger.error({ nodeId, events: events.length, reason }, 'envoy state can never be stored; dropped, not retried, its streams end');
+    const waiters = this.stateWaiters.get(nodeId) ?? [];
+    this.stateWaiters.delete(nodeId);
+    for (const waiter of waiters) waiter.reject(new UnrecordableEnvoyError(reason));
+    try {
+      this.onUnrecordable?.(nodeId, reason);
+    } catch (error) {
+      this.logger.error({ err: error, nodeId }, 'recorder: onUnrecordable threw');
+    }
   }
 
   private stateWritten(nodeId: string, enqueued: number | undefined): void {
@@ -635,6 +679,14 @@ export class Recorder {
         continue;
       }
       this.envoyStates.delete(nodeId);
+      // Checked before it is counted: a count must never cover a state that cannot be stored.
+      const problem = this.unrecordableLineages.has(state.lineage)
+        ? `its lineage ${state.lineage} cannot be recorded: ${this.unrecordableLineages.get(state.lineage) ?? ''}`
+        : envoyStateStorageProblem(state);
+      if (problem !== undefined) {
+        this.dropUnrecordable(nodeId, events.events, problem, 'envoyState');
+        continue;
+      }
       ready.push(state);
       taken.set(nodeId, events);
       if (queued !== undefined) enqueuedAt.set(nodeId, this.stateEnqueues.get(nodeId) ?? 0);
@@ -644,6 +696,11 @@ export class Recorder {
     for (const state of ready) {
       const events = taken.get(state.nodeId) ?? { events: [], carried: [] };
       if (!this.isCounted(state)) {
+        const refused = this.unrecordableLineages.get(state.lineage);
+        if (refused !== undefined) {
+          this.dropUnrecordable(state.nodeId, events.events, `its lineage ${state.lineage} cannot be recorded: ${refused}`, 'envoyState');
+          continue;
+        }
         // Its lineage's count could not be written: the state and its events wait (never ahead of the count).
         this.requeueState(state);
         this.requeueEvents(state.nodeId, events.events);
@@ -658,10 +715,12 @@ export class Recorder {
     }
     ok = (await this.writeEventLogs(writes, orphans)) && ok;
     await runPool(writes, this.stateWriteConcurrency, async (write) => {
-      const written = await this.writeEnvoyState(write);
-      if (written) {
+      const outcome = await this.writeEnvoyState(write);
+      if (outcome === 'written') {
         this.confirmEvents(write.events);
         this.stateWritten(write.state.nodeId, write.enqueued);
+      } else if (outcome.dropped !== undefined) {
+        this.dropUnrecordable(write.state.nodeId, write.events, outcome.dropped, 'envoyState');
       } else {
         ok = false;
         this.requeueState(write.state);
@@ -709,11 +768,12 @@ export class Recorder {
       }
     }
     await runPool(stateWrites, this.stateWriteConcurrency, async (write) => {
-      if (!(await this.writeEnvoyState(write))) {
+      const outcome = await this.writeEnvoyState(write);
+      if (outcome === 'written') this.stateWritten(write.state.nodeId, write.enqueued);
+      else if (outcome.dropped !== undefined) this.dropUnrecordable(write.state.nodeId, [], outcome.dropped, 'envoyState');
+      else {
         ok = false;
         this.requeueState(write.state);
-      } else {
-        this.stateWritten(write.state.nodeId, write.enqueued);
       }
     });
     return ok;
@@ -830,7 +890,8 @@ export class Recorder {
     return stored?.status === 'EXPIRED' && ours.status !== 'EXPIRED' && stored.lineage === ours.lineage && (stored.incarnation ?? 1) >= (ours.incarnation ?? 1);
   }
 
-  private async writeEnvoyState(write: EnvoyWrite): Promise<boolean> {
+  /** 'written'; `{ dropped }` when the store refused the state for good (never retried); else `{}`: retry. */
+  private async writeEnvoyState(write: EnvoyWrite): Promise<'written' | { dropped?: string }> {
     const ours = write.state;
     const known = this.envoyRevs.get(ours.nodeId) ?? { rev: undefined };
     let expectedRev = known.rev;
@@ -849,7 +910,7 @@ export class Recorder {
         this.metrics?.writeLatency('envoyState', performanceSeconds() - started);
         if (result.ok) {
           this.envoyRevs.set(ours.nodeId, { rev: state.rev, stored: state });
-          return true;
+          return 'written';
         }
         const current = readToRev(result.current);
         expectedRev = current.rev;
@@ -860,17 +921,18 @@ export class Recorder {
           const node = this.recorded.get(ours.lineage)?.nodes.get(ours.nodeId);
           if (node !== undefined) node.renew = true;
           this.envoyRevs.set(ours.nodeId, { rev: expectedRev, ...(stored === undefined ? {} : { stored }) });
-          return false;
+          return {};
         }
       } catch (error) {
+        if (isPermanentStoreError(error)) return { dropped: describeError(error) };
         this.metrics?.writeFailed('envoyState');
         this.logger.warn({ nodeId: ours.nodeId, err: describeError(error) }, 'envoy state write failed; will retry');
-        return false;
+        return {};
       }
     }
     this.envoyRevs.set(ours.nodeId, { rev: expectedRev, ...(stored === undefined ? {} : { stored }) });
     this.logger.warn({ nodeId: ours.nodeId }, 'envoy state kept conflicting; will retry');
-    return false;
+    return {};
   }
 
   private async flushLineageStates(): Promise<boolean> {
@@ -889,11 +951,17 @@ export class Recorder {
   }
 
   private async writeLineageState(ours: LineageState): Promise<boolean> {
+    // Refused for good (refuseLineage): nothing to write, nothing to retry.
+    if (this.unrecordableLineages.has(ours.lineage)) return true;
     if (this.registerLineage !== undefined && !this.registeredLineages.has(ours.lineage)) {
       try {
         await this.registerLineage(ours.lineage, ours.heartbeatAt);
         this.registeredLineages.add(ours.lineage);
       } catch (error) {
+        if (isPermanentStoreError(error)) {
+          this.refuseLineage(ours.lineage, describeError(error));
+          return true;
+        }
         this.metrics?.writeFailed('lineageState');
         this.logger.warn({ lineage: ours.lineage, err: describeError(error) }, 'lineage registration failed; will retry');
         return false;
@@ -919,6 +987,10 @@ export class Recorder {
         }
         expectedRev = readToRev(result.current).rev;
       } catch (error) {
+        if (isPermanentStoreError(error)) {
+          this.refuseLineage(ours.lineage, describeError(error));
+          return true;
+        }
         this.metrics?.writeFailed('lineageState');
         this.logger.warn({ lineage: ours.lineage, err: describeError(error) }, 'lineage state write failed; will retry');
         return false;
@@ -926,6 +998,18 @@ export class Recorder {
     }
     this.lineageRevs.set(ours.lineage, { rev: expectedRev });
     return false;
+  }
+
+  /**
+   * The store refused the lineage's item for good (the edge's node bounds make this a bug, not an
+   * Envoy's doing). Its write is dropped, not retried (retrying kept the gateway not-ready and every
+   * state queued behind it); states on the lineage are dropped from now on, their Envoys told.
+   */
+  private refuseLineage(lineage: string, reason: string): void {
+    if (this.unrecordableLineages.has(lineage)) return;
+    this.unrecordableLineages.set(lineage, reason);
+    this.metrics?.writeDropped?.('lineageState');
+    this.logger.error({ lineage, reason }, 'lineage state can never be stored; dropped, not retried, its Envoys are refused');
   }
 
   private async flushObjectWrites(): Promise<boolean> {
@@ -971,6 +1055,11 @@ export class Recorder {
       this.metrics?.writeLatency('watermark', performanceSeconds() - started);
       return true;
     } catch (error) {
+      if (isPermanentStoreError(error)) {
+        this.metrics?.writeDropped?.('watermark');
+        this.logger.error({ object: formatObjectRef(write.ref), generation: write.generation, err: describeError(error) }, 'watermark can never be stored; dropped, not retried');
+        return true;
+      }
       this.metrics?.writeFailed('watermark');
       this.logger.warn({ object: formatObjectRef(write.ref), generation: write.generation, err: describeError(error) }, 'watermark write failed; will retry');
       return false;

@@ -28,6 +28,10 @@ describe('buildCondition', () => {
     ['no watermark', conv({ state: 'Pending', programmed: 0, total: 1, blockers: [{ nodeId: 'e', reason: 'noWatermark', lineages: ['a.b.c'] }] }),
       { status: 'False', reason: 'Pending', message: /waiting for e \(its gateway has not yet mapped this generation\)/ }],
     ['no envoys', conv({ state: 'NoEnvoys' }), { status: 'Unknown', reason: 'NoEnvoys', message: /no live Envoys/ }],
+    // An Envoy's own words cannot forge a line or recolour a terminal (common/core/untrusted-text.ts).
+    ['an Envoy\'s node id and NACK text lose control and format characters', conv({ state: 'Rejected', programmed: 0, total: 1, blockers: [
+      { nodeId: 'envoy-\u202Ex', reason: 'nacked', nacks: [{ typeUrl: RDS, seq: 9, message: 'bad\n4/5 Envoys programmed \u001b[32mok', at: T0 }] },
+    ] }), { status: 'False', reason: 'Rejected', message: '0/1 Envoys programmed at generation 7; envoy-\uFFFDx rejected RDS: bad\uFFFD4/5 Envoys programmed \uFFFD[32mok' }],
     ['not observable', conv({ state: 'GenerationNotObservable', notObservableReason: 'Foo reports no observedGeneration' }),
       { status: 'Unknown', reason: 'GenerationNotObservable', message: /Foo reports no observedGeneration/ }],
   ])('%s', (_name, convergence, expected) => {

@@ -18,11 +18,21 @@ const ttl = Math.ceil((T0 + 1000 + 86_400_000) / 1000);
 describe('applyClassifiedRequest', () => {
   const state = envoy('e1', { [RDS]: { acked: 4, pending: { seq: 6, sentAt: T0 } } });
 
+  it('an Envoy the gateway has sent nothing claims a version of its lineage: not counted', () => {
+    const fresh = envoy('e2', {});
+    const outcome = applyClassifiedRequest(fresh, { kind: 'initial', versionInfo: `xp1:${L1}:3` }, context);
+    expect(outcome.state.types[RDS]).toEqual({ lineage: L1, subscribed: true });
+    expect(outcome.ignored).toMatch(/was not served to this Envoy \(nothing served yet\)/);
+  });
+
   it.each<[string, RequestClass, Record<string, unknown>, Record<string, unknown> | undefined, RegExp | undefined]>([
     ['initial with our version resumes it', { kind: 'initial', versionInfo: `xp1:${L1}:5` }, { lineage: L1, subscribed: true, acked: 5 }, undefined, undefined],
     ['initial with no version', { kind: 'initial', versionInfo: '' }, { lineage: L1, subscribed: true }, undefined, undefined],
     ['initial with an upstream UUID', { kind: 'initial', versionInfo: '6d1e3c1a-uuid' }, { lineage: L1, subscribed: true }, undefined, /not a version of lineage/],
     ['initial with another lineage', { kind: 'initial', versionInfo: `xp1:${L2}:5` }, { lineage: L1, subscribed: true }, undefined, /not a version of lineage/],
+    // A claimed version counts only if this gateway sent it (or later) to this Envoy: one it never
+    // received would otherwise count as programmed.
+    ['initial claiming a version never sent to it', { kind: 'initial', versionInfo: `xp1:${L1}:7` }, { lineage: L1, subscribed: true }, undefined, /was not served to this Envoy \(served through seq 6\)/],
     ['ack', { kind: 'ack', nonce: 'n', version: `xp1:${L1}:6` }, { lineage: L1, subscribed: true, acked: 6 },
       { nodeId: 'e1', outcome: 'ACK', lineage: L1, seq: 6, typeUrl: RDS, at: T0 + 1000, ttl }, undefined],
     ['nack', { kind: 'nack', nonce: 'n', version: `xp1:${L1}:6`, message: 'dup vhost', lastAcceptedVersionInfo: `xp1:${L1}:4` },

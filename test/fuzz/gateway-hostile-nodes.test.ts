@@ -1,0 +1,205 @@
+// Fuzzing the gateway's node edge with fast-check, against the whole system (the real gateway with its
+// recorder on local DynamoDB, the functions, the Kubernetes API server, the control plane): streams
+// whose nodes carry odd or oversize fields (ids at and past their byte bounds, control and format
+// characters, long and non-ASCII clusters, deep and large metadata, odd localities), spoof the node
+// ids of the simulated Envoys, flood the gateway with new node groups, and claim versions they were
+// never sent. Rules:
+//   - no stream ends with INTERNAL or UNKNOWN, or "relay internal error"; a refusal names the field;
+//   - a node that is plainly out of bounds (an independent rule: more than 256 bytes of UTF-8, or a C0/C1
+//     control character) is refused with INVALID_ARGUMENT, and nothing of it is stored;
+//   - the gateway is ready again within a few seconds after every run (0 wedges) and its recorder
+//     has no failures to retry;
+//   - every few runs, and at the end, a spec change of a tracked object becomes True (other objects
+//     unaffected), however many hostile streams came and went.
+// FUZZ_RUNS raises the number of runs (default 60).
+import * as grpc from '@grpc/grpc-js';
+import fc from 'fast-check';
+import pino from 'pino';
+import { encodeVersion } from '../../common/core';
+import {
+  ADS_SERVICE,
+  CLUSTER_LOAD_ASSIGNMENT_TYPE_URL,
+  CLUSTER_TYPE_URL,
+  createDiscoveryClient,
+  LISTENER_TYPE_URL,
+  openAdsSotw,
+  ROUTE_CONFIGURATION_TYPE_URL,
+  type DiscoveryRequest,
+  type DiscoveryResponse,
+  type XdsNode,
+} from '../../common/xds';
+import { HTTPPROXY_API_PATH, SAMPLE_NAMESPACE, SAMPLE_SERVICE_PORT, applySamples, sampleCanaryService, sampleName, sampleService } from '../../infra/local/system/samples';
+import { StreamReader } from '../integration/gateway-relay/stream-reader';
+import { eventually } from '../integration/gateway-relay/helpers';
+import { ConditionObserver } from '../truth/observer';
+import { CONDITION_TYPE, startTruthSystem, type TruthSystem } from '../truth/system';
+
+const RUNS = Number(process.env['FUZZ_RUNS'] ?? 60);
+const CHECK_EVERY_RUNS = 20;
+const TYPES = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL];
+const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
+const encoder = new TextEncoder();
+
+// ---------------------------------------------------------------- arbitraries
+
+const utf8Bytes = (text: string): number => encoder.encode(text).length;
+const plain = (min: number, max: number): fc.Arbitrary<string> => fc.integer({ min, max }).map((n) => 'a'.repeat(n));
+
+const idArb = fc.oneof(
+  { weight: 3, arbitrary: fc.nat({ max: 5 }).map((n) => `fz-${n}`) },
+  // The simulated Envoys' own ids: a takeover, never a crash or a wedge.
+  { weight: 2, arbitrary: fc.constantFrom('envoy-0', 'envoy-1') },
+  { weight: 2, arbitrary: plain(250, 262) },
+  { weight: 2, arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 140 }) },
+  { weight: 1, arbitrary: fc.constantFrom('fz-\u001b[31m', 'fz-\u202Eevil', 'fz\u200B', 'fz\n0', 'é'.repeat(129)) },
+);
+const clusterArb = fc.oneof(
+  { weight: 4, arbitrary: fc.constant('ingress') },
+  // A new node group per run: the flood of groups.
+  { weight: 3, arbitrary: fc.nat({ max: 1_000_000 }).map((n) => `flood-${n}`) },
+  { weight: 1, arbitrary: plain(250, 1200) },
+  { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 100 }) },
+);
+type Struct = { fields: Record<string, unknown> };
+const nest = (depth: number): Struct => (depth <= 1 ? { fields: { leaf: { stringValue: 'x' } } } : { fields: { next: { structValue: nest(depth - 1) } } });
+const metadataArb = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(undefined) },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 14 }).map(nest) },
+  { weight: 1, arbitrary: fc.integer({ min: 1000, max: 12_000 }).map((n): Struct => ({ fields: { blob: { stringValue: 'm'.repeat(n) } } })) },
+  { weight: 1, arbitrary: fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ unit: 'binary', maxLength: 40 }).map((s) => ({ stringValue: s })), { maxKeys: 8 }).map((fields): Struct => ({ fields })) },
+);
+const localityArb = fc.option(fc.record({ region: fc.string({ unit: 'binary', maxLength: 20 }), zone: fc.oneof(fc.constant('z1'), plain(120, 140)) }), { nil: undefined });
+const claimArb = fc.oneof(fc.constant('none' as const), fc.constant('forged' as const), fc.string({ maxLength: 20 }));
+
+interface Hostile {
+  node: XdsNode;
+  /** What the first requests claim the Envoy already runs: nothing, a seq of the group's lineage never sent, or noise. */
+  claim: string;
+  /** ACK the first response received (with its own version), or leave it unanswered. */
+  ack: boolean;
+  holdMs: number;
+}
+const hostileArb: fc.Arbitrary<Hostile> = fc.record({
+  node: fc.record({ id: idArb, cluster: clusterArb, metadata: metadataArb, locality: localityArb }).map((node): XdsNode => {
+    const shaped: XdsNode = { id: node.id, cluster: node.cluster, user_agent_name: 'fuzz' };
+    if (node.metadata !== undefined) shaped.metadata = node.metadata;
+    if (node.locality !== undefined) shaped.locality = node.locality;
+    return shaped;
+  }),
+  claim: claimArb,
+  ack: fc.boolean(),
+  holdMs: fc.integer({ min: 0, max: 300 }),
+});
+
+/** The independent "must refuse" rule: plainly out of bounds, whatever else the gateway checks. */
+function plainlyOutOfBounds(node: XdsNode): boolean {
+  // eslint-disable-next-line no-control-regex
+  const control = /[\u0000-\u001f\u007f-\u009f]/;
+  return [node.id ?? '', node.cluster ?? ''].some((text) => utf8Bytes(text) > 256 || control.test(text));
+}
+
+// ---------------------------------------------------------------- the run
+
+let system: TruthSystem;
+let observer: ConditionObserver;
+let ads: grpc.Client;
+
+beforeAll(async () => {
+  system = await startTruthSystem({ objects: 2, envoys: 2, logger });
+  observer = new ConditionObserver(system.kube.url, CONDITION_TYPE);
+  observer.start();
+  await applySamples(system.kube.url, 2);
+  await observer.waitFor(() => [0, 1].every((index) => observer.current(sampleName(index))?.condition.status === 'True'), 30_000, 'both samples True');
+  ads = createDiscoveryClient(ADS_SERVICE, system.gatewayAddress);
+}, 120_000);
+
+afterAll(async () => {
+  ads?.close();
+  await observer?.stop();
+  await system?.close();
+});
+
+/** The seq the group's lineage is at now, plus some: a version the gateway never sent anyone. */
+function forgedVersion(cluster: string): string {
+  const group = system.gateway?.relay.control.groups().find((g) => g.group === cluster);
+  if (group === undefined) return encodeVersion({ lineage: 'gw-truth.boot.ingress', seq: 9999 });
+  return encodeVersion({ lineage: group.lineage, seq: group.currentSeq + 1000 });
+}
+
+async function play(hostile: Hostile): Promise<grpc.StatusObject> {
+  const reader = new StreamReader<DiscoveryRequest, DiscoveryResponse>(openAdsSotw(ads));
+  const version = hostile.claim === 'none' ? '' : hostile.claim === 'forged' ? forgedVersion(hostile.node.cluster ?? '') : hostile.claim;
+  TYPES.forEach((typeUrl, index) => reader.send({ ...(index === 0 ? { node: hostile.node } : {}), type_url: typeUrl, resource_names: [], version_info: version }));
+  if (hostile.ack) {
+    try {
+      const response = await reader.next(300);
+      reader.send({ type_url: response.type_url ?? '', response_nonce: response.nonce ?? '', version_info: response.version_info ?? '', resource_names: [] });
+    } catch {
+      // Refused or not served yet: nothing to ACK.
+    }
+  }
+  await new Promise((resolve) => setTimeout(resolve, hostile.holdMs));
+  // A node the gateway must refuse: its refusal is awaited, not raced by our cancel.
+  if (plainlyOutOfBounds(hostile.node)) await Promise.race([reader.status, new Promise((resolve) => setTimeout(resolve, 5000))]);
+  if (!reader.isEnded) reader.call.cancel();
+  return reader.status;
+}
+
+let generation = 1;
+let moves = 0;
+/** Moves sample-(moves % 2) to its other Service and waits for True at the new generation. */
+async function changeGoesTrue(): Promise<void> {
+  const index = moves % 2;
+  const toCanary = Math.floor(moves / 2) % 2 === 0;
+  moves++;
+  const patch = { spec: { routes: [{ conditions: [{ prefix: '/' }], services: [{ name: toCanary ? sampleCanaryService(index) : sampleService(index), port: SAMPLE_SERVICE_PORT }] }] } };
+  const response = await fetch(`${system.kube.url}${HTTPPROXY_API_PATH}/namespaces/${SAMPLE_NAMESPACE}/httpproxies/${sampleName(index)}`, {
+    method: 'PATCH',
+    headers: { 'content-type': 'application/merge-patch+json' },
+    body: JSON.stringify(patch),
+  });
+  if (!response.ok) throw new Error(`patch: HTTP ${response.status}`);
+  generation = ((await response.json()) as { metadata: { generation: number } }).metadata.generation;
+  // An Envoy the fuzz left without answering counts until it expires (TTL): wait past it.
+  const budget = system.timings.envoyTtlMs + 20_000;
+  await observer.waitFor(
+    () => {
+      const current = observer.current(sampleName(index));
+      return current?.condition.status === 'True' && current.condition.observedGeneration === generation;
+    },
+    budget,
+    `${sampleName(index)} True at generation ${generation}`,
+  );
+}
+
+test(`${RUNS} hostile nodes: clear refusals, nothing stored for them, no wedge, other objects still go True`, async () => {
+  const gateway = system.gateway;
+  if (gateway === undefined) throw new Error('the truth system runs its gateway in this process');
+  const codes = new Map<string, number>();
+  let refusedPlainly = 0;
+  let runs = 0;
+  await fc.assert(
+    fc.asyncProperty(hostileArb, async (hostile) => {
+      runs++;
+      const status = await play(hostile);
+      codes.set(grpc.status[status.code] ?? String(status.code), (codes.get(grpc.status[status.code] ?? '') ?? 0) + 1);
+      expect([grpc.status.OK, grpc.status.CANCELLED, grpc.status.INVALID_ARGUMENT, grpc.status.RESOURCE_EXHAUSTED, grpc.status.UNAVAILABLE, grpc.status.PERMISSION_DENIED]).toContain(status.code);
+      expect(status.details).not.toContain('relay internal error');
+      if (plainlyOutOfBounds(hostile.node)) {
+        refusedPlainly++;
+        expect({ code: grpc.status[status.code], details: status.details }).toMatchObject({ code: 'INVALID_ARGUMENT', details: expect.stringMatching(/node/) });
+        // Nothing of this stream is stored (an earlier, valid node may have used the same id).
+        const stored = await gateway.store.getEnvoyState(hostile.node.id ?? '');
+        expect(stored.status === 'found' ? stored.value.cluster : undefined).not.toBe(hostile.node.cluster);
+      }
+      await eventually(() => gateway.ready() && gateway.recorder.stats().consecutiveFailures === 0, 'the gateway ready, nothing to retry', 10_000);
+      if (runs % CHECK_EVERY_RUNS === 0) await changeGoesTrue();
+    }),
+    { numRuns: RUNS },
+  );
+  await changeGoesTrue();
+  if (process.env['FUZZ_VERBOSE'] === '1') process.stderr.write(`${JSON.stringify(Object.fromEntries(codes))} plainly refused ${refusedPlainly}\n`);
+  // The fuzz reached both sides: nodes refused at the edge and nodes served.
+  expect(refusedPlainly).toBeGreaterThan(0);
+  expect(codes.get('CANCELLED') ?? 0).toBeGreaterThan(0);
+}, 600_000);
