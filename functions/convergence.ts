@@ -9,6 +9,7 @@
 //                                                        (functions/lib/status-handoff.ts); needs the
 //   TRACKED_KINDS, CONDITION_TYPE, KUBECONFIG_* | EKS_*  status function's Kubernetes settings, else off
 //   STATUS_HANDOFF_CONCURRENCY (8), STATUS_HANDOFF_TIMEOUT_MS (2000)
+//   STATUS_MESSAGE_REFRESH_MS (10000)                    the handoff's sweep rewrites stale not-True messages
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent, DynamoDBStreamHandler } from 'aws-lambda';
 import pino from 'pino';
 import { z } from 'zod';
@@ -51,7 +52,7 @@ export function configureStatusHandoff(context: FunctionContext, env: Record<str
   const { logger } = context.deps;
   delete context.deps.statusHandoff;
   try {
-    const built = buildStatusHandoff(env, logger, { store: context.store, now: context.deps.now, ...options });
+    const built = buildStatusHandoff(env, logger, { store: context.store, aggregates: context.aggregates, now: context.deps.now, ...options });
     if ('off' in built) {
       logger.info({ reason: built.off }, 'status handoff off: conditions are written by the status function only');
       return false;

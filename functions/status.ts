@@ -5,10 +5,13 @@
 //   CONDITION_TYPE                                       default EnvoyProgrammed
 //   KUBECONFIG_YAML | KUBECONFIG_PATH | EKS_CLUSTER_*    how to reach Kubernetes (functions/kube/access.ts)
 //   STATUS_WRITE_ON_MESSAGE_CHANGE                       "true": also write when only the message changed
+//   STATUS_MESSAGE_REFRESH_MS (default 10000)            a not-True condition's stale message is rewritten
+//                                                        at most this often (0: never; docs/FUNCTIONS.md)
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import pino, { type Logger } from 'pino';
 import { z } from 'zod';
 import { conditionSettingsShape } from './kube/condition-settings';
+import { messageRefreshSettingsShape } from './status/refresh-settings';
 
 import { createEventStoreFromEnv } from '../common/store';
 import { createKubeAccess, kubeAccessConfigFromEnv, type KubeAccess } from './kube/access';
@@ -19,6 +22,7 @@ import { processStatusBatch, type StatusProcessorDeps } from './status/process';
 
 const statusEnvSchema = z.object({
   ...conditionSettingsShape,
+  ...messageRefreshSettingsShape,
 });
 
 /** Empty strings (serverless params left blank) mean "not set". */
@@ -51,6 +55,7 @@ export function createStatusHandler(options: StatusHandlerOptions = {}): (event:
     logger,
     conditionType: settings.CONDITION_TYPE,
     writeOnMessageChange: settings.STATUS_WRITE_ON_MESSAGE_CHANGE === 'true',
+    messageRefreshMs: settings.STATUS_MESSAGE_REFRESH_MS,
     now,
   };
   let checked: Promise<unknown> | undefined;

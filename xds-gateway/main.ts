@@ -1,5 +1,6 @@
 // The gateway process: `node --import tsx xds-gateway/main.ts --upstream cp:8001 --table t ...`
-// (`--help` lists every flag and its environment variable). Prints one JSON line with the bound
+// (`--help` lists every flag and its environment variable; without TLS flags it also needs
+// --insecure-plaintext / --upstream-insecure-plaintext, docs/SECURITY.md). Prints one JSON line with the bound
 // ports on stdout once serving (logs are pino JSON on stderr), and shuts down gracefully on
 // SIGTERM/SIGINT: not-ready, relay closed (Envoys reconnect elsewhere), recorder flushed, exit 0.
 import pino from 'pino';

@@ -6,7 +6,10 @@ export const EXIT = {
   timeout: 1,
   /** Bad usage or input (unknown kind, bad flag). */
   usage: 2,
-  /** wait: timed out and at least one Envoy NACKed this generation (retrying will not help). */
+  /**
+   * wait: timed out and at least one Envoy NACKed this generation (retrying will not help): with
+   * --no-fail-fast, or when the condition had not said Rejected yet.
+   */
   rejected: 3,
   /** The query API (or Kubernetes) could not be reached, refused us, or answered an error. */
   unavailable: 4,
@@ -14,4 +17,9 @@ export const EXIT = {
   notObservable: 5,
   /** status/wait: the object (or generation) is unknown to the gateways. */
   notFound: 6,
+  /**
+   * wait: the awaited generation's verdict is terminal (reason Rejected, or Invalid): returned as soon
+   * as the condition says so instead of waiting out the timeout (`--no-fail-fast` keeps waiting).
+   */
+  terminal: 7,
 } as const;

@@ -1,6 +1,7 @@
 // xds-programmed: the command line of the query API.
 //   xds-programmed status [kind/name]     object view (condition, counts, blockers) or fleet view
-//   xds-programmed wait kind/name         wait until programmed into every Envoy; exit codes in exit-codes.ts
+//   xds-programmed wait kind/name         wait until programmed into every Envoy (or a terminal verdict:
+//                                         Rejected/Invalid, unless --no-fail-fast); exit codes in exit-codes.ts
 //   xds-programmed envoys                 Envoys with lineage, versions, last seen
 // Connection: --url / XDS_PROGRAMMED_URL and --token / XDS_PROGRAMMED_TOKEN (the local runtime's
 // bearer token); a Lambda function URL without a token is signed with SigV4 (AWS_IAM auth).
@@ -127,7 +128,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option('--timeout <duration>', 'give up after this long (30s, 2m, …)', parseDuration, 30_000)
     .option('--generation <n>', 'wait for this generation (default: the object\'s metadata.generation with --kubeconfig, else the latest seen)', positiveInteger)
     .option('--poll <duration>', 'poll interval', parseDuration, 500)
-    .action(async (target: string, options: { timeout: number; generation?: number; poll: number }) => {
+    .option('--no-fail-fast', 'keep waiting (until the timeout) when the generation is Rejected or Invalid, instead of exiting 7 at once')
+    .action(async (target: string, options: { timeout: number; generation?: number; poll: number; failFast: boolean }) => {
       const global = globals();
       const client = clientFrom(global);
       const { ref, kind } = parseRef(target, global.namespace);
@@ -141,7 +143,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
           return;
         }
       }
-      exitCode = await waitForObject({ client, ref, generation, timeoutMs: options.timeout, pollMs: options.poll, out: io.out, err: io.err, style: styleFor(io.err, io.env) });
+      exitCode = await waitForObject({ client, ref, generation, timeoutMs: options.timeout, pollMs: options.poll, failFast: options.failFast, out: io.out, err: io.err, style: styleFor(io.err, io.env) });
     });
 
   program
@@ -167,7 +169,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     if (error instanceof QueryApiError) {
       io.err.write(`xds-programmed: ${error.message}\n`);
-      return error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 401 && error.status !== 403 ? EXIT.usage : EXIT.unavailable;
+      // A throttled answer (429) is the service's state, not the caller's mistake.
+      return error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 401 && error.status !== 403 && error.status !== 429 ? EXIT.usage : EXIT.unavailable;
     }
     io.err.write(`xds-programmed: ${error instanceof Error ? error.message : String(error)}\n`);
     return EXIT.unavailable;

@@ -134,9 +134,11 @@ export interface ObjectStore {
 
   /**
    * Remembers the condition written to Kubernetes for this generation, and `programmedAt` the first
-   * time it is set (never overwritten). Creates the item if missing.
+   * time it is set (never overwritten). `writtenAt`: when it was written (`conditionWrittenAt`; left
+   * as stored when absent, e.g. a condition found already in Kubernetes, not written by us now).
+   * Creates the item if missing.
    */
-  recordCondition(ref: ObjectRef, generation: number, condition: Condition, programmedAt?: number): Promise<void>;
+  recordCondition(ref: ObjectRef, generation: number, condition: Condition, programmedAt?: number, writtenAt?: number): Promise<void>;
 }
 
 /** Gateway lineages: counter, per-type version history, heartbeat (`LINEAGE#<lineage>`). */

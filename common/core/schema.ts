@@ -330,6 +330,11 @@ const objectGenerationShape = {
   programmedAt: epochMsSchema.optional(),
   /** The condition last written to Kubernetes for this generation (to write only on change). */
   lastCondition: ConditionSchema.optional(),
+  /**
+   * When our condition was last written to Kubernetes for this generation: the message refresh rule
+   * (common/core/status-update.ts) spaces message-only rewrites from it.
+   */
+  conditionWrittenAt: epochMsSchema.optional(),
   /** The convergence function's decision for this generation (common/core/decision.ts). */
   decision: DecisionSchema.optional(),
 };
@@ -360,8 +365,9 @@ const lineageStateShape = {
   /**
    * The Envoys this gateway has written (or is about to write) a state for on this lineage, counted
    * with their incarnations: the sum over node ids of the highest `incarnation` stamped (so the number
-   * of distinct Envoys when none reconnected). Never decreases. The gateway writes this item *before*
-   * any state carrying a new incarnation, so every state on the lineage in the table is counted here.
+   * of distinct Envoys when none reconnected). Decreases only when a state it counted was refused by
+   * the store for good (the recorder takes it back: docs/GATEWAY.md, "What an Envoy may send"). The
+   * gateway writes this item *before* any state carrying a new incarnation, so every state on the lineage in the table is counted here.
    * Convergence compares it with the members of the lineage's aggregates (docs/CONVERGENCE.md, "The
    * denominator"). Absent: written by a gateway that does not count (treated as unknown).
    */

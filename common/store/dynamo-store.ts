@@ -338,7 +338,7 @@ export class DynamoEventStore implements EventStore {
     return this.queryPartition('ObjectGeneration', objectPartitionKey(ref), GENERATION_SK_PREFIX, options);
   }
 
-  async recordCondition(ref: ObjectRef, generation: number, condition: Condition, programmedAt?: number): Promise<void> {
+  async recordCondition(ref: ObjectRef, generation: number, condition: Condition, programmedAt?: number, writtenAt?: number): Promise<void> {
     const parsedCondition = ConditionSchema.safeParse(condition);
     if (!parsedCondition.success) {
       throw new InvalidStoreInputError(`invalid condition: ${describeZodIssues(parsedCondition.error.issues)}`);
@@ -346,8 +346,12 @@ export class DynamoEventStore implements EventStore {
     if (programmedAt !== undefined && (!Number.isSafeInteger(programmedAt) || programmedAt < 0)) {
       throw new InvalidStoreInputError(`invalid programmedAt ${String(programmedAt)}`);
     }
+    if (writtenAt !== undefined && (!Number.isSafeInteger(writtenAt) || writtenAt < 0)) {
+      throw new InvalidStoreInputError(`invalid writtenAt ${String(writtenAt)}`);
+    }
     await setGenerationFields(this.context, ref, generation, this.clock.now(), (expression) => {
       const sets = [`${expression.name('lastCondition')} = ${expression.value(parsedCondition.data)}`];
+      if (writtenAt !== undefined) sets.push(`${expression.name('conditionWrittenAt')} = ${expression.value(writtenAt)}`);
       if (programmedAt !== undefined) {
         // The first programmed time is kept: later re-assertions of the condition must not move it.
         const programmedName = expression.name('programmedAt');

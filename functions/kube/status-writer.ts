@@ -8,12 +8,13 @@ import { ApiException, PatchStrategy, setHeaderOptions, type CustomObjectsApi } 
 import type { Logger } from 'pino';
 
 import { conditionChanged, type Condition, type ConditionDraft, type ObjectRef } from '../../common/core';
-import { planConditionWrite, type StatusSkipReason } from '../../common/core/status-update';
+import { planConditionWrite, type MessageRefresh, type StatusSkipReason } from '../../common/core/status-update';
 import type { KubeAccess, KubeClients } from './access';
 import { TrackedKinds, type TrackedKind } from './tracked-kinds';
 
 export type WriteOutcome =
-  | { outcome: 'written'; condition: Condition; previous: Condition | undefined; resourceVersion: string | undefined; conflicts: number }
+  /** `refresh`: only the message changed (the refresh rule let it through). */
+  | { outcome: 'written'; condition: Condition; previous: Condition | undefined; resourceVersion: string | undefined; conflicts: number; refresh?: boolean }
   /**
    * `current`: our condition as the object holds it (when there is one). `superseded`: the
    * revalidation found the stored decision no longer to be written (a newer generation exists).
@@ -35,6 +36,11 @@ export type DraftRevalidator = (held: Condition) => Promise<ConditionDraft | und
 
 export interface WriteOptions {
   revalidate?: DraftRevalidator;
+  /**
+   * The message refresh rule for this object generation (core `MessageRefresh`: the interval and our
+   * last write's time, from its OBJECT item). Absent: message-only changes are not written (resync).
+   */
+  refresh?: MessageRefresh;
 }
 
 /**
@@ -165,7 +171,7 @@ export class StatusWriter {
       const shapeProblem = statusShapeProblem((object as { status?: unknown }).status);
       if (shapeProblem !== undefined) return { outcome: 'unsupported', detail: shapeProblem };
       const target = { generation: object.metadata?.generation, conditions: object.status?.conditions };
-      const planOptions = { writeOnMessageChange: this.options.writeOnMessageChange ?? false };
+      const planOptions = { writeOnMessageChange: this.options.writeOnMessageChange ?? false, ...(options.refresh === undefined ? {} : { refresh: options.refresh }) };
       let plan = planConditionWrite(target, draft, this.now(), planOptions);
       if (plan.action === 'write' && options.revalidate !== undefined && needsRevalidation(plan.previous, draft)) {
         const current = await options.revalidate(plan.previous);
@@ -184,7 +190,7 @@ export class StatusWriter {
           patchStatus(customObjects, kind, ref, body, this.options.fieldManager ?? 'xds-programmed'),
         );
         if (written === 'notFound') return { outcome: 'notFound' };
-        return { outcome: 'written', condition: plan.condition, previous: plan.previous, resourceVersion: written.metadata?.resourceVersion, conflicts };
+        return { outcome: 'written', condition: plan.condition, previous: plan.previous, resourceVersion: written.metadata?.resourceVersion, conflicts, refresh: plan.refresh };
       } catch (error) {
         const code = errorCode(error);
         if (code === 409) {

@@ -12,15 +12,29 @@
 // logged with its object and left to the status function; the convergence batch's result does not
 // depend on it. Bounded: a few writes at a time per container, each with a deadline, and after a
 // failure the handoff pauses for a while so a Kubernetes outage does not slow every batch.
+//
+// The handoff also owns the trailing edge of the message refresh rule (common/core/status-update.ts
+// `messageRefreshDue`). A count-only change that arrives while our last write of its generation is
+// younger than STATUS_MESSAGE_REFRESH_MS is not written (≤ 1 write per interval), so when no later
+// record comes (the fleet went quiet at 8/10) something must look again once the interval has passed.
+// Convergence is that clock: it runs on every stream batch, and every gateway writes its LINEAGE
+// heartbeat every 5 s, so a batch comes at least that often while any Envoy can be live. The expire
+// schedule is too coarse (EventBridge's rate is a minute at best), and the status function only runs
+// when a record arrives (holding a refresh inside its invocation would stall its whole stream shard).
+// So at the start of a batch, at most every quarter interval per container, the handoff sweeps the
+// pending index (the not-True generations), reads each item and rewrites a stale message that is due
+// through the same applyDecision path.
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { conditionSettingsShape } from '../kube/condition-settings';
 
-import { formatObjectRef, type Decision, type ObjectGeneration, type ObjectStore } from '../../common/core';
+import { formatObjectRef, type AggregateStore, type Decision, type ObjectGeneration, type ObjectRef, type ObjectStore } from '../../common/core';
 import { createKubeAccess, kubeAccessConfigFromEnv, type KubeAccess } from '../kube/access';
 import { StatusWriter } from '../kube/status-writer';
 import { parseTrackedKinds, TrackedKinds } from '../kube/tracked-kinds';
-import { applyDecision, type ObjectResult, type StatusProcessorDeps } from '../status/process';
+import { applyDecision, staleMessageDue, type ObjectResult, type StatusProcessorDeps } from '../status/process';
+import { messageRefreshSettingsShape } from '../status/refresh-settings';
+import { liveLineages } from './evaluate';
 
 /**
  * Whether a decision just written is one convergence applies itself: every verdict other than
@@ -47,10 +61,25 @@ export interface HandoffReport {
   failed: number;
   /** Not attempted: the handoff was paused after a recent failure. */
   paused: number;
+  /** Present when this batch ran a refresh sweep: generations looked at, messages rewritten, left for the next sweep. */
+  sweep?: { checked: number; refreshed: number; failed: number; deferred: number };
 }
 
 export function emptyHandoffReport(): HandoffReport {
   return { offered: 0, written: 0, unchanged: 0, notWritten: 0, failed: 0, paused: 0 };
+}
+
+/** Where the refresh sweep finds not-True generations (convergence's pending index) and which lineages are live. */
+export interface RefreshSweepOptions {
+  aggregates: Pick<AggregateStore, 'getLineageRegistry' | 'listPending'>;
+  /** ENVOY_TTL_MS: a lineage silent for twice this is dead (evaluate.ts `liveLineages`). */
+  ttlMs: number;
+  /** A container sweeps at most this often, ms (default: a quarter of the refresh interval, at least 500). */
+  everyMs?: number;
+  /** Pending generations looked at per sweep (default 2000); more wait for the next sweep. */
+  maxChecked?: number;
+  /** Item reads (and refresh writes) at once (default 4); separate from the verdict handoffs' slots. */
+  concurrency?: number;
 }
 
 export interface StatusHandoffOptions {
@@ -64,6 +93,11 @@ export interface StatusHandoffOptions {
   timeoutMs?: number;
   /** After a failure, no direct writes for this long, ms (default 10000). */
   pauseAfterFailureMs?: number;
+  /**
+   * The message refresh sweep (needs `status.messageRefreshMs` > 0). Absent: stale messages are only
+   * rewritten when a record of their item arrives.
+   */
+  refreshSweep?: RefreshSweepOptions;
 }
 
 /** One convergence batch's handoffs: offered as decisions are written, awaited before the batch returns. */
@@ -81,6 +115,7 @@ export class StatusHandoff {
   private inFlight = 0;
   private readonly waiting: Array<() => void> = [];
   private pausedUntil = 0;
+  private nextSweepAt = 0;
 
   constructor(private readonly options: StatusHandoffOptions) {
     this.concurrency = Math.max(1, options.concurrency ?? 8);
@@ -91,6 +126,8 @@ export class StatusHandoff {
   begin(): HandoffBatch {
     const report = emptyHandoffReport();
     const running: Promise<void>[] = [];
+    const sweep = this.startSweep(report);
+    if (sweep !== undefined) running.push(sweep);
     return {
       offer: (record, previous) => {
         if (record.decision === undefined || !isHandoffVerdict(previous, record.decision)) return;
@@ -137,6 +174,70 @@ export class StatusHandoff {
     }
   }
 
+  /** The sweep for this batch, if one is due in this container (never throws: it is logged). */
+  private startSweep(report: HandoffReport): Promise<void> | undefined {
+    const sweep = this.options.refreshSweep;
+    const intervalMs = this.options.status.messageRefreshMs ?? 0;
+    if (sweep === undefined || intervalMs <= 0) return undefined;
+    const now = this.options.now();
+    if (now < this.nextSweepAt || now < this.pausedUntil) return undefined;
+    this.nextSweepAt = now + (sweep.everyMs ?? Math.max(500, Math.floor(intervalMs / 4)));
+    return this.sweep(sweep, report).catch((error: unknown) => {
+      this.options.logger.warn({ err: error }, 'message refresh sweep failed; the next one retries');
+    });
+  }
+
+  /**
+   * Every pending generation on a live lineage (deduplicated across lineages, at most `maxChecked`),
+   * read with a consistent read; those whose recorded condition is not True, out of date and due
+   * are written through applyDecision, which plans against what Kubernetes holds and records the
+   * write's time. Bounded by the handoff's deadline: generations not reached by then wait for the next
+   * sweep, so a batch never waits long for it.
+   */
+  private async sweep(options: RefreshSweepOptions, report: HandoffReport): Promise<void> {
+    const status = this.options.status;
+    const read = status.store.getObjectGeneration?.bind(status.store);
+    if (read === undefined) return;
+    const started = this.options.now();
+    const stats = { checked: 0, refreshed: 0, failed: 0, deferred: 0 };
+    report.sweep = stats;
+    const registry = await options.aggregates.getLineageRegistry();
+    const maxChecked = Math.max(1, options.maxChecked ?? 2000);
+    const candidates = new Map<string, { object: ObjectRef; generation: number }>();
+    for (const lineage of liveLineages(registry.lineages, started, options.ttlMs)) {
+      let cursor: string | undefined;
+      do {
+        const page = await options.aggregates.listPending(lineage, cursor === undefined ? {} : { cursor });
+        for (const entry of page.items) candidates.set(`${formatObjectRef(entry.object)}@${entry.generation}`, { object: entry.object, generation: entry.generation });
+        cursor = page.nextCursor;
+      } while (cursor !== undefined && candidates.size < maxChecked);
+      if (candidates.size >= maxChecked) break;
+    }
+    const queue = [...candidates.values()].slice(0, maxChecked);
+    const worker = async (): Promise<void> => {
+      for (let candidate = queue.shift(); candidate !== undefined; candidate = queue.shift()) {
+        if (this.options.now() - started >= this.timeoutMs || this.options.now() < this.pausedUntil) {
+          stats.deferred++;
+          continue;
+        }
+        stats.checked++;
+        const item = await read(candidate.object, candidate.generation);
+        if (item.status !== 'found' || !staleMessageDue(item.value, status)) continue;
+        const attempt = await this.withDeadline(applyDecision(item.value, [], status, { fresh: true }));
+        if (attempt.kind === 'done') {
+          if (attempt.result.result === 'written') stats.refreshed++;
+          continue;
+        }
+        stats.failed++;
+        this.pausedUntil = this.options.now() + this.pauseMs;
+        const reason = attempt.kind === 'timeout' ? `no answer within ${this.timeoutMs} ms` : attempt.error instanceof Error ? attempt.error.message : String(attempt.error);
+        this.options.logger.warn({ object: formatObjectRef(candidate.object), generation: candidate.generation, reason, pausedForMs: this.pauseMs }, 'message refresh failed; the next sweep retries');
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker));
+    if (stats.refreshed > 0 || stats.failed > 0) this.options.logger.info({ ...stats, ms: this.options.now() - started }, 'message refresh sweep');
+  }
+
   /** The attempt, or 'timeout' once the deadline passes (the request is then abandoned, not awaited). */
   private withDeadline(work: Promise<ObjectResult>): Promise<Attempt> {
     let timer: NodeJS.Timeout | undefined;
@@ -169,11 +270,16 @@ const handoffEnvSchema = z.object({
   STATUS_HANDOFF: z.enum(['true', 'false']).default('true'),
   STATUS_HANDOFF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
   STATUS_HANDOFF_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(2000),
+  /** The same default as functions/lib/context.ts: which lineages the refresh sweep reads. */
+  ENVOY_TTL_MS: z.coerce.number().int().positive().default(300_000),
   ...conditionSettingsShape,
+  ...messageRefreshSettingsShape,
 });
 
 export interface StatusHandoffBuildOptions {
   store: Pick<ObjectStore, 'recordCondition' | 'getObjectGeneration'>;
+  /** Convergence's aggregate store: with it, the handoff sweeps stale messages (the refresh rule's trailing edge). */
+  aggregates?: Pick<AggregateStore, 'getLineageRegistry' | 'listPending'>;
   now?: () => number;
   /** Replaces the Kubernetes access built from the environment (tests). */
   access?: KubeAccess;
@@ -205,7 +311,9 @@ export function buildStatusHandoff(env: Record<string, string | undefined>, logg
     logger,
     conditionType: settings.CONDITION_TYPE,
     writeOnMessageChange,
+    messageRefreshMs: settings.STATUS_MESSAGE_REFRESH_MS,
     now,
   };
-  return { handoff: new StatusHandoff({ status, logger, now, concurrency: settings.STATUS_HANDOFF_CONCURRENCY, timeoutMs: settings.STATUS_HANDOFF_TIMEOUT_MS }) };
+  const refreshSweep = options.aggregates === undefined ? {} : { refreshSweep: { aggregates: options.aggregates, ttlMs: settings.ENVOY_TTL_MS } };
+  return { handoff: new StatusHandoff({ status, logger, now, concurrency: settings.STATUS_HANDOFF_CONCURRENCY, timeoutMs: settings.STATUS_HANDOFF_TIMEOUT_MS, ...refreshSweep }) };
 }

@@ -16,6 +16,7 @@ import {
   type ObjectGeneration,
   type ObjectStore,
 } from '../../common/core';
+import { messageRefreshDue, type MessageRefresh } from '../../common/core/status-update';
 import type { StatusWriter, WriteOutcome } from '../kube/status-writer';
 import { conditionDraftFor, readDecision, storedDecisionRevalidator } from './decision';
 import type { ObjectCleanup } from './object-cleanup';
@@ -32,6 +33,12 @@ export interface StatusProcessorDeps {
   logger: Logger;
   conditionType: string;
   writeOnMessageChange: boolean;
+  /**
+   * STATUS_MESSAGE_REFRESH_MS: a not-True condition whose message (counts, blockers) is out of date
+   * is rewritten once our last write of the generation is this old (core `messageRefreshDue`).
+   * 0 or absent: message-only changes are never written.
+   */
+  messageRefreshMs?: number;
   now: () => number;
   /** Objects written in parallel per batch (records of one object are always sequential). */
   concurrency?: number;
@@ -42,7 +49,27 @@ export interface ObjectResult {
   object: string;
   generation: number;
   result: WriteOutcome['outcome'] | 'alreadyWritten' | 'noDecision' | 'failed';
+  /** For `written`: 'refresh' when only the message was brought up to date. */
   detail?: string;
+}
+
+/** The refresh rule for a record: the interval, and our last write's time as its item records it. */
+function refreshFor(record: ObjectGeneration, deps: Pick<StatusProcessorDeps, 'messageRefreshMs'>): MessageRefresh | undefined {
+  const intervalMs = deps.messageRefreshMs ?? 0;
+  return intervalMs > 0 ? { intervalMs, lastWrittenAt: record.conditionWrittenAt } : undefined;
+}
+
+/**
+ * Whether the condition recorded on this item is a not-True one whose message is out of date (its
+ * stored decision says other counts or blockers) and may be rewritten now: what convergence's sweep
+ * looks for (functions/lib/status-handoff.ts), with the same rule the status function applies.
+ */
+export function staleMessageDue(record: ObjectGeneration, deps: Pick<StatusProcessorDeps, 'conditionType' | 'messageRefreshMs' | 'now'>): boolean {
+  const decision = readDecision(record);
+  const refresh = refreshFor(record, deps);
+  if (decision.status !== 'found' || record.lastCondition === undefined || refresh === undefined) return false;
+  const draft = conditionDraftFor(record, decision.decision, { type: deps.conditionType });
+  return messageRefreshDue(record.lastCondition, draft, deps.now(), refresh).kind === 'due';
 }
 
 function image(value: Record<string, LambdaAttributeValue> | undefined): Record<string, unknown> | undefined {
@@ -155,9 +182,13 @@ export async function applyDecision(record: ObjectGeneration, warnings: readonly
   }
   const draft = conditionDraftFor(record, decision.decision, { type: deps.conditionType });
   // Already written for this generation (e.g. this record is our own recordCondition): no read, no
-  // write. Keeps Kubernetes traffic O(1) per generation however many records the item gets.
+  // write. Keeps Kubernetes traffic O(1) per generation however many records the item gets. A record
+  // that changes only the message goes on only once the refresh is due (at most one write per
+  // interval; the sweep in convergence catches the change if no later record does).
+  const refresh = refreshFor(record, deps);
   if (record.lastCondition !== undefined && !conditionChanged(record.lastCondition, draft, { includeMessage: deps.writeOnMessageChange })) {
-    return { ...base, result: 'alreadyWritten' };
+    const due = refresh === undefined ? undefined : messageRefreshDue(record.lastCondition, draft, deps.now(), refresh);
+    if (due?.kind !== 'due') return { ...base, result: 'alreadyWritten', ...(due?.kind === 'notDue' ? { detail: 'refreshNotDue' } : {}) };
   }
   const store = deps.store;
   const getObjectGeneration = store.getObjectGeneration?.bind(store);
@@ -167,18 +198,27 @@ export async function applyDecision(record: ObjectGeneration, warnings: readonly
     // Gone or unreadable (logged by the store): act on the image, as before.
   }
   const revalidate = getObjectGeneration === undefined ? undefined : storedDecisionRevalidator({ getObjectGeneration }, record, draft, { type: deps.conditionType });
-  const outcome = await deps.writer.write(record.object, draft, revalidate === undefined ? {} : { revalidate });
+  // Against what Kubernetes holds, the time on the item only counts for the condition the item
+  // recorded with it (core MessageRefresh.recorded): a write of ours not yet recorded is never "due".
+  const writeRefresh = refresh === undefined ? undefined : { ...refresh, recorded: record.lastCondition };
+  const outcome = await deps.writer.write(record.object, draft, { ...(revalidate === undefined ? {} : { revalidate }), ...(writeRefresh === undefined ? {} : { refresh: writeRefresh }) });
   switch (outcome.outcome) {
-    case 'written':
-      await deps.store.recordCondition(record.object, record.generation, outcome.condition, outcome.condition.status === 'True' ? deps.now() : undefined);
-      deps.logger.info({ ...base, status: outcome.condition.status, reason: outcome.condition.reason, conflicts: outcome.conflicts }, 'condition written');
-      return { ...base, result: 'written' };
+    case 'written': {
+      // The write's time is recorded with it: the next message-only write is spaced from it.
+      const writtenAt = deps.now();
+      await deps.store.recordCondition(record.object, record.generation, outcome.condition, outcome.condition.status === 'True' ? writtenAt : undefined, writtenAt);
+      deps.logger.info({ ...base, status: outcome.condition.status, reason: outcome.condition.reason, conflicts: outcome.conflicts, refresh: outcome.refresh === true }, 'condition written');
+      return { ...base, result: 'written', ...(outcome.refresh === true ? { detail: 'refresh' } : {}) };
+    }
     case 'skipped':
       deps.logger.info({ ...base, reason: outcome.reason, detail: outcome.detail }, 'condition not written');
-      // Kubernetes already holds it (e.g. our write landed but recording it failed last time):
-      // remember it, so the next record of this item needs no Kubernetes read.
-      if (outcome.reason === 'unchanged' && outcome.current !== undefined && conditionChanged(record.lastCondition, outcome.current)) {
-        await deps.store.recordCondition(record.object, record.generation, outcome.current, outcome.current.status === 'True' ? deps.now() : undefined);
+      // Kubernetes already holds it (e.g. our write landed but recording it failed last time, or
+      // another writer of ours has not recorded its write yet): remember it, so the next record of
+      // this item needs no Kubernetes read. When it was written is not known: now, so the next
+      // message refresh is spaced from it too.
+      if ((outcome.reason === 'unchanged' || outcome.reason === 'refreshNotDue') && outcome.current !== undefined && conditionChanged(record.lastCondition, outcome.current)) {
+        const now = deps.now();
+        await deps.store.recordCondition(record.object, record.generation, outcome.current, outcome.current.status === 'True' ? now : undefined, now);
       }
       return { ...base, result: 'skipped', detail: outcome.reason };
     case 'notFound': {

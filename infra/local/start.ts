@@ -1,13 +1,16 @@
 // `npm start`: the whole system locally, in one process, on embedded defaults (docs/OPERATIONS.md):
 // local DynamoDB with streams, a Kubernetes API server, two control-plane replicas, the gateway, the
 // functions, an Envoy fleet, sample HTTPProxies, and a live view. Ctrl-C shuts everything down.
+// `--control-plane contour` runs unmodified Contour instead of the reference control plane
+// (docs/CONTOUR.md).
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 import { listHttpProxies, startLiveView, type LiveView, type ObjectProgress } from './system/live-view';
-import { startLocalSystem, type LocalSystem } from './system';
+import { CONTOUR_INSTALL_HINT } from './system/contour';
+import { startLocalSystem, type ControlPlaneMode, type LocalSystem } from './system';
 
 function integer(min: number, max: number) {
   return (text: string): number => {
@@ -31,6 +34,7 @@ interface StartFlags {
   slowEnvoys: number;
   slowAckMs: number;
   replicas: number;
+  controlPlane: ControlPlaneMode;
   ui: boolean;
   portBase: number;
   stateDir?: string;
@@ -49,22 +53,38 @@ function program(): Command {
     .option('--slow-ack-ms <ms>', 'ACK delay of the slow Envoys', integer(0, 3_600_000), 15_000)
     .option('--ack-timeout-ms <ms>', 'a response unanswered this long is STUCK', integer(1, 3_600_000), 10_000)
     .option('--replicas <n>', 'control-plane replicas', integer(1, 5), 2)
+    .addOption(
+      new Option('--control-plane <kind>', 'reference: the project\'s control plane (provenance); contour: unmodified Contour (npm run contour:install), the gateway in barrier mode')
+        .choices(['reference', 'contour'])
+        .default('reference'),
+    )
     .option('--no-ui', 'plain log lines instead of the live view (CI)')
     .option('--port-base <port>', 'fixed ports from here (kube +0, dynamo +1, query +2, gateway xDS +3, ops +4, control planes +11..); 0 = random', integer(0, 65_000), 0)
     .option('--state-dir <dir>', 'where the kubeconfig, env.sh and logs go (default: a new temporary directory)')
     .addOption(new Option('--log-level <level>', 'component log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('warn'));
 }
 
-function printEndpoints(system: LocalSystem, out: NodeJS.WritableStream, timings: { componentsMs: number; sinceProcessMs: number }): void {
+type StartedSystem = LocalSystem<'inline', ControlPlaneMode>;
+
+/** The control plane's current status writer, by its replica name. */
+async function leaderName(system: StartedSystem): Promise<string | undefined> {
+  const controlPlane = system.controlPlane;
+  if ('kind' in controlPlane) return (await controlPlane.leader().catch(() => undefined))?.name;
+  return controlPlane.leader()?.controlPlane.replicaId;
+}
+
+function printEndpoints(system: StartedSystem, leader: string | undefined, out: NodeJS.WritableStream, timings: { componentsMs: number; sinceProcessMs: number }): void {
   const e = system.endpoints;
+  const contour = system.options.controlPlane === 'contour';
   const lines = [
     `xds-programmed is running (${system.options.envoys} simulated Envoys + ${system.fleet.roles.real.length} gRPC clients, ${system.objects.length} objects)`,
+    ...(contour ? ['  control plane: unmodified Contour; the gateway uses observed-generation barriers and follows its Lease (no gRPC clients: Contour serves no API listeners)'] : []),
     `  components ready in ${(timings.componentsMs / 1000).toFixed(2)} s (${(timings.sinceProcessMs / 1000).toFixed(2)} s since the command started)`,
     `  kubeconfig     ${e.kubeconfigPath}`,
     `  query URL      ${e.queryUrl ?? 'unavailable'}   (Authorization: Bearer ${e.queryToken})`,
     `  metrics URL    ${e.metricsUrl ?? 'unavailable'}`,
     `  gateway xDS    ${e.gatewayXds ?? 'unavailable'}`,
-    `  control plane  ${e.controlPlanes.join(', ')} (leader: ${system.controlPlane.leader()?.controlPlane.replicaId ?? 'none yet'})`,
+    `  control plane  ${e.controlPlanes.join(', ')} (leader: ${leader ?? 'none yet'})`,
     `  DynamoDB       ${e.dynamoEndpoint} table ${e.tableName}`,
     `  env for the CLI and kubectl: source ${join(e.stateDir, 'env.sh')}`,
     ...system.unavailable.map((part) => `  NOT AVAILABLE  ${part.component}: ${part.reason}`),
@@ -84,7 +104,7 @@ async function main(): Promise<void> {
   const logFile = flags.ui ? join(stateDir, 'system.log') : undefined;
   const logger = logFile !== undefined ? pino({ level: flags.logLevel === 'warn' ? 'info' : flags.logLevel }, pino.destination({ dest: logFile, sync: false })) : pino({ level: flags.logLevel }, pino.destination(2));
   if (!flags.ui) out.write('starting: dynamo → kubernetes → echo backend → control plane → gateway → functions → envoys → samples\n');
-  const system = await startLocalSystem(
+  const system: StartedSystem = await startLocalSystem<'inline', ControlPlaneMode>(
     {
       envoys: flags.envoys,
       grpcClients: flags.grpcClients,
@@ -93,6 +113,7 @@ async function main(): Promise<void> {
       slowEnvoys: flags.slowEnvoys,
       slowAckMs: flags.slowAckMs,
       controlPlaneReplicas: flags.replicas,
+      controlPlane: flags.controlPlane,
       portBase: flags.portBase,
       ackTimeoutMs: flags.ackTimeoutMs,
       stateDir,
@@ -107,7 +128,7 @@ async function main(): Promise<void> {
     [`export KUBECONFIG='${e.kubeconfigPath}'`, `export XDS_PROGRAMMED_URL='${e.queryUrl ?? ''}'`, `export XDS_PROGRAMMED_TOKEN='${e.queryToken}'`, ''].join('\n'),
     { mode: 0o600 },
   );
-  printEndpoints(system, out, { componentsMs, sinceProcessMs });
+  printEndpoints(system, await leaderName(system), out, { componentsMs, sinceProcessMs });
   if (logFile !== undefined) out.write(`  logs: ${logFile}\n`);
   if (!flags.ui) out.write(`READY ${JSON.stringify({ ...e, componentsMs, sinceProcessMs, unavailable: system.unavailable })}\n`);
 
@@ -167,6 +188,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  // A missing Contour install is a usage problem, not a crash: say what to run, no stack.
+  if (error instanceof Error && error.message.includes(CONTOUR_INSTALL_HINT)) {
+    process.stderr.write(`npm start: ${error.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`npm start failed: ${error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });

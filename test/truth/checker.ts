@@ -6,6 +6,7 @@ import type { GroundTruth, ConnectionEvent } from '../../infra/local/envoys';
 import type { RebuildLog } from '../../infra/local/control-plane/rebuild-log';
 import { TYPE_SHORT_NAMES, type ResourceTypeUrl } from '../../common/xds';
 import type { ConditionWrite } from './observer';
+import { DEFAULT_MESSAGE_REFRESH_MS } from '../../common/core/status-update';
 
 export type InvariantId = 'I1-true-only-when-programmed' | 'I1-client-content' | 'I2-nack-shown' | 'I3-recovery' | 'I4-bounded-writes' | 'I5-no-drift' | 'checker';
 
@@ -245,18 +246,57 @@ export function checkRejectedMessages(writes: readonly ConditionWrite[], truth: 
   return violations;
 }
 
-/** Invariant 4: writes of the condition per object per generation stay bounded (no per-Envoy churn). */
-export function checkWriteCounts(writes: readonly ConditionWrite[], bound: number): { violations: Violation[]; max: number } {
+/** Timer jitter and watch delivery between two of our writes as the observer times them. */
+export const REFRESH_SLACK_MS = 500;
+
+/**
+ * Invariant 4: writes of the condition per object per generation stay bounded (no per-Envoy churn),
+ * by the status writer's own rule (common/core/status-update.ts, docs/CONVERGENCE.md "Freshness of
+ * the message"). A write that changes status or reason (a verdict, the first one included) counts
+ * against `bound`. A write that changes only the message is a refresh: allowed while the previous
+ * write of that object generation is not True and at least `refreshIntervalMs` old, and then not
+ * counted, so a generation that stays Pending for a minute may show its counts six more times; a
+ * refresh sooner than the interval, or after True, is a violation (what a per-ACK write would be).
+ */
+export function checkWriteCounts(
+  writes: readonly ConditionWrite[],
+  bound: number,
+  refreshIntervalMs: number = DEFAULT_MESSAGE_REFRESH_MS,
+  /**
+   * Our writes that replaced a competitor's write or removal (tamper.ts `isRepair`): neither counted
+   * nor judged, but each is the previous write of the one after it (a verdict after a repaired
+   * Rejected is a verdict change, not a message refresh). A message-only write right after a repair
+   * is not judged on its spacing either: the resync pass that repairs does not record its write time.
+   */
+  isRepair: (write: ConditionWrite) => boolean = () => false,
+): { violations: Violation[]; max: number; refreshes: number } {
   const counts = new Map<string, number>();
-  for (const write of writes) {
+  const previous = new Map<string, ConditionWrite>();
+  const violations: Violation[] = [];
+  let refreshes = 0;
+  for (const write of [...writes].sort((a, b) => a.at - b.at)) {
     const key = `${write.name}@${write.condition.observedGeneration}`;
+    const before = previous.get(key);
+    previous.set(key, write);
+    if (isRepair(write)) continue;
+    const messageOnly = before !== undefined && before.condition.status === write.condition.status && before.condition.reason === write.condition.reason;
+    if (messageOnly && isRepair(before)) {
+      refreshes++;
+      continue;
+    }
+    if (messageOnly) {
+      refreshes++;
+      const gap = write.at - before.at;
+      if (before.condition.status === 'True') violations.push({ invariant: 'I4-bounded-writes', detail: `${key}: message rewritten after True ("${before.condition.message}" → "${write.condition.message}")` });
+      else if (gap < refreshIntervalMs - REFRESH_SLACK_MS) violations.push({ invariant: 'I4-bounded-writes', detail: `${key}: message rewritten ${gap} ms after the previous write (refresh interval ${refreshIntervalMs} ms): "${write.condition.message}"` });
+      continue;
+    }
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   let max = 0;
-  const violations: Violation[] = [];
   for (const [key, count] of counts) {
     max = Math.max(max, count);
-    if (count > bound) violations.push({ invariant: 'I4-bounded-writes', detail: `${key}: ${count} condition writes (bound ${bound})` });
+    if (count > bound) violations.push({ invariant: 'I4-bounded-writes', detail: `${key}: ${count} condition writes changing status or reason (bound ${bound})` });
   }
-  return { violations, max };
+  return { violations, max, refreshes };
 }

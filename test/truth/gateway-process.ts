@@ -30,6 +30,9 @@ export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; up
     opts.kubeconfigPath === undefined ? {} : { kubeconfig: opts.kubeconfigPath, 'leader-lease': `${LEASE_NAMESPACE}/${LEASE_NAME}`, 'leader-target-annotation': XDS_ADDRESS_ANNOTATION };
   return {
     ...follow,
+    // Plaintext on loopback, asked for explicitly as a deployment must.
+    'insecure-plaintext': 'true',
+    'upstream-insecure-plaintext': 'true',
     'listen-host': '127.0.0.1',
     'listen-port': String(opts.listenPort),
     'ops-host': '127.0.0.1',

@@ -16,6 +16,7 @@ import { sampleCanaryService, sampleName } from '../../infra/local/system/sample
 import { HTTPPROXY_TRACKED_KIND } from '../../infra/local/system/system';
 import { DEFAULT_BEHAVIOUR } from '../../infra/local/envoys';
 import { checkRejectedMessages, checkTrueWrites, checkWriteCounts, type TruthInputs, type Violation } from './checker';
+import { DEFAULT_MESSAGE_REFRESH_MS } from '../../common/core/status-update';
 import { tapFleetResponses } from './content';
 import { Harness } from './harness';
 import { ConditionObserver, type ConditionWrite } from './observer';
@@ -467,7 +468,7 @@ async function runSchedule(harness: Harness, schedule: Schedule, options: TruthR
   trueChecks.push(...content.violations);
   violations.push(...trueChecks.filter((v) => !v.known));
   violations.push(...checkRejectedMessages(writes, system.fleet.truth));
-  const counts = checkWriteCounts(writes.filter((write) => !isRepair(harness, write)), options.writeBound);
+  const counts = checkWriteCounts(writes, options.writeBound, DEFAULT_MESSAGE_REFRESH_MS, (write) => isRepair(harness, write));
   violations.push(...counts.violations);
   for (const undecodable of [...harness.contents.undecodable.splice(0), ...(tapsOf.get(harness)?.undecodable() ?? [])]) violations.push({ invariant: 'checker', detail: `undecodable response ${undecodable}` });
   const nacksSeen = system.fleet.truth.nodeIds().reduce((sum, id) => sum + [...(system.fleet.truth.envoyTruth(id)?.types.values() ?? [])].reduce((s, t) => s + t.nacks.filter((n) => n.at >= startedAt).length, 0), 0);

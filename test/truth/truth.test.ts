@@ -123,8 +123,8 @@ describe('truth checks on hand-made ground truth', () => {
 
   it('counts condition writes per object per generation', () => {
     const writes = [write(1, 'False', 2, 'Pending'), write(2, 'False', 2, 'Rejected'), write(3, 'True', 2), write(4, 'True', 3)];
-    expect(checkWriteCounts(writes, 3)).toEqual({ violations: [], max: 3 });
-    expect(checkWriteCounts(writes, 2).violations.map((v) => v.detail)).toEqual(['sample-0@2: 3 condition writes (bound 2)']);
+    expect(checkWriteCounts(writes, 3)).toEqual({ violations: [], max: 3, refreshes: 0 });
+    expect(checkWriteCounts(writes, 2).violations.map((v) => v.detail)).toEqual(['sample-0@2: 3 condition writes changing status or reason (bound 2)']);
   });
 
   it('schedules are a pure function of the seed', () => {

@@ -69,11 +69,19 @@ const configSchema = z
     upstreamTlsCa: z.string().min(1).optional(),
     upstreamTlsCert: z.string().min(1).optional(),
     upstreamTlsKey: z.string().min(1).optional(),
+    upstreamTlsServerName: z.string().regex(/^[A-Za-z0-9.-]{1,253}$/, 'must be a DNS name').optional(),
     listenTlsCert: z.string().min(1).optional(),
     listenTlsKey: z.string().min(1).optional(),
     listenTlsClientCa: z.string().min(1).optional(),
     listenTlsRequireClientCert: flag,
+    insecurePlaintext: flag,
+    upstreamInsecurePlaintext: flag,
     maxStreamsPerConnection: z.coerce.number().int().positive(),
+    maxStreamsPerPeer: z.coerce.number().int().positive(),
+    maxNodeIds: z.coerce.number().int().positive(),
+    maxNodeGroups: z.coerce.number().int().positive(),
+    groupIdleMs: z.coerce.number().int().nonnegative().max(2_147_483_647),
+    bindNodeIdToCert: flag,
     maxRequestsPerSecond: z.coerce.number().nonnegative(),
     requestBurst: z.coerce.number().int().positive(),
     instanceId: lineagePart,
@@ -118,6 +126,9 @@ const configSchema = z
     if ((config.upstreamTlsCert === undefined) !== (config.upstreamTlsKey === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['upstreamTlsCert'], message: '--upstream-tls-cert and --upstream-tls-key go together (mTLS)' });
     }
+    if (config.upstreamTlsServerName !== undefined && config.upstreamTlsCa === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['upstreamTlsServerName'], message: '--upstream-tls-server-name needs --upstream-tls-ca (TLS to the control plane)' });
+    }
     if (tls.some((v) => v !== undefined) && config.upstreamTlsCa === undefined) {
       ctx.addIssue({ code: 'custom', path: ['upstreamTlsCa'], message: '--upstream-tls-ca is required for TLS to the control plane' });
     }
@@ -129,6 +140,27 @@ const configSchema = z
     }
     if (config.listenTlsRequireClientCert && config.listenTlsClientCa === undefined) {
       ctx.addIssue({ code: 'custom', path: ['listenTlsRequireClientCert'], message: '--listen-tls-require-client-cert needs --listen-tls-client-ca (mTLS)' });
+    }
+    // The binding compares node.id with the SANs of a certificate the handshake verified: without a
+    // required client certificate there is nothing trustworthy to compare with.
+    if (config.bindNodeIdToCert && (config.listenTlsClientCa === undefined || !config.listenTlsRequireClientCert)) {
+      ctx.addIssue({ code: 'custom', path: ['bindNodeIdToCert'], message: '--bind-node-id-to-cert needs --listen-tls-client-ca and --listen-tls-require-client-cert true (mTLS)' });
+    }
+    // Plaintext is a choice someone makes, never what a forgotten flag gives: over a plaintext xDS
+    // port anything that reaches it and names a node cluster receives that group's configuration,
+    // SDS secrets included (docs/SECURITY.md). Each link has its own opt-in, because the upstream one
+    // is often the control plane's choice (Contour run with --insecure) while the gateway serves TLS.
+    if (config.listenTlsCert === undefined && !config.insecurePlaintext) {
+      ctx.addIssue({ code: 'custom', path: ['insecurePlaintext'], message: 'downstream xDS has no TLS: give --listen-tls-cert and --listen-tls-key, or --insecure-plaintext to serve Envoys in plaintext' });
+    }
+    if (config.listenTlsCert !== undefined && config.insecurePlaintext) {
+      ctx.addIssue({ code: 'custom', path: ['insecurePlaintext'], message: '--insecure-plaintext contradicts --listen-tls-cert: drop one' });
+    }
+    if (config.upstreamTlsCa === undefined && !config.upstreamInsecurePlaintext) {
+      ctx.addIssue({ code: 'custom', path: ['upstreamInsecurePlaintext'], message: 'the control plane connection has no TLS: give --upstream-tls-ca, or --upstream-insecure-plaintext to subscribe in plaintext' });
+    }
+    if (config.upstreamTlsCa !== undefined && config.upstreamInsecurePlaintext) {
+      ctx.addIssue({ code: 'custom', path: ['upstreamInsecurePlaintext'], message: '--upstream-insecure-plaintext contradicts --upstream-tls-ca: drop one' });
     }
     if (config.queueLowWater !== undefined && config.queueLowWater >= config.queueHighWater) {
       ctx.addIssue({ code: 'custom', path: ['queueLowWater'], message: 'must be below --queue-high-water' });
@@ -157,20 +189,37 @@ interface FlagSpec {
 
 /** One row per option: the flag, its environment variable, its default. */
 export const FLAGS: readonly FlagSpec[] = [
+  // All interfaces: Envoys in other pods are what the port is for. It is TLS unless --insecure-plaintext
+  // says otherwise, and the NetworkPolicy (infra/kubernetes) limits who may connect.
   { key: 'listenHost', flags: '--listen-host <host>', env: 'XDS_LISTEN_HOST', description: 'address Envoys connect to', default: '0.0.0.0' },
   { key: 'listenPort', flags: '--listen-port <port>', env: 'XDS_LISTEN_PORT', description: 'xDS port (0: random)', default: '18000' },
-  { key: 'opsHost', flags: '--ops-host <host>', env: 'OPS_HOST', description: 'address of /healthz, /readyz, /metrics', default: '0.0.0.0' },
+  // Loopback by default: /metrics tells whoever reaches it the fleet's size and node groups. A pod
+  // sets its own address (kubelet probes reach the pod IP) and a NetworkPolicy narrows it.
+  { key: 'opsHost', flags: '--ops-host <host>', env: 'OPS_HOST', description: 'address of /healthz, /readyz, /metrics (kubelet probes need the pod address, e.g. 0.0.0.0)', default: '127.0.0.1' },
   { key: 'opsPort', flags: '--ops-port <port>', env: 'OPS_PORT', description: 'ops HTTP port (0: random)', default: '9090' },
   { key: 'upstream', flags: '--upstream <host:port>', env: 'UPSTREAM_TARGET', description: 'control plane xDS address (required)' },
   { key: 'upstreamAds', flags: '--upstream-ads <bool>', env: 'UPSTREAM_ADS', description: 'subscribe upstream over ADS (false: per-type services)', default: 'true' },
   { key: 'upstreamTlsCa', flags: '--upstream-tls-ca <path>', env: 'UPSTREAM_TLS_CA', description: 'CA bundle to verify the control plane (enables TLS)' },
   { key: 'upstreamTlsCert', flags: '--upstream-tls-cert <path>', env: 'UPSTREAM_TLS_CERT', description: 'client certificate for mTLS to the control plane' },
   { key: 'upstreamTlsKey', flags: '--upstream-tls-key <path>', env: 'UPSTREAM_TLS_KEY', description: 'client key for mTLS to the control plane' },
+  {
+    key: 'upstreamTlsServerName',
+    flags: '--upstream-tls-server-name <name>',
+    env: 'UPSTREAM_TLS_SERVER_NAME',
+    description: "name the control plane's certificate must carry, whatever address is dialled (following a leader by pod address: Contour's certificate names its Service, not each pod)",
+  },
   { key: 'listenTlsCert', flags: '--listen-tls-cert <path>', env: 'XDS_LISTEN_TLS_CERT', description: 'PEM certificate chain Envoys see (enables TLS downstream)' },
   { key: 'listenTlsKey', flags: '--listen-tls-key <path>', env: 'XDS_LISTEN_TLS_KEY', description: 'PEM private key of --listen-tls-cert' },
   { key: 'listenTlsClientCa', flags: '--listen-tls-client-ca <path>', env: 'XDS_LISTEN_TLS_CLIENT_CA', description: 'CA bundle Envoy client certificates must chain to' },
   { key: 'listenTlsRequireClientCert', flags: '--listen-tls-require-client-cert <bool>', env: 'XDS_LISTEN_TLS_REQUIRE_CLIENT_CERT', description: 'refuse Envoys without a valid client certificate (mTLS)', default: 'false' },
+  { key: 'insecurePlaintext', flags: '--insecure-plaintext [bool]', env: 'INSECURE_PLAINTEXT', description: 'serve Envoys without TLS (required when --listen-tls-cert is not given; local use)', default: 'false' },
+  { key: 'upstreamInsecurePlaintext', flags: '--upstream-insecure-plaintext [bool]', env: 'UPSTREAM_INSECURE_PLAINTEXT', description: 'subscribe to the control plane without TLS (required when --upstream-tls-ca is not given)', default: 'false' },
   { key: 'maxStreamsPerConnection', flags: '--max-streams-per-connection <n>', env: 'MAX_STREAMS_PER_CONNECTION', description: 'HTTP/2 concurrent streams per Envoy connection', default: '100' },
+  { key: 'maxStreamsPerPeer', flags: '--max-streams-per-peer <n>', env: 'MAX_STREAMS_PER_PEER', description: 'live xDS streams per remote IP address (all its connections); over it RESOURCE_EXHAUSTED', default: '256' },
+  { key: 'maxNodeIds', flags: '--max-node-ids <n>', env: 'MAX_NODE_IDS', description: 'distinct node ids with a live stream; a new one over it is refused RESOURCE_EXHAUSTED', default: '20000' },
+  { key: 'maxNodeGroups', flags: '--max-node-groups <n>', env: 'MAX_NODE_GROUPS', description: 'live node groups (each holds upstream streams); a new one over it is refused RESOURCE_EXHAUSTED', default: '1000' },
+  { key: 'groupIdleMs', flags: '--group-idle-ms <ms>', env: 'GROUP_IDLE_MS', description: 'a node group without streams this long is freed (upstream subscriptions cancelled); its next Envoy starts a new lineage', default: '60000' },
+  { key: 'bindNodeIdToCert', flags: '--bind-node-id-to-cert <bool>', env: 'BIND_NODE_ID_TO_CERT', description: 'node.id must be a DNS or URI SAN of the client certificate, else PERMISSION_DENIED (needs mTLS)', default: 'false' },
   { key: 'maxRequestsPerSecond', flags: '--max-requests-per-second <n>', env: 'MAX_REQUESTS_PER_SECOND', description: 'per-stream request rate (0: unlimited); over it the stream ends RESOURCE_EXHAUSTED', default: '100' },
   { key: 'requestBurst', flags: '--request-burst <n>', env: 'REQUEST_BURST', description: 'requests a stream may send at once above the rate', default: '200' },
   { key: 'instanceId', flags: '--instance-id <id>', env: 'INSTANCE_ID', description: 'this gateway instance ([a-z0-9-]); default: sanitised HOSTNAME' },

@@ -7,9 +7,10 @@ import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { groupByCluster, groupByMetadata, type Clock, type NodeGroupKeyFn } from '../../common/core';
+import type { Clock } from '../../common/core';
 import { createEventStore, documentOperations, DynamoAggregateStore, ensureTable, registerLineageHeartbeats, type DynamoEventStore, type StoreClientSeams } from '../../common/store';
-import { DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS, startRelay, type Relay, type RelayListenTls, type RelayUpstreamTls } from '../relay';
+import { AdmissionRefused, DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS, startRelay, type Relay, type RelayListenTls, type RelayUpstreamTls } from '../relay';
+import { nodeGroupingFromSpec } from '../relay/relay';
 import type { UpstreamContent } from '../relay/relay-group';
 import { ObservedGenerationBarrier } from '../tracking/barrier';
 import { EnvoyTracker } from '../tracking/envoy-tracker';
@@ -17,7 +18,7 @@ import { mergeEnvoyState } from '../tracking/envoy-state-merge';
 import { LeaderFollower } from '../tracking/leader-follower';
 import { ObjectWatcher } from '../tracking/object-watcher';
 import { ProvenanceWatermarks } from '../tracking/provenance-watermarks';
-import { Recorder, describeError } from '../tracking/recorder';
+import { Recorder, UnrecordableEnvoyError, describeError } from '../tracking/recorder';
 import { BackpressureController } from './backpressure';
 import type { GatewayConfig } from './config';
 import { GATEWAY_REDACT } from './logging';
@@ -53,10 +54,6 @@ export interface Gateway {
 
 const systemClock: Clock = { now: () => Date.now() };
 
-function groupByFrom(spec: string): NodeGroupKeyFn {
-  return spec === 'cluster' ? groupByCluster : groupByMetadata(spec.slice('metadata:'.length));
-}
-
 function upstreamTls(config: GatewayConfig): RelayUpstreamTls | undefined {
   if (config.upstreamTlsCa === undefined) return undefined;
   // Paths only in config and logs; the bytes go straight to grpc.
@@ -64,6 +61,7 @@ function upstreamTls(config: GatewayConfig): RelayUpstreamTls | undefined {
     rootCerts: readFileSync(config.upstreamTlsCa),
     ...(config.upstreamTlsKey === undefined ? {} : { privateKey: readFileSync(config.upstreamTlsKey) }),
     ...(config.upstreamTlsCert === undefined ? {} : { certChain: readFileSync(config.upstreamTlsCert) }),
+    ...(config.upstreamTlsServerName === undefined ? {} : { serverName: config.upstreamTlsServerName }),
   };
 }
 
@@ -74,6 +72,7 @@ function listenTls(config: GatewayConfig): RelayListenTls | undefined {
     privateKey: readFileSync(config.listenTlsKey),
     ...(config.listenTlsClientCa === undefined ? {} : { rootCerts: readFileSync(config.listenTlsClientCa) }),
     requireClientCert: config.listenTlsRequireClientCert,
+    bindNodeIdToCert: config.bindNodeIdToCert,
   };
 }
 
@@ -162,7 +161,16 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     metrics: metrics.recorder,
     // Write-ahead registration of each new lineage in the convergence registry (docs/CONVERGENCE.md).
     registerLineage: (lineage, heartbeatAt) => registerLineageHeartbeats(lineageRegistry, new Map([[lineage, heartbeatAt]])),
+    // A state the table can never hold: the Envoy is refused, not left waiting for a write that
+    // never comes (docs/GATEWAY.md, "What an Envoy may send"). The relay exists by the time a
+    // flush can find one (states come from its streams).
+    onUnrecordable: (nodeId, reason) => {
+      refusals.relay?.control.endStreamsOf(nodeId, grpc.status.INVALID_ARGUMENT, `the gateway cannot record this Envoy: ${reason.slice(0, 400)}`);
+    },
   });
+  const refusals: { relay?: Relay } = {};
+  /** Parts created after the relay that keep something per lineage (the barrier). */
+  const forgetRetiredLineage: Array<(lineage: string) => void> = [];
   const tracker = new EnvoyTracker({
     recorder,
     logger: log.child({ component: 'tracker' }),
@@ -180,23 +188,49 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
   // --- relay
   const tls = upstreamTls(config);
   const downstreamTls = listenTls(config);
+  // The config parser lets plaintext through only on an explicit --insecure-plaintext /
+  // --upstream-insecure-plaintext; say at every start what that exposes, so it is never silent.
+  if (downstreamTls === undefined) {
+    log.warn(
+      { listen: `${config.listenHost}:${config.listenPort}` },
+      'downstream xDS is PLAINTEXT (--insecure-plaintext): any pod that reaches this port and names a node cluster receives that group\'s configuration, SDS secrets included, and its ACK/NACKs are recorded as that node id',
+    );
+  }
+  if (tls === undefined) {
+    log.warn(
+      { upstream: config.upstream },
+      'upstream xDS is PLAINTEXT (--upstream-insecure-plaintext): anything on the path to the control plane can read the configuration, SDS secrets included, or change what every Envoy behind this gateway receives',
+    );
+  }
   const relay = await startRelay({
     listen: { host: config.listenHost, port: config.listenPort, ...(downstreamTls === undefined ? {} : { tls: downstreamTls }) },
     upstream: { target: config.upstream, ads: config.upstreamAds, ...(tls === undefined ? {} : { tls }) },
     instanceId: config.instanceId,
     bootId,
-    groupBy: groupByFrom(config.groupBy),
+    // A grouping, not just a key function: the upstream node then carries what the key is made of.
+    groupBy: nodeGroupingFromSpec(config.groupBy),
+    groupIdleMs: config.groupIdleMs,
+    metrics: metrics.relay,
     // Provenance watermarks promise monotone content per lineage; the guard refuses a response that
     // would break one (a lagging replica) and the relay moves the group to a new lineage.
     ...(provenance === undefined ? {} : { monotonicityGuard: (content: UpstreamContent) => provenance.regressionOf(content) }),
-    onLineageRetired: (group, lineage) => {
-      metrics.lineageMoved(group);
+    // Moved or freed when idle, the lineage serves nothing more: its heartbeat stops (it leaves the
+    // live set after the TTL, as a dead gateway's does) and what is kept per lineage goes.
+    onLineageRetired: (group, lineage, cause) => {
+      if (cause === 'moved') metrics.lineageMoved(group);
+      else {
+        metrics.groupFreed();
+        tracker.forgetGroup(group);
+      }
       tracker.retireLineage(lineage);
+      recorder.retireLineage(lineage);
       provenance?.forgetLineage(lineage);
+      seenLineages.delete(lineage);
+      for (const forget of forgetRetiredLineage) forget(lineage);
     },
     // Stream admission: a new stream's first response waits until the recorder wrote the Envoy's
     // state for it, so its lineage's envoysRecorded counts it (docs/GATEWAY.md, "Stream admission").
-    ...(config.streamAdmission ? { admission: ({ nodeId }: { nodeId: string }) => recorder.whenStateWritten(nodeId) } : {}),
+    ...(config.streamAdmission ? { admission: ({ nodeId }: { nodeId: string }) => admitWhenRecorded(recorder, nodeId) } : {}),
     observer: tracker,
     // A removal waits for clients to move off what it removes (make-before-break.ts), but never past
     // the ACK timeout: a client silent that long is stuck, and holding the removal (and with it the
@@ -207,9 +241,13 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     limits: {
       maxMessageBytes: config.maxMessageBytes,
       maxStreamsPerConnection: config.maxStreamsPerConnection,
+      maxStreamsPerPeer: config.maxStreamsPerPeer,
+      maxNodeIds: config.maxNodeIds,
+      maxGroups: config.maxNodeGroups,
       ...(config.maxRequestsPerSecond > 0 ? { requestRate: { ratePerSecond: config.maxRequestsPerSecond, burst: config.requestBurst } } : {}),
     },
   });
+  refusals.relay = relay;
   const backpressure = config.pauseOnBackpressure
     ? new BackpressureController({
         recorder,
@@ -249,6 +287,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
       leaderSettleMs: config.leaderSettleMs,
       metrics: metrics.barrier,
     });
+    const created = barrier;
+    forgetRetiredLineage.push((lineage) => created.forgetLineage(lineage));
     watcher = new ObjectWatcher({ kubeConfig, kinds: config.trackedKinds, barrier, logger: log.child({ component: 'watch' }) });
   }
   const seenLineages = new Set<string>();
@@ -276,7 +316,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     { name: 'store', ok: () => storeReachable && recorder.stats().consecutiveFailures < 3 },
     { name: 'backpressure', ok: () => !recorder.pressure() },
   ];
-  metrics.attach({ tracker, recorder, openStreams: () => relay.openStreams() });
+  metrics.attach({ tracker, recorder, openStreams: () => relay.openStreams(), liveGroups: () => relay.control.groups().map((info) => info.group) });
   const ops: OpsServer = await startOpsServer({ host: config.opsHost, port: config.opsPort, registry: metrics.registry, readiness, logger: log.child({ component: 'ops' }) });
   log.info({ xdsPort: relay.port, opsPort: ops.port, upstream: config.upstream, watermarks: config.watermarks, kinds: config.trackedKinds.map((k) => k.kind) }, 'gateway started');
 
@@ -318,4 +358,16 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     ready: () => readiness.every((check) => check.ok()),
     close,
   };
+}
+
+/**
+ * Stream admission (docs/GATEWAY.md, "Stream admission"): waits until the recorder wrote the Envoy's
+ * state; a state the recorder can never write refuses the stream for good (INVALID_ARGUMENT with the
+ * reason) instead of the "reconnect" of a transient failure.
+ */
+function admitWhenRecorded(recorder: Recorder, nodeId: string): Promise<void> {
+  return recorder.whenStateWritten(nodeId).catch((error: unknown) => {
+    if (error instanceof UnrecordableEnvoyError) throw new AdmissionRefused(`the gateway cannot record this Envoy: ${error.message.slice(0, 400)}`);
+    throw error;
+  });
 }

@@ -1,5 +1,7 @@
 // What SotW and Delta downstream streams share: the relay context they run in, request validation at
 // the edge, and the stream's identity (node kept from the first request).
+import { isIP } from 'node:net';
+import type { PeerCertificate } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -7,7 +9,7 @@ import { isValidTypeUrl, type Clock, type EnvoyIdentity } from '../../common/cor
 import type { ResourceTypeUrl, XdsNode } from '../../common/xds';
 import { identityOf } from './node';
 import type { RelayObserver } from './observer';
-import type { RelayGroup, TypeSubscriber } from './relay-group';
+import type { GroupMember, RelayGroup } from './relay-group';
 import { TokenBucket, type RequestRateLimit } from './token-bucket';
 
 export interface DownstreamLimits {
@@ -21,10 +23,78 @@ export interface DownstreamLimits {
   requestRate: RequestRateLimit | undefined;
 }
 
-/** What the relay needs of a live downstream stream: end it, or pause/resume it (backpressure). */
+/** What the relay needs of a live downstream stream: its connection, end it, or pause/resume it (backpressure). */
 export interface LiveStream {
+  /**
+   * `call.getPeer()` when the stream started: `<remote address>:<remote port>` of its HTTP/2
+   * connection, so equal for every stream of one connection and different between connections.
+   */
+  readonly peer: string;
   end(code: grpc.status, details: string): void;
   setPaused(paused: boolean): void;
+}
+
+/** A stream asking to join the relay under a node id (its first request named the node). */
+export interface JoiningStream extends LiveStream, GroupMember {
+  /** The connection's verified client certificate (mTLS), if any. */
+  peerCertificate(): PeerCertificate | undefined;
+}
+
+/** What a joined stream holds: its group, and the call that undoes the join when it closes. */
+export interface Membership {
+  group: RelayGroup;
+  leave(): void;
+}
+
+/**
+ * Why the relay refused a stream (the `reason` of `xds_gateway_streams_refused_total`). A fixed set:
+ * metric labels never carry Envoy-supplied strings.
+ */
+export type StreamRefusalReason = 'peer_streams' | 'node_ids' | 'node_groups' | 'node_id_not_in_cert' | 'invalid_node';
+
+/** The remote IP of a grpc-js peer string (`1.2.3.4:5678`, `::ffff:1.2.3.4:5678`, or `unknown`). */
+export function peerAddressOf(peer: string): string {
+  if (isIP(peer) !== 0) return peer;
+  const colon = peer.lastIndexOf(':');
+  if (colon <= 0 || !/^[0-9]+$/.test(peer.slice(colon + 1))) return peer;
+  return peer.slice(0, colon);
+}
+
+/**
+ * The DNS and URI subject alternative names of a certificate. Node gives them as one string
+ * (`DNS:a, URI:spiffe://x`); a value holding a comma, quote or other special character is written as
+ * a JSON string (`DNS:"a,b"`), so a certificate cannot smuggle in a second entry through its value.
+ */
+export function certificateNames(certificate: PeerCertificate | undefined): string[] {
+  const text = certificate?.subjectaltname;
+  if (typeof text !== 'string' || text === '') return [];
+  const names: string[] = [];
+  let at = 0;
+  while (at < text.length) {
+    const colon = text.indexOf(':', at);
+    if (colon < 0) break;
+    const kind = text.slice(at, colon);
+    let value: string;
+    let next: number;
+    if (text[colon + 1] === '"') {
+      // A JSON string: find its closing quote (one not escaped by a backslash).
+      let end = colon + 2;
+      while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      try {
+        value = JSON.parse(text.slice(colon + 1, end + 1)) as string;
+      } catch {
+        return names; // not what Node writes: keep what was read before, trust nothing after
+      }
+      next = text.indexOf(', ', end + 1);
+    } else {
+      next = text.indexOf(', ', colon + 1);
+      value = text.slice(colon + 1, next < 0 ? text.length : next);
+    }
+    if (kind === 'DNS' || kind === 'URI') names.push(value);
+    if (next < 0) break;
+    at = next + 2;
+  }
+  return names;
 }
 
 /**
@@ -35,15 +105,31 @@ export interface LiveStream {
  */
 export type StreamAdmission = (stream: { streamId: string; nodeId: string; lineage: string }) => Promise<void> | undefined;
 
+/**
+ * A stream admission's rejection that is final: the stream can never be admitted (e.g. the gateway
+ * can never record the Envoy's state). The stream ends with INVALID_ARGUMENT and this message, not
+ * with the UNAVAILABLE "reconnect" of a transient failure.
+ */
+export class AdmissionRefused extends Error {
+  override readonly name = 'AdmissionRefused';
+}
+
 export interface RelayContext {
   observer: RelayObserver;
   clock: Clock;
   logger: Logger;
   limits: DownstreamLimits;
   nextStreamId(): string;
-  /** The group for this Envoy (created, with its lineage, on first sight). */
-  groupFor(identity: EnvoyIdentity, node: XdsNode): RelayGroup;
-  /** Registers a live stream so close() can end it and setPaused() reach it; returns the unregister function. */
+  /**
+   * Admits a stream whose first request named its node: the relay's per-node checks (certificate
+   * binding, node id and group caps), the takeover of the node id from another connection, and the
+   * group (created, with its lineage, on first sight). Throws RequestError to refuse the stream.
+   */
+  join(identity: EnvoyIdentity, node: XdsNode, stream: JoiningStream): Membership;
+  /**
+   * Registers a live stream so close() can end it and setPaused() reach it; returns the unregister
+   * function. Throws RequestError when the stream's peer address has too many streams already.
+   */
   track(stream: LiveStream): () => void;
   /**
    * True while the gateway asked the relay to pause (RelayControl.setPaused): streams neither read
@@ -58,6 +144,8 @@ export class RequestError extends Error {
   constructor(
     readonly code: grpc.status,
     message: string,
+    /** Already logged where it was raised (relay.ts refusals, throttled): ending the stream logs at debug only. */
+    readonly logged = false,
   ) {
     super(message);
   }
@@ -146,7 +234,8 @@ export interface StreamIdentity {
  * handling, the stream's identity (node from the first request) and the observer's open/close calls.
  * Subclasses implement the protocol: onRequest and maybeSend.
  */
-export abstract class DownstreamStream<Request extends { node?: XdsNode | null }, Response, State> implements LiveStream, TypeSubscriber {
+export abstract class DownstreamStream<Request extends { node?: XdsNode | null }, Response, State> implements JoiningStream {
+  readonly peer: string;
   protected stream: StreamIdentity | undefined;
   protected readonly types = new Map<string, State>();
   protected ended = false;
@@ -156,6 +245,7 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
   /** Per type: seq of the last response answered (make-before-break waits on these). */
   private readonly answers = new Map<string, number>();
   private untrack: (() => void) | undefined;
+  private leaveGroup: (() => void) | undefined;
   private readonly rate: RequestRateLimit | undefined;
   private readonly bucket: TokenBucket | undefined;
 
@@ -167,13 +257,26 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
   ) {
     this.rate = context.limits.requestRate;
     this.bucket = this.rate === undefined ? undefined : new TokenBucket(this.rate, context.clock.now());
+    this.peer = call.getPeer();
+  }
+
+  peerCertificate(): PeerCertificate | undefined {
+    return this.call.getAuthContext().sslPeerCertificate;
   }
 
   protected abstract onRequest(request: Request): void;
   protected abstract maybeSend(typeUrl: string, state: State): void;
 
   run(): void {
-    this.untrack = this.context.track(this);
+    try {
+      this.untrack = this.context.track(this);
+    } catch (error) {
+      if (!(error instanceof RequestError)) throw error;
+      // Refused before anything was read: nothing to report to the observer.
+      this.ended = true;
+      this.call.emit('error', { code: error.code, details: error.message });
+      return;
+    }
     // Paused before the 'data' listener is attached, the stream stays paused (Readable semantics).
     if (this.context.paused()) this.call.pause();
     this.call.on('data', (request: Request) => {
@@ -182,7 +285,7 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
         if (this.rate !== undefined && this.bucket?.take(this.context.clock.now()) === false) throw rateLimitError(this.rate);
         this.onRequest(request);
       } catch (error) {
-        if (error instanceof RequestError) this.end(error.code, error.message);
+        if (error instanceof RequestError) this.end(error.code, error.message, error.logged);
         else {
           this.context.logger.error({ err: error, streamId: this.stream?.streamId }, `relay: ${this.protocol === 'sotw' ? 'SotW' : 'Delta'} request handling failed`);
           this.end(grpc.status.INTERNAL, 'relay internal error');
@@ -212,9 +315,11 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
     for (const [typeUrl, state] of this.types) this.maybeSend(typeUrl, state);
   }
 
-  end(code: grpc.status, details: string): void {
+  end(code: grpc.status, details: string, alreadyLogged = false): void {
     if (this.ended) return;
-    this.context.logger.warn({ streamId: this.stream?.streamId, nodeId: this.stream?.identity.nodeId, code: grpc.status[code], details }, 'relay: ending downstream stream');
+    const log = { streamId: this.stream?.streamId, nodeId: this.stream?.identity.nodeId, code: grpc.status[code], details };
+    if (alreadyLogged) this.context.logger.debug(log, 'relay: ending downstream stream');
+    else this.context.logger.warn(log, 'relay: ending downstream stream');
     this.closed(details);
     this.call.emit('error', { code, details });
   }
@@ -246,7 +351,9 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
     this.untrack?.();
     const stream = this.stream;
     if (stream === undefined) return;
-    stream.group.unsubscribe(this);
+    // Leaves the group and the node id's stream set before the observer hears of the close, so a
+    // stream taking the node id over is reported opened only after this one is reported closed.
+    this.leaveGroup?.();
     notify(this.context.logger, 'streamClosed', () =>
       this.context.observer.streamClosed({ streamId: stream.streamId, nodeId: stream.identity.nodeId, at: this.context.clock.now(), reason }),
     );
@@ -257,9 +364,10 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
     if (this.stream !== undefined) return this.stream;
     const parsed = identityOf(node);
     if (!parsed.ok) throw new RequestError(grpc.status.INVALID_ARGUMENT, parsed.error);
-    const group = this.context.groupFor(parsed.identity, node as XdsNode);
+    const { group, leave } = this.context.join(parsed.identity, node as XdsNode, this);
     const stream: StreamIdentity = { streamId: this.context.nextStreamId(), identity: parsed.identity, group };
     this.stream = stream;
+    this.leaveGroup = leave;
     notify(this.context.logger, 'streamOpened', () =>
       this.context.observer.streamOpened({
         streamId: stream.streamId,
@@ -305,6 +413,10 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
         for (const [typeUrl, state] of this.types) this.maybeSend(typeUrl, state);
       },
       (error: unknown) => {
+        if (error instanceof AdmissionRefused) {
+          this.end(grpc.status.INVALID_ARGUMENT, error.message);
+          return;
+        }
         this.context.logger.error({ err: error, streamId: stream.streamId, nodeId: stream.identity.nodeId }, 'relay: stream admission failed');
         this.end(grpc.status.UNAVAILABLE, 'the gateway could not record this stream; reconnect');
       },

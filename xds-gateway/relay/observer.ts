@@ -123,6 +123,9 @@ export interface RelayControl {
   // what became due. Idempotent. Upstream streams keep running (the cache stays current).
   setPaused(paused: boolean): void;
   paused(): boolean;
+  // Ends every live stream of `nodeId` with `code` and `details` (the gateway refuses an Envoy it can
+  // never record: Recorder onUnrecordable). Returns how many streams it ended.
+  endStreamsOf(nodeId: string, code: number, details: string): number;
 }
 
 /** A no-op observer, handy as a base for partial implementations. */

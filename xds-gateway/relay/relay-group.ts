@@ -22,6 +22,9 @@ export interface TypeSubscriber {
   end(code: grpc.status, details: string): void;
 }
 
+/** A downstream stream identified on a group (join) until it closes (leave); not necessarily subscribed yet. */
+export type GroupMember = TypeSubscriber;
+
 /** One upstream response, validated but not yet cached, as the monotonicity guard sees it. */
 export interface UpstreamContent {
   group: string;
@@ -89,6 +92,14 @@ export interface RelayGroupDeps {
    * with one on a new lineage (relay.ts). Until then the group caches nothing more.
    */
   requestNewLineage: (reason: string) => void;
+  /**
+   * How long the group may stay without members before `onIdle` is called. Every group holds one
+   * upstream stream per type for as long as it lives, and its key is Envoy-supplied (node.cluster by
+   * default), so groups nobody uses any more must go or they accumulate without bound.
+   */
+  idleMs: number;
+  /** The group has had no member for `idleMs` (relay.ts frees it). Not called once closed. */
+  onIdle: () => void;
 }
 
 export class RelayGroup {
@@ -111,6 +122,9 @@ export class RelayGroup {
   private readonly upstreamVersions = new Map<string, string>();
   private releaseCheck: NodeJS.Timeout | undefined;
   private releaseCheckAt = Number.POSITIVE_INFINITY;
+  /** Streams identified on this group and not closed (subscribed or not). */
+  private readonly members = new Set<GroupMember>();
+  private idleTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly deps: RelayGroupDeps) {
     this.cache = new GroupCache(deps.group, deps.lineage);
@@ -121,6 +135,38 @@ export class RelayGroup {
       graceMs: deps.makeBeforeBreakGraceMs ?? DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS,
       logger: deps.logger,
     });
+    // Created for a stream that joins in the same turn; armed anyway so a group can never be left
+    // without members and without a timer.
+    this.armIdleTimer();
+  }
+
+  /** Streams currently identified on the group. */
+  get memberCount(): number {
+    return this.members.size;
+  }
+
+  /** A stream identified on this group: the group is in use again (the idle timer stops). */
+  join(member: GroupMember): void {
+    // A stream that identified on this group before it was retired: it must reconnect to the new one.
+    if (this.closed) throw new RequestError(grpc.status.UNAVAILABLE, `node group ${this.group} moved to a new lineage; reconnect`);
+    this.members.add(member);
+    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+  }
+
+  /** A member closed: it no longer subscribes to anything; the last one to leave arms the idle timer. */
+  leave(member: GroupMember): void {
+    this.unsubscribe(member);
+    if (this.members.delete(member) && this.members.size === 0) this.armIdleTimer();
+  }
+
+  private armIdleTimer(): void {
+    if (this.closed || this.idleTimer !== undefined) return;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (!this.closed && this.members.size === 0) this.deps.onIdle();
+    }, this.deps.idleMs);
+    this.idleTimer.unref();
   }
 
   /** Removed resources still served until their clients moved off them (make-before-break.ts). */
@@ -415,7 +461,7 @@ export class RelayGroup {
    */
   retire(reason: string): void {
     if (this.closed) return;
-    const streams = new Set<TypeSubscriber>();
+    const streams = new Set<TypeSubscriber>(this.members);
     for (const set of this.subscribers.values()) for (const subscriber of set) streams.add(subscriber);
     this.close();
     for (const stream of streams) {
@@ -444,6 +490,8 @@ export class RelayGroup {
 
   close(): void {
     this.closed = true;
+    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
     if (this.releaseCheck !== undefined) clearTimeout(this.releaseCheck);
     this.releaseCheck = undefined;
     this.flushScheduled?.cancel();

@@ -6,7 +6,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { groupByCluster, lineageGroupId, makeLineage, type Clock, type EnvoyIdentity, type NodeGroupKeyFn } from '../../common/core';
+import { checkGroupKey, groupByCluster, groupByMetadata, lineageGroupId, makeLineage, type Clock, type EnvoyIdentity, type NodeGroupKeyFn } from '../../common/core';
 import {
   ADS_SERVICE,
   createDiscoveryClient,
@@ -25,7 +25,18 @@ import {
   type XdsNode,
 } from '../../common/xds';
 import { DeltaDownstream } from './delta-downstream';
-import { RequestError, type DownstreamLimits, type LiveStream, type RelayContext, type StreamAdmission } from './downstream-common';
+import {
+  certificateNames,
+  peerAddressOf,
+  RequestError,
+  type DownstreamLimits,
+  type JoiningStream,
+  type LiveStream,
+  type Membership,
+  type RelayContext,
+  type StreamAdmission,
+  type StreamRefusalReason,
+} from './downstream-common';
 import type { RelayControl, RelayObserver } from './observer';
 import { RelayGroup, type MonotonicityGuard } from './relay-group';
 import { SotwResponseEncoder, withSharedResponseEncoding, type ResponseEncodingStats } from './response-encoding';
@@ -37,6 +48,12 @@ export interface RelayUpstreamTls {
   rootCerts?: Buffer;
   privateKey?: Buffer;
   certChain?: Buffer;
+  /**
+   * The name the control plane's certificate is checked against (and sent as SNI), whatever
+   * address is dialled: following a leader by its pod address (docs/GATEWAY.md, leader following)
+   * reaches a replica whose certificate names the Service. Default: the dialled host.
+   */
+  serverName?: string;
 }
 
 /**
@@ -49,6 +66,30 @@ export interface RelayListenTls {
   /** CA bundle client certificates must chain to; required with requireClientCert. */
   rootCerts?: Buffer;
   requireClientCert: boolean;
+  /**
+   * A stream's node.id must be one of its client certificate's DNS or URI SANs, else the stream ends
+   * PERMISSION_DENIED. Needs requireClientCert. Without it any client that reaches the port may
+   * claim any node id (and take it over from the Envoy using it, see README "Node ids").
+   */
+  bindNodeIdToCert?: boolean;
+}
+
+/** How Envoys are grouped; also decides what of an Envoy's node the control plane sees (README "Upstream node"). */
+export type NodeGrouping = { by: 'cluster' } | { by: 'metadata'; field: string };
+
+/** Counters the relay reports to (ops/metrics.ts). Labels are fixed enums, never Envoy strings. */
+export interface RelayMetrics {
+  streamRefused(reason: StreamRefusalReason): void;
+  /** A node id's streams were ended because a newer connection claimed the node id. */
+  nodeIdTakenOver(): void;
+}
+
+/** Why a group's lineage was retired: moved to a new lineage (target change, guard), or freed when idle. */
+export type LineageRetirement = 'moved' | 'idle';
+
+/** `--group-by` text (`cluster` or `metadata:<field>`) as a NodeGrouping. */
+export function nodeGroupingFromSpec(spec: string): NodeGrouping {
+  return spec.startsWith('metadata:') ? { by: 'metadata', field: spec.slice('metadata:'.length) } : { by: 'cluster' };
 }
 
 export interface RelayOptions {
@@ -60,8 +101,10 @@ export interface RelayOptions {
     ads: boolean;
     tls?: RelayUpstreamTls;
     /**
-     * The node the control plane sees for a group. Default: the group's first Envoy's node with
-     * `id` suffixed `.via.<instanceId>` (so the control plane can tell it apart from that Envoy).
+     * The node the control plane sees for a group. Default (defaultUpstreamNode): made from the
+     * group, not from the Envoy that happened to join first: id `xds-gateway.<instanceId>.<group id>`,
+     * user_agent_name `xds-gateway`, and only what the group key is made of (node.cluster, or the
+     * grouping metadata field).
      */
     node?: (group: string, firstEnvoyNode: XdsNode) => XdsNode;
     backoff?: BackoffOptions;
@@ -70,15 +113,29 @@ export interface RelayOptions {
   };
   instanceId: string;
   bootId: string;
-  /** Node group of an Envoy (default: node.cluster). */
-  groupBy?: NodeGroupKeyFn;
+  /**
+   * Node group of an Envoy (default: node.cluster). A NodeGrouping also lets the default upstream
+   * node carry what the key is made of; a bare key function gives the upstream node no Envoy field.
+   */
+  groupBy?: NodeGroupKeyFn | NodeGrouping;
+  /**
+   * How long a node group with no downstream stream is kept (its upstream subscriptions and cache)
+   * before it is freed; an Envoy of the group arriving later starts it anew on a new lineage.
+   * Default 60 s.
+   */
+  groupIdleMs?: number;
+  metrics?: RelayMetrics;
   /**
    * Checked before each upstream response is cached (the provenance watermarks implement it); a
    * refusal moves the group to a new lineage. Undefined: only upstream target changes do.
    */
   monotonicityGuard?: MonotonicityGuard;
-  /** Called after a group left `lineage` for a new one (its Envoys were sent away). Must not throw. */
-  onLineageRetired?: (group: string, lineage: string) => void;
+  /**
+   * Called after a group left `lineage`: `moved` to a new one (its Envoys were sent away), or freed
+   * after `groupIdleMs` without streams (`idle`: it had no Envoys left). Nothing is served on the
+   * lineage afterwards. Must not throw.
+   */
+  onLineageRetired?: (group: string, lineage: string, cause: LineageRetirement) => void;
   /** Holds a new stream's responses until it resolves (downstream-common StreamAdmission). Absent: none held. */
   admission?: StreamAdmission;
   observer: RelayObserver;
@@ -103,8 +160,12 @@ export interface RelayOptions {
     maxResourceNamesPerRequest?: number;
     maxResourceNameLength?: number;
     maxTypesPerStream?: number;
-    /** Most node groups (each costs upstream streams); Envoys of further groups are refused. */
+    /** Most live node groups (each costs upstream streams); Envoys of further groups are refused. */
     maxGroups?: number;
+    /** Most live downstream streams from one remote IP address (all its connections). */
+    maxStreamsPerPeer?: number;
+    /** Most distinct node ids with a live stream. */
+    maxNodeIds?: number;
     /** Most distinct type URLs a node group subscribes to upstream (each is one upstream stream). */
     maxTypesPerGroup?: number;
     /** Largest upstream response, in resources, the relay caches. */
@@ -116,7 +177,10 @@ export interface RelayOptions {
 
 export interface Relay {
   port: number;
-  /** Lineages started so far per group beyond its first (target changes, guard refusals). */
+  /**
+   * Per group: how many times it moved to a new lineage (target changes, guard refusals) since it was
+   * last created (a group freed when idle starts again at 0; recent groups only, diagnostics).
+   */
   lineageEpochs(): Record<string, number>;
   control: RelayControl;
   /** Per group and type: upstream streams opened so far (diagnostics and tests). */
@@ -133,8 +197,15 @@ const optionsSchema = z.object({
     host: z.string().min(1),
     port: z.number().int().min(0).max(65535),
     tls: z
-      .object({ certChain: z.instanceof(Buffer), privateKey: z.instanceof(Buffer), rootCerts: z.instanceof(Buffer).optional(), requireClientCert: z.boolean() })
+      .object({
+        certChain: z.instanceof(Buffer),
+        privateKey: z.instanceof(Buffer),
+        rootCerts: z.instanceof(Buffer).optional(),
+        requireClientCert: z.boolean(),
+        bindNodeIdToCert: z.boolean().optional(),
+      })
       .refine((tls) => !tls.requireClientCert || tls.rootCerts !== undefined, 'requireClientCert needs rootCerts (the CA client certificates must chain to)')
+      .refine((tls) => tls.bindNodeIdToCert !== true || tls.requireClientCert, 'bindNodeIdToCert needs requireClientCert (mTLS)')
       .optional(),
   }),
   upstream: z.object({
@@ -146,6 +217,7 @@ const optionsSchema = z.object({
   instanceId: lineagePart,
   bootId: lineagePart,
   pushCoalesceMs: z.number().int().min(0).max(10_000).optional(),
+  groupIdleMs: z.number().int().min(0).max(2_147_483_647).optional(),
   makeBeforeBreakGraceMs: z.number().int().min(0).max(600_000).optional(),
   limits: z.object({
     maxMessageBytes: z.number().int().positive(),
@@ -154,6 +226,8 @@ const optionsSchema = z.object({
     maxResourceNameLength: z.number().int().positive().optional(),
     maxTypesPerStream: z.number().int().positive().optional(),
     maxGroups: z.number().int().positive().optional(),
+    maxStreamsPerPeer: z.number().int().positive().optional(),
+    maxNodeIds: z.number().int().positive().optional(),
     maxTypesPerGroup: z.number().int().positive().optional(),
     maxResourcesPerResponse: z.number().int().positive().optional(),
     requestRate: z.object({ ratePerSecond: z.number().positive(), burst: z.number().int().positive() }).optional(),
@@ -165,9 +239,51 @@ export const DEFAULT_RELAY_LIMITS = {
   maxResourceNameLength: 4096,
   maxTypesPerStream: 64,
   maxGroups: 1000,
+  maxStreamsPerPeer: 256,
+  maxNodeIds: 20_000,
   maxTypesPerGroup: 64,
   maxResourcesPerResponse: 100_000,
 } as const;
+
+export const DEFAULT_GROUP_IDLE_MS = 60_000;
+
+/**
+ * Group ids remembered as having used their first (plain boot part) lineage. Past this many, new
+ * groups take a counter-suffixed lineage at once (bootPartFor), so a stream of fresh node.cluster
+ * values cannot grow the relay's memory without end; ~100 bytes each.
+ */
+const MAX_FIRST_LINEAGE_GROUP_IDS = 100_000;
+
+/** Move counts kept for lineageEpochs() (diagnostics), oldest forgotten first. */
+const MAX_EPOCH_ENTRIES = 10_000;
+
+/** Refusals of one reason are logged at most this often (a flood must not flood the log too). */
+const REFUSAL_LOG_INTERVAL_MS = 10_000;
+
+const UPSTREAM_USER_AGENT = 'xds-gateway';
+
+/** The node field a group key came from, for refusal messages. */
+function groupKeySource(grouping: NodeGrouping | undefined, identity: EnvoyIdentity, key: string): string {
+  if (grouping === undefined) return 'groupBy';
+  if (grouping.by === 'metadata' && identity.metadata[grouping.field] === key) return `node.metadata.${grouping.field.slice(0, 100)}`;
+  return 'node.cluster';
+}
+
+/**
+ * The node the control plane sees for a group: the gateway's own id for it, and only what the group
+ * key is made of, so every Envoy of the group could have sent it. (Copying the first Envoy's node
+ * let whichever Envoy joined first choose the metadata, locality and user agent the control plane
+ * sees for the whole group.) With metadata grouping and the field absent, the key fell back to
+ * node.cluster (common/core groupByMetadata), which is then what is sent.
+ */
+export function defaultUpstreamNode(instanceId: string, group: string, grouping: NodeGrouping | undefined, identity: EnvoyIdentity): XdsNode {
+  const node: XdsNode = { id: `xds-gateway.${instanceId}.${lineageGroupId(group)}`, user_agent_name: UPSTREAM_USER_AGENT };
+  if (grouping === undefined) return node;
+  if (grouping.by === 'metadata' && identity.metadata[grouping.field] === group) {
+    return { ...node, metadata: { fields: { [grouping.field]: { stringValue: group } } } };
+  }
+  return { ...node, cluster: group };
+}
 
 interface UpstreamClients {
   target: string;
@@ -185,7 +301,9 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const checked = optionsSchema.safeParse(options);
   if (!checked.success) throw new Error(`relay options: ${checked.error.message}`);
   const { observer, clock, logger, instanceId, bootId } = options;
-  const groupBy = options.groupBy ?? groupByCluster;
+  const grouping: NodeGrouping | undefined = typeof options.groupBy === 'function' ? undefined : (options.groupBy ?? { by: 'cluster' });
+  const groupBy: NodeGroupKeyFn =
+    typeof options.groupBy === 'function' ? options.groupBy : grouping?.by === 'metadata' ? groupByMetadata(grouping.field) : groupByCluster;
   const limits: DownstreamLimits = {
     maxResourceNamesPerRequest: options.limits.maxResourceNamesPerRequest ?? DEFAULT_RELAY_LIMITS.maxResourceNamesPerRequest,
     maxResourceNameLength: options.limits.maxResourceNameLength ?? DEFAULT_RELAY_LIMITS.maxResourceNameLength,
@@ -193,6 +311,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     requestRate: options.limits.requestRate,
   };
   const maxGroups = options.limits.maxGroups ?? DEFAULT_RELAY_LIMITS.maxGroups;
+  const maxStreamsPerPeer = options.limits.maxStreamsPerPeer ?? DEFAULT_RELAY_LIMITS.maxStreamsPerPeer;
+  const maxNodeIds = options.limits.maxNodeIds ?? DEFAULT_RELAY_LIMITS.maxNodeIds;
+  const groupIdleMs = options.groupIdleMs ?? DEFAULT_GROUP_IDLE_MS;
+  const bindNodeIdToCert = options.listen.tls?.bindNodeIdToCert === true;
   const maxResourcesPerResponse = options.limits.maxResourcesPerResponse ?? DEFAULT_RELAY_LIMITS.maxResourcesPerResponse;
   const backoff = options.upstream.backoff ?? { initialMs: 250, maxMs: 10_000 };
   const credentials =
@@ -204,6 +326,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     'grpc.max_send_message_length': -1,
     // One HTTP/2 connection per target for this relay, not shared with other clients in the process.
     'grpc.use_local_subchannel_pool': 1,
+    ...(options.upstream.tls?.serverName === undefined ? {} : { 'grpc.ssl_target_name_override': options.upstream.tls.serverName }),
   };
 
   const makeClients = (target: string): UpstreamClients => {
@@ -227,14 +350,33 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   };
 
   const groups = new Map<string, RelayGroup>();
-  /** group key → how many times the group moved to a new lineage (0: its first). */
-  const lineageEpochs = new Map<string, number>();
-  // The boot part of a lineage after the group's first: a suffix keeps it unique within this boot
-  // (bootId is random per process) and inside the part's [a-z0-9-]{1,63}.
-  const bootPartFor = (epoch: number): string => {
-    if (epoch === 0) return bootId;
-    const suffix = `-l${epoch}`;
+
+  // Lineages never repeat within a boot: a repeated lineage would restart its seqs under watermarks
+  // already recorded for it (invariant 1). A group id's first lineage has the plain boot part;
+  // every later one (a move to a new lineage, or a group created again after it was freed when idle)
+  // takes `-l<n>` from one relay-wide counter, so it differs from every lineage before it whatever
+  // the key. Which group ids used their plain lineage is remembered up to a bound; a group id not
+  // remembered never used it, and past the bound new groups simply start on a counter lineage.
+  const firstLineageUsed = new Set<string>();
+  let lastEpoch = 0;
+  const bootPartFor = (groupId: string): string => {
+    if (!firstLineageUsed.has(groupId) && firstLineageUsed.size < MAX_FIRST_LINEAGE_GROUP_IDS) {
+      firstLineageUsed.add(groupId);
+      return bootId;
+    }
+    lastEpoch += 1;
+    const suffix = `-l${lastEpoch}`;
     return `${bootId.slice(0, 63 - suffix.length)}${suffix}`;
+  };
+  /** group key → moves to a new lineage since the group was last created (diagnostics, bounded). */
+  const lineageMoves = new Map<string, number>();
+
+  const retireLineage = (group: RelayGroup, cause: LineageRetirement): void => {
+    try {
+      options.onLineageRetired?.(group.group, group.lineage, cause);
+    } catch (error) {
+      logger.error({ err: error, group: group.group }, 'relay: onLineageRetired threw');
+    }
   };
 
   /**
@@ -245,29 +387,68 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const startNewLineage = (group: RelayGroup, reason: string): void => {
     if (closing || groups.get(group.group) !== group) return;
     groups.delete(group.group);
-    lineageEpochs.set(group.group, (lineageEpochs.get(group.group) ?? 0) + 1);
+    const moves = (lineageMoves.get(group.group) ?? 0) + 1;
+    lineageMoves.delete(group.group);
+    lineageMoves.set(group.group, moves);
+    if (lineageMoves.size > MAX_EPOCH_ENTRIES) lineageMoves.delete(lineageMoves.keys().next().value as string);
     logger.warn({ group: group.group, lineage: group.lineage, reason }, 'relay: node group moves to a new lineage; its Envoys reconnect');
     group.retire(reason);
-    try {
-      options.onLineageRetired?.(group.group, group.lineage);
-    } catch (error) {
-      logger.error({ err: error, group: group.group }, 'relay: onLineageRetired threw');
-    }
+    retireLineage(group, 'moved');
   };
+
+  /**
+   * Frees a group that has had no stream for groupIdleMs: its upstream subscriptions are cancelled
+   * and its cache dropped. Its lineage is retired like a moved group's (nothing is served on it any
+   * more and it has no Envoy left, so its heartbeat stops and it leaves the live set after the TTL,
+   * as a dead gateway's lineage does); an Envoy of the group arriving later gets a new group on a new
+   * lineage (bootPartFor), never the old lineage with its seqs restarted.
+   */
+  const freeIdleGroup = (group: RelayGroup): void => {
+    if (closing || groups.get(group.group) !== group || group.memberCount > 0) return;
+    groups.delete(group.group);
+    lineageMoves.delete(group.group);
+    logger.info({ group: group.group, lineage: group.lineage, idleMs: groupIdleMs }, 'relay: node group freed (no stream for the idle time)');
+    group.close();
+    retireLineage(group, 'idle');
+  };
+
   const liveStreams = new Set<LiveStream>();
+  /** remote IP → live streams from it (all its connections). */
+  const streamsByAddress = new Map<string, number>();
+  /**
+   * node id → the connection (peer) whose streams are that Envoy's, and those streams. One
+   * connection per node id: the streams of an Envoy on one connection (ADS, or several per-type
+   * streams) share its tracked state; a stream of the same node id from another connection replaces
+   * them (join), since two connections must never feed one Envoy's state.
+   */
+  const nodeStreams = new Map<string, { peer: string; streams: Set<JoiningStream> }>();
   let streamCounter = 0;
   let closing = false;
   let paused = false;
 
-  const groupFor = (identity: EnvoyIdentity, node: XdsNode): RelayGroup => {
-    if (closing) throw new RequestError(grpc.status.UNAVAILABLE, 'relay shutting down');
-    const key = groupBy(identity);
-    const existing = groups.get(key);
-    if (existing !== undefined) return existing;
-    if (groups.size >= maxGroups) throw new RequestError(grpc.status.RESOURCE_EXHAUSTED, `relay serves at most ${maxGroups} node groups`);
-    const lineage = makeLineage(instanceId, bootPartFor(lineageEpochs.get(key) ?? 0), lineageGroupId(key));
+  const refusalsLoggedAt = new Map<StreamRefusalReason, { at: number; suppressed: number }>();
+  const refuse = (reason: StreamRefusalReason, code: grpc.status, message: string, log: Record<string, unknown>): RequestError => {
+    try {
+      options.metrics?.streamRefused(reason);
+    } catch (error) {
+      logger.error({ err: error }, 'relay: metrics.streamRefused threw');
+    }
+    const now = clock.now();
+    const last = refusalsLoggedAt.get(reason);
+    if (last === undefined || now - last.at >= REFUSAL_LOG_INTERVAL_MS) {
+      logger.warn({ ...log, reason, suppressedSinceLast: last?.suppressed ?? 0, details: message }, 'relay: stream refused');
+      refusalsLoggedAt.set(reason, { at: now, suppressed: 0 });
+    } else {
+      last.suppressed += 1;
+    }
+    return new RequestError(code, message, true);
+  };
+
+  const createGroup = (key: string, identity: EnvoyIdentity, node: XdsNode): RelayGroup => {
+    const groupId = lineageGroupId(key);
+    const lineage = makeLineage(instanceId, bootPartFor(groupId), groupId);
     if (!lineage.ok) throw new RequestError(grpc.status.INTERNAL, lineage.error);
-    const upstreamNode = options.upstream.node?.(key, node) ?? { ...node, id: `${identity.nodeId}.via.${instanceId}` };
+    const upstreamNode = options.upstream.node?.(key, node) ?? defaultUpstreamNode(instanceId, key, grouping, identity);
     const group: RelayGroup = new RelayGroup({
       group: key,
       lineage: lineage.value,
@@ -284,10 +465,76 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       ...(options.makeBeforeBreakGraceMs === undefined ? {} : { makeBeforeBreakGraceMs: options.makeBeforeBreakGraceMs }),
       ...(options.monotonicityGuard === undefined ? {} : { guard: options.monotonicityGuard }),
       requestNewLineage: (reason) => startNewLineage(group, reason),
+      idleMs: groupIdleMs,
+      onIdle: () => freeIdleGroup(group),
     });
     groups.set(key, group);
     logger.info({ group: key, lineage: lineage.value, upstreamNodeId: upstreamNode.id }, 'relay: new node group');
     return group;
+  };
+
+  /** At the group cap, a group without streams (waiting out its idle time) gives way to a new one. */
+  const freeOneIdleGroup = (): boolean => {
+    for (const group of groups.values()) {
+      if (group.memberCount === 0) {
+        freeIdleGroup(group);
+        return true;
+      }
+    }
+    return false;
+  };
+
+  const join = (identity: EnvoyIdentity, node: XdsNode, stream: JoiningStream): Membership => {
+    if (closing) throw new RequestError(grpc.status.UNAVAILABLE, 'relay shutting down');
+    const nodeId = identity.nodeId;
+    const log = { nodeId, peer: stream.peer };
+    // Every check that can refuse comes before the takeover: a refused stream takes nothing over.
+    if (bindNodeIdToCert && !certificateNames(stream.peerCertificate()).includes(nodeId)) {
+      throw refuse('node_id_not_in_cert', grpc.status.PERMISSION_DENIED, `node.id ${JSON.stringify(nodeId.slice(0, 200))} is not a DNS or URI subject alternative name of the client certificate`, log);
+    }
+    const key = groupBy(identity);
+    // node.ts bounds node.cluster and the metadata as a whole; the key (held per group, stored with
+    // every state and lineage of the group) has its own bound, whichever field it came from.
+    const keyProblem = checkGroupKey(key, groupKeySource(grouping, identity, key));
+    if (keyProblem !== undefined) throw refuse('invalid_node', grpc.status.INVALID_ARGUMENT, keyProblem, log);
+    const current = nodeStreams.get(nodeId);
+    if (current === undefined && nodeStreams.size >= maxNodeIds) {
+      throw refuse('node_ids', grpc.status.RESOURCE_EXHAUSTED, `relay serves at most ${maxNodeIds} node ids (limit maxNodeIds)`, log);
+    }
+    if (!groups.has(key) && groups.size >= maxGroups && !freeOneIdleGroup()) {
+      throw refuse('node_groups', grpc.status.RESOURCE_EXHAUSTED, `relay serves at most ${maxGroups} node groups (limit maxGroups)`, log);
+    }
+    if (current !== undefined && current.peer !== stream.peer) {
+      // The newest connection wins: an Envoy restarted under the same node id (a pod re-created with
+      // its name) takes over at once from its previous connection, which may linger half-open for
+      // minutes. Ending those streams here, synchronously, reports them closed to the observer
+      // before this stream is reported opened (DownstreamStream.identify), so the tracker sees a
+      // normal disconnect of the old connection, then a new connection.
+      logger.warn({ nodeId, peer: stream.peer, previousPeer: current.peer, previousStreams: current.streams.size }, 'relay: node id claimed by a newer connection; ending its streams on the previous one');
+      try {
+        options.metrics?.nodeIdTakenOver();
+      } catch (error) {
+        logger.error({ err: error }, 'relay: metrics.nodeIdTakenOver threw');
+      }
+      for (const previous of [...current.streams]) previous.end(grpc.status.UNAVAILABLE, 'replaced by a newer connection with the same node id');
+    }
+    const group = groups.get(key) ?? createGroup(key, identity, node);
+    group.join(stream);
+    let entry = nodeStreams.get(nodeId);
+    if (entry === undefined || entry.peer !== stream.peer) {
+      entry = { peer: stream.peer, streams: new Set() };
+      nodeStreams.set(nodeId, entry);
+    }
+    const streams = entry.streams;
+    streams.add(stream);
+    return {
+      group,
+      leave: () => {
+        group.leave(stream);
+        streams.delete(stream);
+        if (streams.size === 0 && nodeStreams.get(nodeId)?.streams === streams) nodeStreams.delete(nodeId);
+      },
+    };
   };
 
   const context: RelayContext = {
@@ -296,10 +543,21 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     logger,
     limits,
     nextStreamId: () => `${bootId}-${++streamCounter}`,
-    groupFor,
+    join,
     track: (stream) => {
+      const address = peerAddressOf(stream.peer);
+      const count = streamsByAddress.get(address) ?? 0;
+      if (count >= maxStreamsPerPeer) {
+        throw refuse('peer_streams', grpc.status.RESOURCE_EXHAUSTED, `relay serves at most ${maxStreamsPerPeer} streams per peer address (limit maxStreamsPerPeer)`, { peer: stream.peer });
+      }
+      streamsByAddress.set(address, count + 1);
       liveStreams.add(stream);
-      return () => liveStreams.delete(stream);
+      return () => {
+        if (!liveStreams.delete(stream)) return;
+        const left = (streamsByAddress.get(address) ?? 1) - 1;
+        if (left <= 0) streamsByAddress.delete(address);
+        else streamsByAddress.set(address, left);
+      };
     },
     paused: () => paused,
     ...(options.admission === undefined ? {} : { admission: options.admission }),
@@ -374,6 +632,13 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       for (const stream of [...liveStreams]) stream.setPaused(paused);
     },
     paused: () => paused,
+    endStreamsOf: (nodeId, code, details) => {
+      const entry = nodeStreams.get(nodeId);
+      if (entry === undefined) return 0;
+      const streams = [...entry.streams];
+      for (const stream of streams) stream.end(code, details);
+      return streams.length;
+    },
     close: async (closeOptions) => {
       if (closing) return;
       closing = true;
@@ -397,7 +662,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   return {
     port,
     control,
-    lineageEpochs: () => Object.fromEntries(lineageEpochs),
+    lineageEpochs: () => Object.fromEntries(lineageMoves),
     upstreamStreamsOpened: () => Object.fromEntries([...groups].map(([key, group]) => [key, group.upstreamStreamsOpened()])),
     openStreams: () => liveStreams.size,
     responseEncoding: () => sotwEncoder.stats(),

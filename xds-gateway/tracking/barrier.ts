@@ -109,6 +109,11 @@ export class ObservedGenerationBarrier {
     this.notObservableSent.delete(formatObjectRef(ref));
   }
 
+  /** The relay retired `lineage` (moved or freed): nothing more is recorded on it. */
+  forgetLineage(lineage: string): void {
+    this.recorded.delete(lineage);
+  }
+
   /** Call when a group/lineage may have appeared (upstreamApplied on an unknown lineage). */
   lineagesChanged(): void {
     this.trigger();

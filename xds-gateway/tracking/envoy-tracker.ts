@@ -119,6 +119,8 @@ export class EnvoyTracker implements RelayObserver {
   private readonly envoys = new Map<string, TrackedEnvoy>();
   private readonly lineages = new Map<string, LineageState>();
   private readonly upstream = new Map<string, UpstreamGroupStatus>();
+  /** Whether the last group freed (forgetGroup) had a ready upstream: readiness while no group exists. */
+  private readyWhenNoGroups = false;
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly upstreamAppliedListeners: Array<(e: UpstreamAppliedEvent) => void> = [];
   private readonly references: ReferenceHistory;
@@ -259,6 +261,17 @@ export class EnvoyTracker implements RelayObserver {
     }
   }
 
+  /**
+   * The relay freed `group` (idle: no streams): its upstream status goes. Readiness keeps the word of
+   * the last one freed while no group exists, so a gateway whose Envoys all left stays ready.
+   */
+  forgetGroup(group: string): void {
+    const status = this.upstream.get(group);
+    if (status === undefined) return;
+    this.upstream.delete(group);
+    if (this.upstream.size === 0) this.readyWhenNoGroups = status.state === 'ready';
+  }
+
   upstreamState(e: UpstreamStateEvent): void {
     const previous = this.upstream.get(e.group);
     this.upstream.set(e.group, { group: e.group, state: e.state, target: e.target, at: e.at });
@@ -271,7 +284,7 @@ export class EnvoyTracker implements RelayObserver {
   /** Some group's upstream has answered (state ready), or no group exists yet but one did. */
   upstreamReady(): boolean {
     for (const status of this.upstream.values()) if (status.state === 'ready') return true;
-    return false;
+    return this.upstream.size === 0 && this.readyWhenNoGroups;
   }
 
   snapshot(): TrackerSnapshot {

@@ -18,10 +18,25 @@ export interface LeaderTargetMapping {
    * writes `xds-programmed.dev/xds-address`). Checked first: it cannot go stale against the holder.
    */
   annotation?: string;
-  /** Exact holder → `host:port`. */
+  /** Holder → `host:port`; a controller-runtime holder (`<pod>_<uuid>`) also matches its pod name. */
   targets?: Record<string, string>;
-  /** `{holder}` is replaced by the holder identity, e.g. `{holder}.contour.projectcontour.svc:8001`. */
+  /**
+   * `{holder}` is replaced by the holder identity (the pod name of a controller-runtime holder),
+   * e.g. `{holder}.contour.projectcontour.svc:8001`.
+   */
   template?: string;
+}
+
+/**
+ * controller-runtime's leader election (Contour's `leader-elect` Lease) writes `<hostname>_<uuid>`
+ * as the holder: the hostname is the pod name, the UUID is new with every process start, so no
+ * configuration can name the holder exactly. Such a holder is also matched by its hostname part.
+ */
+const CONTROLLER_RUNTIME_HOLDER = /^(.+)_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The pod name (hostname) in a controller-runtime holder identity, or undefined for other holders. */
+export function holderHostname(holder: string): string | undefined {
+  return CONTROLLER_RUNTIME_HOLDER.exec(holder)?.[1];
 }
 
 /** The upstream address for a Lease holder, or undefined if the mapping does not know it. */
@@ -29,9 +44,10 @@ export function targetForHolder(holder: string, mapping: LeaderTargetMapping, an
   if (holder === '') return undefined;
   const advertised = mapping.annotation === undefined ? undefined : annotations[mapping.annotation];
   if (advertised !== undefined && advertised !== '') return advertised;
-  const exact = mapping.targets?.[holder];
+  const hostname = holderHostname(holder);
+  const exact = mapping.targets?.[holder] ?? (hostname === undefined ? undefined : mapping.targets?.[hostname]);
   if (exact !== undefined) return exact;
-  return mapping.template?.replaceAll('{holder}', holder);
+  return mapping.template?.replaceAll('{holder}', hostname ?? holder);
 }
 
 export interface LeaderFollowerOptions {

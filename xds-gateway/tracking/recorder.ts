@@ -82,6 +82,9 @@ export class UnrecordableEnvoyError extends Error {
  */
 const URGENT_FLUSH_DELAY_MS = 5;
 
+/** Forgotten lineages remembered so that a late state on one is dropped, not counted from zero. */
+const MAX_FORGOTTEN_LINEAGES = 10_000;
+
 /** Recent watermark seqs kept per lineage for the hold rule (a rebuild adds one per changed object). */
 const MAX_WATERMARK_SEQS = 4096;
 
@@ -264,6 +267,14 @@ export class Recorder {
   private readonly latestLineage = new Map<string, LineageState>();
   /** Per lineage: the denominator count wanted and confirmed by a stored item, and each node's incarnation. */
   private readonly recorded = new Map<string, LineageCount>();
+  /** Lineages the relay retired (moved or freed when idle): forgotten once nothing of them is queued. */
+  private readonly retiredLineages = new Set<string>();
+  /**
+   * Lineages forgotten (retireLineage), most recent last, bounded: a state that still arrived on one
+   * would be counted from zero and its LINEAGE item rewritten with a count that leaves the others
+   * out, so such a state is dropped instead (its Envoy's streams on that lineage are long gone).
+   */
+  private readonly forgottenLineages = new Set<string>();
 
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
@@ -390,7 +401,45 @@ export class Recorder {
     return true;
   }
 
+  /**
+   * The relay serves nothing more on `lineage` (a group moved, or was freed when idle). What is kept
+   * per lineage (its count, revs, registration, watermark seqs: a few hundred bytes to a few KB) goes
+   * once nothing of the lineage is queued, so a gateway whose groups come and go (Envoys inventing
+   * node clusters, rollouts) does not grow without bound.
+   */
+  retireLineage(lineage: string): void {
+    this.retiredLineages.add(lineage);
+    this.forgetRetiredLineages();
+  }
+
+  private forgetRetiredLineages(): void {
+    if (this.retiredLineages.size === 0) return;
+    const busy = new Set<string>(this.lineageStates.keys());
+    for (const state of this.envoyStates.values()) busy.add(state.lineage);
+    for (const lineage of [...this.retiredLineages]) {
+      if (busy.has(lineage)) continue;
+      this.retiredLineages.delete(lineage);
+      this.recorded.delete(lineage);
+      this.lineageRevs.delete(lineage);
+      this.latestLineage.delete(lineage);
+      this.watermarkSeqs.delete(lineage);
+      this.registeredLineages.delete(lineage);
+      this.unrecordableLineages.delete(lineage);
+      this.forgottenLineages.add(lineage);
+      if (this.forgottenLineages.size > MAX_FORGOTTEN_LINEAGES) {
+        const oldest = this.forgottenLineages.values().next().value;
+        if (oldest !== undefined) this.forgottenLineages.delete(oldest);
+      }
+    }
+  }
+
+  /** Lineages whose per-lineage state this recorder keeps (tests and diagnostics). */
+  lineagesKept(): number {
+    return new Set([...this.recorded.keys(), ...this.lineageRevs.keys(), ...this.latestLineage.keys(), ...this.registeredLineages]).size;
+  }
+
   enqueueLineageState(state: LineageState): void {
+    if (this.forgottenLineages.has(state.lineage)) return;
     this.lineageStates.set(state.lineage, state);
     this.latestLineage.set(state.lineage, state);
     this.schedule();
@@ -550,6 +599,7 @@ export class Recorder {
       this.counters.consecutiveFailures = 0;
     }
     this.checkPressure();
+    this.forgetRetiredLineages();
     if (this.isEmpty()) this.resolveIdle();
     else if (this.moreReady && !failed) this.schedule(0);
   }
@@ -680,6 +730,13 @@ export class Recorder {
       }
       this.envoyStates.delete(nodeId);
       // Checked before it is counted: a count must never cover a state that cannot be stored.
+      if (this.forgottenLineages.has(state.lineage)) {
+        // A late state of a retired lineage (its streams are gone; the Envoy may be live on another):
+        // not written, nothing refused; its events go with the node's next write.
+        this.logger.warn({ nodeId, lineage: state.lineage }, 'state of a retired lineage dropped');
+        this.requeueEvents(nodeId, events.events);
+        continue;
+      }
       const problem = this.unrecordableLineages.has(state.lineage)
         ? `its lineage ${state.lineage} cannot be recorded: ${this.unrecordableLineages.get(state.lineage) ?? ''}`
         : envoyStateStorageProblem(state);
@@ -720,6 +777,7 @@ export class Recorder {
         this.confirmEvents(write.events);
         this.stateWritten(write.state.nodeId, write.enqueued);
       } else if (outcome.dropped !== undefined) {
+        this.uncountRefused(write.state);
         this.dropUnrecordable(write.state.nodeId, write.events, outcome.dropped, 'envoyState');
       } else {
         ok = false;
@@ -770,7 +828,10 @@ export class Recorder {
     await runPool(stateWrites, this.stateWriteConcurrency, async (write) => {
       const outcome = await this.writeEnvoyState(write);
       if (outcome === 'written') this.stateWritten(write.state.nodeId, write.enqueued);
-      else if (outcome.dropped !== undefined) this.dropUnrecordable(write.state.nodeId, [], outcome.dropped, 'envoyState');
+      else if (outcome.dropped !== undefined) {
+        this.uncountRefused(write.state);
+        this.dropUnrecordable(write.state.nodeId, [], outcome.dropped, 'envoyState');
+      }
       else {
         ok = false;
         this.requeueState(write.state);
@@ -869,6 +930,35 @@ export class Recorder {
       }
     }
     return ok;
+  }
+
+  /**
+   * The store refused `state` for good *after* it was counted (DynamoDB's own limits, which
+   * envoyStateStorageProblem can only estimate). Its new incarnation will never be in the table, so it
+   * leaves the count again: otherwise convergence would wait for it for ever ("not yet in the
+   * aggregates"). The count goes down by the one it went up, later counts move down with it, the
+   * confirmed count may not exceed the new one (a state counted from now on needs a write that
+   * carries it), and a LINEAGE write with the lower count is queued. Until it is stored, convergence
+   * only waits longer (the stored count is still the higher one): never the unsafe direction.
+   */
+  private uncountRefused(state: EnvoyState): void {
+    const entry = this.recorded.get(state.lineage);
+    const node = entry?.nodes.get(state.nodeId);
+    if (entry === undefined || node === undefined) return;
+    const stored = this.envoyRevs.get(state.nodeId)?.stored;
+    const storedIncarnation = stored !== undefined && stored.lineage === state.lineage ? (stored.incarnation ?? 1) : 0;
+    // The refused write was of an incarnation already stored: the table holds it, it stays counted.
+    if (node.incarnation <= storedIncarnation) return;
+    const droppedAt = node.countedAt;
+    entry.wanted -= 1;
+    for (const other of entry.nodes.values()) if (other.countedAt > droppedAt) other.countedAt -= 1;
+    if (storedIncarnation === 0) entry.nodes.delete(state.nodeId);
+    else Object.assign(node, { incarnation: storedIncarnation, countedAt: 0, renew: false });
+    entry.confirmed = Math.min(entry.confirmed, entry.wanted);
+    if (!this.lineageStates.has(state.lineage)) {
+      this.lineageStates.set(state.lineage, this.latestLineage.get(state.lineage) ?? lineageStateFor(state.lineage, state.group, this.clock.now()));
+    }
+    this.logger.warn({ lineage: state.lineage, nodeId: state.nodeId, envoysRecorded: entry.wanted }, 'refused state uncounted; its lineage count is written again');
   }
 
   private recordedOf(lineage: string): LineageCount {

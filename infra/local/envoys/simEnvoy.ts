@@ -21,13 +21,14 @@ import { DEFAULT_BEHAVIOUR, type SimBehaviour } from './behaviour';
 import type { DiscoveryCodec } from './codec';
 import type { GroundTruth } from './groundTruth';
 import type { ResourceVersion } from './groundTruth';
-import { internNames, sameNames } from './referencedNames';
+import { internNames, sameNames, type AnyLike } from './referencedNames';
 import { sharedSotwNames } from './resourceNames';
 import type { ScheduledTask, Scheduler, SchedulerClock } from './scheduler';
 import {
   DEFAULT_INITIAL_FETCH_TIMEOUT_MS,
   DependentSubscriptions,
   MODEL_TYPE_URLS,
+  type DeltaUpsert,
   type ModelReaction,
   type NamesChange,
   type SubscriptionModelName,
@@ -73,6 +74,25 @@ export interface SimEnvoyOptions {
    * requested, and the longest a cluster or listener warms. Default 15 s, Envoy's initial_fetch_timeout.
    */
   initialFetchTimeoutMs?: number;
+  /**
+   * Called with what each ACK accepted, resources included, when the ACK is sent (the moment the
+   * ground truth records it). The ground truth keeps names and versions only; a test that judges
+   * what an Envoy holds by content (a route's prefix) keeps its own copy from here. Unset by
+   * default, so a fleet keeps no resource bytes per Envoy.
+   */
+  onAccepted?: (accepted: AcceptedContent) => void;
+}
+
+/** One ACKed response of one type, as `SimEnvoyOptions.onAccepted` receives it. */
+export interface AcceptedContent {
+  typeUrl: string;
+  versionInfo: string;
+  /** Clock reading (ms) when the ACK was sent. */
+  at: number;
+  /** SotW: the accepted resources (only those asked for; a by-name type keeps the others it held). */
+  sotw?: readonly AnyLike[];
+  /** Delta: the accepted upserts and the removed names. */
+  delta?: { upserts: readonly DeltaUpsert[]; removed: readonly string[] };
 }
 
 /** 'envoy' for a subscription to exactly the four xDS core types with no names; else 'wildcard'. */
@@ -147,6 +167,7 @@ export class SimEnvoy {
   private statusValue: SimEnvoyStatus = 'idle';
   /** Latest unanswered response per type while hung, answered if the hang is lifted. */
   private heldWhileHung: Array<() => void> = [];
+  private readonly onAccepted: ((accepted: AcceptedContent) => void) | undefined;
 
   constructor(
     options: SimEnvoyOptions,
@@ -159,6 +180,7 @@ export class SimEnvoy {
     this.reconnectOnError = options.reconnectOnError ?? true;
     this.reconnectDelayMs = options.reconnectDelayMs ?? 500;
     this.behaviour = options.behaviour ?? DEFAULT_BEHAVIOUR;
+    this.onAccepted = options.onAccepted;
     if (options.subscriptions.length === 0) throw new Error(`envoy ${options.node.id}: no subscriptions`);
     this.subscriptionModel = options.subscriptionModel ?? defaultSubscriptionModel(options.subscriptions);
     checkModel(options.node.id, this.subscriptionModel, options.subscriptions);
@@ -483,6 +505,13 @@ export class SimEnvoy {
         acceptedAt: now,
         resources: plan.resources,
         removed: plan.removed,
+      });
+      this.onAccepted?.({
+        typeUrl: state.typeUrl,
+        versionInfo: plan.versionInfo,
+        at: now,
+        ...(plan.anys !== undefined ? { sotw: plan.anys } : {}),
+        ...(plan.upserts !== undefined ? { delta: { upserts: plan.upserts, removed: plan.removed } } : {}),
       });
     } else {
       state.applyNack(plan);

@@ -62,7 +62,7 @@ export async function handleResource(ctx: HandlerContext, req: IncomingMessage, 
   if (name === undefined) {
     switch (method) {
       case 'GET': {
-        const options = decodeListOptions(query);
+        const options = decodeListOptions(query, type.selectableFields);
         if (options.watch) return watch(ctx, res, options, request, render);
         return send(200, list(ctx, options, request, render));
       }
@@ -76,7 +76,7 @@ export async function handleResource(ctx: HandlerContext, req: IncomingMessage, 
       case 'DELETE': {
         // As in Kubernetes, deletecollection of a namespaced kind exists only per namespace.
         if (type.namespaced && request.namespace === undefined) throw errors.methodNotAllowed(`delete ${type.plural} in one namespace at a time`);
-        const listOptions = decodeListOptions(query);
+        const listOptions = decodeListOptions(query, type.selectableFields);
         const deleteOptions = await readDeleteOptions(ctx, req, query);
         return send(200, deleteCollection(ctx, listOptions, deleteOptions, request, render));
       }
@@ -154,7 +154,7 @@ async function readJson(ctx: HandlerContext, req: IncomingMessage): Promise<Json
     // Drain the body so the connection stays usable, then refuse the format.
     await readBody(req, ctx.maxBodyBytes).catch(() => undefined);
     throw errors.unsupportedMediaType(
-      `the body of the request was in an unknown format (${mediaType || 'no content type'}) - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (Namespace and Lease only)`,
+      `the body of the request was in an unknown format (${mediaType || 'no content type'}) - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (Namespace, Lease, Event, Secret, ConfigMap and Ingress only)`,
     );
   }
   return parseJsonBody(await readBody(req, ctx.maxBodyBytes));

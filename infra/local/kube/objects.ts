@@ -5,6 +5,7 @@
 // resourceVersion is a 409 Conflict), no-op updates that write nothing, finalizers holding a
 // deletion, and structural pruning for custom resources.
 import { randomUUID } from 'node:crypto';
+import { applyBuiltInStrategy } from './builtin-strategies';
 import { acceptedCrdStatus, resourceTypeFromCrd } from './crd';
 import { ApiError, errors } from './errors';
 import { deepCopy, isJsonObject, jsonEqual, metadataOf, stringField, type JsonObject } from './json';
@@ -83,6 +84,7 @@ export class ApiObjects {
     if (type.hasStatusSubresource) delete object['status'];
     if (type === NAMESPACES) object['status'] = { phase: 'Active' };
     this.checkSchema(type, object, options);
+    this.applyStrategy(type, object, undefined);
     if (type === CUSTOM_RESOURCE_DEFINITIONS) this.establishCrd(object);
 
     metadata['resourceVersion'] = String(this.store.nextResourceVersion());
@@ -145,6 +147,7 @@ export class ApiObjects {
     next['apiVersion'] = typeof candidate['apiVersion'] === 'string' ? candidate['apiVersion'] : (current['apiVersion'] ?? '');
     next['kind'] = type.kind;
     this.checkSchema(type, next, options);
+    if (subresource === undefined) this.applyStrategy(type, next, current);
     next['apiVersion'] = current['apiVersion'] ?? apiVersionOf(type.group, type.versions[0] ?? 'v1');
     if (type === CUSTOM_RESOURCE_DEFINITIONS && subresource === undefined) this.establishCrd(next, current);
 
@@ -260,6 +263,12 @@ export class ApiObjects {
       throw new ApiError(400, 'BadRequest', `strict decoding error: ${result.pruned.map((path) => `unknown field "${path}"`).join(', ')}`);
     }
     if (options.fieldValidation === 'Warn') options.warnings.push(...result.pruned.map((path) => `unknown field "${path}"`));
+  }
+
+  /** Defaulting, allocation and validation of the built-in kinds (builtin-strategies.ts). */
+  private applyStrategy(type: ResourceType, object: JsonObject, previous: JsonObject | undefined): void {
+    const problems = applyBuiltInStrategy(type, object, previous, { allOf: (of) => this.store.list(resourceKey(of.group, of.plural)).map(({ object: o }) => o) });
+    if (problems.length > 0) throw errors.invalid(type, nameOf(object), problems);
   }
 
   private validateName(type: ResourceType, name: string): void {

@@ -258,9 +258,10 @@ export interface ListOptions {
 /**
  * ListOptions for LIST, WATCH and DELETECOLLECTION: conversion (400), the WatchList defaults of
  * kube-apiserver 1.34+ (whose WatchList feature is on by default), validation (422), then the
- * field selector's field names (400), in the apiserver's order.
+ * field selector's field names (400), in the apiserver's order. `selectableFields`: the kind's
+ * field-selector fields beyond metadata.name and metadata.namespace (ResourceType.selectableFields).
  */
-export function decodeListOptions(query: QueryValues): ListOptions {
+export function decodeListOptions(query: QueryValues, selectableFields: readonly string[] = []): ListOptions {
   // The generated conversion's order: timeoutSeconds, then limit, then the selectors.
   const timeoutSeconds = optionalInt64Parameter(query, 'timeoutSeconds');
   const limit = int64Parameter(query, 'limit');
@@ -287,7 +288,7 @@ export function decodeListOptions(query: QueryValues): ListOptions {
     ...options,
     resourceVersionMatch: match === 'NotOlderThan' || match === 'Exact' ? match : '',
     labelSelector,
-    fieldSelector: parseFieldSelector(query.first('fieldSelector') ?? ''),
+    fieldSelector: parseFieldSelector(query.first('fieldSelector') ?? '', selectableFields),
     limit: saturatingNumber(limit),
     timeoutSeconds: timeoutSeconds === undefined ? undefined : saturatingNumber(timeoutSeconds),
   };

@@ -1,11 +1,12 @@
-// The set of servable resource types: built-ins plus one per established CRD.
-import { BUILT_IN_TYPES, resourceKey, type ResourceType } from './resources';
+// The set of servable resource types: the built-ins the server was started with plus one per
+// established CRD.
+import { PROJECT_TYPES, resourceKey, type ResourceType } from './resources';
 
 export class ResourceRegistry {
   private readonly byKey = new Map<string, ResourceType>();
 
-  constructor() {
-    for (const type of BUILT_IN_TYPES) this.byKey.set(resourceKey(type.group, type.plural), type);
+  constructor(builtIns: readonly ResourceType[] = PROJECT_TYPES) {
+    for (const type of builtIns) this.byKey.set(resourceKey(type.group, type.plural), type);
   }
 
   register(type: ResourceType): void {

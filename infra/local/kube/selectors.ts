@@ -1,8 +1,10 @@
 // Label and field selectors, with the syntax of k8s.io/apimachinery/pkg/labels and /fields.
-// Field selectors: like custom resources in the real apiserver, only `metadata.name` and
-// `metadata.namespace` are supported; anything else is a 400, never silently ignored.
+// Field selectors: `metadata.name` and `metadata.namespace` on every kind (all custom resources
+// get in the real apiserver), plus the fields a built-in kind declares selectable
+// (ResourceType.selectableFields: a Secret's `type`, an Event's `involvedObject.*`, ...); anything
+// else is a 400, never silently ignored.
 import { errors } from './errors';
-import { isJsonObject, stringMap, type JsonObject } from './json';
+import { isJsonObject, stringMap, type Json, type JsonObject } from './json';
 
 export type LabelRequirement =
   | { key: string; op: 'equals' | 'notEquals'; value: string }
@@ -10,7 +12,8 @@ export type LabelRequirement =
   | { key: string; op: 'exists' | 'doesNotExist' };
 
 export interface FieldRequirement {
-  field: 'metadata.name' | 'metadata.namespace';
+  /** A dotted path into the object (`metadata.name`, `involvedObject.uid`). */
+  field: string;
   op: 'equals' | 'notEquals';
   value: string;
 }
@@ -67,14 +70,14 @@ export function parseLabelSelector(selector: string | undefined): LabelRequireme
   });
 }
 
-export function parseFieldSelector(selector: string | undefined): FieldRequirement[] {
+export function parseFieldSelector(selector: string | undefined, selectableFields: readonly string[] = []): FieldRequirement[] {
   if (selector === undefined || selector.trim() === '') return [];
   return selector.split(',').map((part) => {
     const match = /^\s*([^=!\s]+)\s*(==|=|!=)\s*(.*?)\s*$/.exec(part);
     if (!match) throw errors.badRequest(`invalid field selector: "${part}"`);
-    const field = match[1];
-    if (field !== 'metadata.name' && field !== 'metadata.namespace') {
-      throw errors.badRequest(`field label not supported: ${field ?? ''}`);
+    const field = match[1] ?? '';
+    if (field !== 'metadata.name' && field !== 'metadata.namespace' && !selectableFields.includes(field)) {
+      throw errors.badRequest(`field label not supported: ${field}`);
     }
     return { field, op: match[2] === '!=' ? 'notEquals' : 'equals', value: match[3] ?? '' };
   });
@@ -104,10 +107,11 @@ export function matchesLabels(object: JsonObject, requirements: LabelRequirement
 
 export function matchesFields(object: JsonObject, requirements: FieldRequirement[]): boolean {
   if (requirements.length === 0) return true;
-  const metadata = isJsonObject(object['metadata']) ? object['metadata'] : {};
   return requirements.every((requirement) => {
-    const raw = requirement.field === 'metadata.name' ? metadata['name'] : metadata['namespace'];
-    const actual = typeof raw === 'string' ? raw : '';
+    // The apiserver's field sets hold strings; an absent field is the empty string.
+    let raw: Json | undefined = object;
+    for (const key of requirement.field.split('.')) raw = isJsonObject(raw) ? raw[key] : undefined;
+    const actual = typeof raw === 'string' ? raw : typeof raw === 'number' || typeof raw === 'boolean' ? String(raw) : '';
     return requirement.op === 'equals' ? actual === requirement.value : actual !== requirement.value;
   });
 }

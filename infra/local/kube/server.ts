@@ -1,6 +1,8 @@
 // A local Kubernetes API server over plain HTTP, for tests and `npm start`.
-// It serves enough of the API for the real kubectl and @kubernetes/client-node: discovery,
-// Namespaces, Leases, CustomResourceDefinitions and the custom resources they define.
+// It serves enough of the API for the real kubectl, client-go, python-kubernetes and
+// @kubernetes/client-node: discovery, Namespaces, Leases, CustomResourceDefinitions and the custom
+// resources they define; with `ingressControllerKinds`, also what an unmodified Contour reads and
+// writes (Services, Secrets, ConfigMaps, Events, EndpointSlices, Ingresses: docs/CONTOUR.md).
 // What is deliberately not implemented answers a clear Status error: see docs/LOCAL-KUBERNETES.md.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,7 +16,7 @@ import { ApiObjects } from './objects';
 import { openApiV3GroupVersion, openApiV3Root } from './openapi';
 import { loadState, StateWriter } from './persistence';
 import { ResourceRegistry } from './registry';
-import { CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, resourceKey } from './resources';
+import { CUSTOM_RESOURCE_DEFINITIONS, INGRESS_CONTROLLER_TYPES, NAMESPACES, PROJECT_TYPES, resourceKey } from './resources';
 import { QueryValues } from './query';
 import { parseRoute } from './routes';
 import { ObjectStore } from './store';
@@ -37,6 +39,13 @@ export interface KubeApiServerOptions {
   maxWatchBufferBytes?: number;
   /** Delay that coalesces state-file writes. */
   persistDelayMs?: number;
+  /**
+   * Also serve the built-in kinds an ingress controller needs (Services, Secrets, ConfigMaps,
+   * Events, EndpointSlices, Ingresses), as an unmodified Contour does (docs/CONTOUR.md). Off by
+   * default: the project's own components use only Namespaces, Leases and CRDs, and discovery
+   * then lists exactly those.
+   */
+  ingressControllerKinds?: boolean;
   now?: () => Date;
 }
 
@@ -55,7 +64,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
   const logger = options.logger ?? pino({ name: 'local-kube', level: process.env['LOG_LEVEL'] ?? 'info' });
   const host = options.host ?? '127.0.0.1';
   const now = options.now ?? (() => new Date());
-  const registry = new ResourceRegistry();
+  const registry = new ResourceRegistry(options.ingressControllerKinds ? [...PROJECT_TYPES, ...INGRESS_CONTROLLER_TYPES] : PROJECT_TYPES);
   const snapshot = options.stateFile ? loadState(options.stateFile) : undefined;
   const store = new ObjectStore(options.watchHistoryLimit ?? 10_000, snapshot?.resourceVersion ?? 1, (error, event) =>
     logger.error({ err: error, resource: event.resourceKey, resourceVersion: event.resourceVersion }, 'a watch listener failed'),
@@ -164,7 +173,12 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
   const server = createServer((req, res) => {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
-      logger.debug({ method: req.method, url: req.url, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'request');
+      // The body's media type too: tests check which clients write protobuf (docs/CONTOUR.md).
+      const contentType = req.headers['content-type'];
+      logger.debug(
+        { method: req.method, url: req.url, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ...(contentType ? { contentType } : {}) },
+        'request',
+      );
     });
     handle(req, res).catch((error: unknown) => {
       if (error instanceof ApiError) {

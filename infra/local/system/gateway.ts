@@ -35,11 +35,26 @@ export interface GatewayComponentOptions {
    * xds-gateway/main.ts with the same flags, as it is deployed (the e2e bench: docs/bench/README.md).
    */
   process?: 'inline' | 'child';
+  /**
+   * Observed-generation barrier watermarks instead of provenance, for an upstream that stamps no
+   * generations (unmodified Contour): the gateway reads the tracked objects' status from
+   * `kubeconfigPath` and follows the holder of `leaderLease` (`namespace/name`), mapped to an xDS
+   * address by `leaderTargets` (Contour's Lease carries no address; docs/GATEWAY.md, "Leader").
+   */
+  barrier?: { kubeconfigPath: string; leaderLease: string; leaderTargets: Record<string, string>; leaderSettleMs?: number };
+  /** Idle Envoy `lastSeenAt` refresh (default 30 s); must stay below the functions' Envoy TTL. */
+  envoyHeartbeatMs?: number;
+  /** LINEAGE heartbeat (default 5 s). */
+  lineageHeartbeatMs?: number;
   logger: Logger;
 }
 
 export async function startGatewayComponent(opts: GatewayComponentOptions): Promise<GatewayComponent> {
   const args: Record<string, string> = {
+    // The local demo is plaintext on loopback, and says so: both opt-ins are explicit (a deployment
+    // without them refuses to start) and the gateway logs a warning for each at start-up.
+    'insecure-plaintext': 'true',
+    'upstream-insecure-plaintext': 'true',
     'listen-host': '127.0.0.1',
     'listen-port': String(opts.xdsPort),
     'ops-host': '127.0.0.1',
@@ -51,11 +66,20 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
     region: opts.region,
     'ack-timeout-ms': String(opts.ackTimeoutMs),
     // Provenance watermarks are exact with any control-plane replica (docs/PROVENANCE.md); the
-    // barrier would need the gateway to follow the status-writing leader.
-    watermarks: 'provenance',
+    // barrier needs the gateway to follow the status-writing leader, so it comes with a Lease.
+    ...(opts.barrier === undefined
+      ? { watermarks: 'provenance' }
+      : {
+          watermarks: 'barrier',
+          kubeconfig: opts.barrier.kubeconfigPath,
+          'tracked-kinds': 'httpproxy',
+          'leader-lease': opts.barrier.leaderLease,
+          'leader-targets': JSON.stringify(opts.barrier.leaderTargets),
+          ...(opts.barrier.leaderSettleMs === undefined ? {} : { 'leader-settle-ms': String(opts.barrier.leaderSettleMs) }),
+        }),
     'flush-interval-ms': '50',
-    'lineage-heartbeat-ms': '5000',
-    'envoy-heartbeat-ms': '30000',
+    'lineage-heartbeat-ms': String(opts.lineageHeartbeatMs ?? 5000),
+    'envoy-heartbeat-ms': String(opts.envoyHeartbeatMs ?? 30_000),
     'shutdown-grace-ms': '200',
     'flush-timeout-ms': '5000',
   };

@@ -1,5 +1,8 @@
 // The local Kubernetes API server with the HTTPProxy CRD installed, and a kubeconfig on disk for
 // kubectl and every in-process client. Readiness: the CRD's resource is served (discovery lists it).
+// For an unmodified Contour (`--control-plane contour`) it also serves the built-in kinds Contour
+// reads and writes (Services, EndpointSlices, Secrets, Events…) and takes Contour's own CRDs, whose
+// HTTPProxy schema replaces the project's (docs/CONTOUR.md).
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { HTTPPROXY_CRD } from '../control-plane/httpproxy-crd';
@@ -20,8 +23,9 @@ async function installCrd(url: string, crd: object): Promise<void> {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(crd),
   });
+  const name = (crd as { metadata?: { name?: string } }).metadata?.name ?? 'a';
   // 409: already there (a state file from an earlier run); anything else is a real failure.
-  if (response.status !== 201 && response.status !== 409) throw new Error(`installing the HTTPProxy CRD failed: HTTP ${response.status} ${await response.text()}`);
+  if (response.status !== 201 && response.status !== 409) throw new Error(`installing the ${name} CRD failed: HTTP ${response.status} ${await response.text()}`);
 }
 
 async function waitServed(url: string, path: string, plural: string, timeoutMs: number): Promise<void> {
@@ -37,10 +41,25 @@ async function waitServed(url: string, path: string, plural: string, timeoutMs: 
   }
 }
 
-export async function startKubeComponent(opts: { port: number; stateDir: string; logger: Logger }): Promise<KubeComponent> {
-  const server = await startKubeApiServer({ port: opts.port, host: '127.0.0.1', logger: opts.logger.child({ component: 'kube' }) });
+export interface KubeComponentOptions {
+  port: number;
+  stateDir: string;
+  logger: Logger;
+  /** Serve the built-in kinds an unmodified ingress controller needs (KubeApiServerOptions). */
+  ingressControllerKinds?: boolean;
+  /** CRDs to install; default the project's HTTPProxy CRD. One of them must define `httpproxies`. */
+  crds?: readonly object[];
+}
+
+export async function startKubeComponent(opts: KubeComponentOptions): Promise<KubeComponent> {
+  const server = await startKubeApiServer({
+    port: opts.port,
+    host: '127.0.0.1',
+    logger: opts.logger.child({ component: 'kube' }),
+    ...(opts.ingressControllerKinds === true ? { ingressControllerKinds: true } : {}),
+  });
   try {
-    await installCrd(server.url, HTTPPROXY_CRD);
+    for (const crd of opts.crds ?? [HTTPPROXY_CRD]) await installCrd(server.url, crd);
     await waitServed(server.url, '/apis/projectcontour.io/v1', 'httpproxies', 10_000);
   } catch (error) {
     await server.close();

@@ -18,6 +18,25 @@ export const localSystemOptionsSchema = z
     /** Control-plane replicas (Lease leader election; only the leader writes status). */
     controlPlaneReplicas: z.number().int().min(1).max(5).default(2),
     /**
+     * Which control plane: 'reference' (default) is infra/local/control-plane, which stamps
+     * provenance; 'contour' runs unmodified `contour serve` replicas (installed by `npm run
+     * contour:install`) and puts the gateway in barrier mode, following Contour's Lease
+     * (docs/CONTOUR.md). Contour serves no API listeners, so no gRPC clients are started with it.
+     */
+    controlPlane: z.enum(['reference', 'contour']).default('reference'),
+    /**
+     * The control plane's leader-election timings (default: a 5 s Lease, renew deadline 3 s, retry
+     * 0.5 s, so a stopped leader hands over in seconds). client-go's rule: duration > renew deadline
+     * > 1.2 × retry period.
+     */
+    controlPlaneLease: z
+      .object({ leaseDurationSeconds: z.number().int().min(1), renewDeadlineMs: z.number().int().positive(), retryPeriodMs: z.number().int().positive() })
+      .strict()
+      .refine((lease) => lease.leaseDurationSeconds * 1000 > lease.renewDeadlineMs && lease.renewDeadlineMs > 1.2 * lease.retryPeriodMs, {
+        message: 'lease duration must exceed the renew deadline, which must exceed 1.2 × the retry period',
+      })
+      .optional(),
+    /**
      * First port of a fixed layout (kube, dynamo, control planes, gateway xDS/ops, query); 0 = random
      * ports (tests). The layout is documented in docs/OPERATIONS.md.
      */

@@ -24,7 +24,10 @@ export function sampleCanaryService(index: number): string {
   return `app-${index}-canary`;
 }
 
-/** Prefix of the cluster the reference control plane builds for sample `index` (`ns/service/port`). */
+/**
+ * Prefix of the cluster built for sample `index`: the reference control plane names it
+ * `ns/service/port`, Contour `ns/service/port/<hash>`; both start with this.
+ */
 export function sampleClusterPrefix(index: number): string {
   return `${SAMPLE_NAMESPACE}/${sampleService(index)}/`;
 }
@@ -61,4 +64,49 @@ async function createSample(kubeUrl: string, index: number): Promise<void> {
     body: JSON.stringify(sampleProxy(index)),
   });
   if (response.status !== 201 && response.status !== 409) throw new Error(`creating ${sampleName(index)} failed: HTTP ${response.status} ${await response.text()}`);
+}
+
+/** Where the sample services' endpoints point (the local echo backend). */
+export interface SampleBackend {
+  ip: string;
+  port: number;
+}
+
+/** Service port names: an EndpointSlice port joins the Service port of the same name. */
+const SAMPLE_PORT_NAME = 'http';
+
+/**
+ * For an unmodified Contour (`--control-plane contour`), which reads Services and EndpointSlices
+ * from the API server where the reference control plane takes endpoints from memory: per sample,
+ * the Services `app-<i>` and `app-<i>-canary` (port 8080, what the samples route to) and one
+ * EndpointSlice each with the echo backend. An existing object is left as it is.
+ */
+export async function applySampleBackends(kubeUrl: string, count: number, backend: SampleBackend): Promise<void> {
+  const services = Array.from({ length: count }, (_, index) => [sampleService(index), sampleCanaryService(index)]).flat();
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < services.length) {
+      const name = services[next++] as string;
+      await createObject(kubeUrl, `/api/v1/namespaces/${SAMPLE_NAMESPACE}/services`, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name, namespace: SAMPLE_NAMESPACE, labels: { 'app.kubernetes.io/part-of': 'xds-programmed-sample' } },
+        spec: { selector: { app: name }, ports: [{ name: SAMPLE_PORT_NAME, port: SAMPLE_SERVICE_PORT, targetPort: backend.port }] },
+      });
+      await createObject(kubeUrl, `/apis/discovery.k8s.io/v1/namespaces/${SAMPLE_NAMESPACE}/endpointslices`, {
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        metadata: { name: `${name}-1`, namespace: SAMPLE_NAMESPACE, labels: { 'kubernetes.io/service-name': name, 'app.kubernetes.io/part-of': 'xds-programmed-sample' } },
+        addressType: 'IPv4',
+        endpoints: [{ addresses: [backend.ip], conditions: { ready: true } }],
+        ports: [{ name: SAMPLE_PORT_NAME, port: backend.port }],
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(SAMPLE_CREATE_CONCURRENCY, services.length) }, worker));
+}
+
+async function createObject(kubeUrl: string, path: string, object: Record<string, unknown>): Promise<void> {
+  const response = await fetch(`${kubeUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(object) });
+  if (response.status !== 201 && response.status !== 409) throw new Error(`POST ${path} failed: HTTP ${response.status} ${await response.text()}`);
 }

@@ -5,6 +5,11 @@
 //   4 control plane replicas (a Lease leader) → 5 gateway (/readyz) → 6 functions (stream
 //   consumers, schedules, query URL) → 7 Envoy fleet (connected) → 8 sample HTTPProxies applied.
 //
+// The control plane is the reference one (provenance watermarks) or, with `controlPlane:
+// 'contour'`, unmodified Contour: its CRDs and the built-in kinds it reads in the API server, the
+// samples' Services and EndpointSlices before it starts, and the gateway in barrier mode following
+// its Lease (docs/CONTOUR.md, "Putting the gateway in front of Contour").
+//
 // If the gateway or the functions cannot start, the rest still runs and `unavailable` says why: a
 // partial local system is more useful than none, and the report makes the gap impossible to miss.
 import { randomBytes } from 'node:crypto';
@@ -13,14 +18,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { closeAll, type Component } from './component';
-import { startControlPlaneComponent, type ControlPlaneComponent } from './control-plane';
+import { CONTOUR_LEASE, contourInstall, startContourComponent, yamlObjects, type ContourComponent } from './contour';
+import { DEFAULT_LEASE_TIMINGS, startControlPlaneComponent, type ControlPlaneComponent } from './control-plane';
 import { startDynamoComponent, type DynamoComponent } from './dynamo';
 import { startBackendComponent, startFleetComponentIn, type FleetComponentOf, type FleetProcessMode } from './fleet';
 import { startFunctionsComponent, type FunctionsComponent } from './functions';
 import { startGatewayComponent, type GatewayComponent } from './gateway';
 import { startKubeComponent, type KubeComponent } from './kube';
 import { localSystemOptionsSchema, portLayout, type LocalSystemOptions, type ResolvedSystemOptions } from './options';
-import { applySamples, SAMPLE_NAMESPACE, sampleCanaryService, sampleService } from './samples';
+import { applySampleBackends, applySamples, SAMPLE_NAMESPACE, sampleCanaryService, sampleService } from './samples';
 
 export const HTTPPROXY_TRACKED_KIND = { group: 'projectcontour.io', version: 'v1', kind: 'HTTPProxy', plural: 'httpproxies', namespaced: true };
 
@@ -45,11 +51,18 @@ export interface StartupStep {
   readyAtMs: number;
 }
 
+/** Which control plane runs (options.controlPlane). */
+export type ControlPlaneMode = 'reference' | 'contour';
+
+/** The component of a control-plane mode; a mode not known statically gets the union. */
+export type ControlPlaneComponentOf<C extends ControlPlaneMode> = C extends 'contour' ? ContourComponent : ControlPlaneComponent;
+
 /**
  * P: where the simulated Envoys run (options.fleetProcess). With the default ('inline') `fleet.sim`
  * is there; a caller choosing at run time gets the union and uses `fleet.queries`.
+ * C: which control plane runs (options.controlPlane), the reference one by default.
  */
-export interface LocalSystem<P extends FleetProcessMode = 'inline'> {
+export interface LocalSystem<P extends FleetProcessMode = 'inline', C extends ControlPlaneMode = 'reference'> {
   options: ResolvedSystemOptions;
   endpoints: SystemEndpoints;
   /** Parts that could not start, and why. Empty when everything runs. */
@@ -58,7 +71,7 @@ export interface LocalSystem<P extends FleetProcessMode = 'inline'> {
   objects: string[];
   dynamo: DynamoComponent;
   kube: KubeComponent;
-  controlPlane: ControlPlaneComponent;
+  controlPlane: ControlPlaneComponentOf<C>;
   gateway?: GatewayComponent;
   functions?: FunctionsComponent;
   fleet: FleetComponentOf<P>;
@@ -79,8 +92,14 @@ function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-export async function startLocalSystem<P extends FleetProcessMode = 'inline'>(input: LocalSystemOptions & { fleetProcess?: P }, context: StartContext): Promise<LocalSystem<P>> {
+export async function startLocalSystem<P extends FleetProcessMode = 'inline', C extends ControlPlaneMode = 'reference'>(
+  input: LocalSystemOptions & { fleetProcess?: P; controlPlane?: C },
+  context: StartContext,
+): Promise<LocalSystem<P, C>> {
   const options = localSystemOptionsSchema.parse(input);
+  // Before anything starts: a missing Contour is an error that says how to install it.
+  const contour = options.controlPlane === 'contour' ? contourInstall() : undefined;
+  const lease = options.controlPlaneLease ?? DEFAULT_LEASE_TIMINGS;
   const now = context.now ?? Date.now;
   const startedAt = now();
   const logger = context.logger;
@@ -90,7 +109,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline'>(in
   const queryToken = options.queryToken ?? randomBytes(24).toString('base64url');
   const components: Component[] = [];
   const steps: StartupStep[] = [];
-  const unavailable: LocalSystem<P>['unavailable'] = [];
+  const unavailable: LocalSystem<P, C>['unavailable'] = [];
   const ready = <T extends Component>(component: T): T => {
     components.push(component);
     const step = { component: component.name, readyAtMs: now() - startedAt };
@@ -108,20 +127,40 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline'>(in
 
   try {
     const dynamo = ready(await startDynamoComponent({ port: ports.dynamo, tableName: options.tableName, logger, dynaliteProcess: options.dynaliteProcess }));
-    const kube = ready(await startKubeComponent({ port: ports.kube, stateDir, logger }));
-    const backend = ready(await startBackendComponent());
-    const endpoints = Array.from({ length: options.objects }, (_, index) =>
-      [sampleService(index), sampleCanaryService(index)].map((service) => ({ service, namespace: SAMPLE_NAMESPACE, ip: backend.backend.host, port: backend.backend.port })),
-    ).flat();
-    const controlPlane = ready(
-      await startControlPlaneComponent({ replicas: options.controlPlaneReplicas, port: ports.controlPlane, kubeConfig: kube.kubeConfig, endpoints, logger }),
+    const kube = ready(
+      await startKubeComponent({ port: ports.kube, stateDir, logger, ...(contour === undefined ? {} : { ingressControllerKinds: true, crds: yamlObjects(contour.contourCrds) }) }),
     );
+    const backend = ready(await startBackendComponent());
+    let controlPlane: ControlPlaneComponent | ContourComponent;
+    let contourReplicas: ContourComponent | undefined;
+    let upstream: string;
+    if (contour === undefined) {
+      const endpoints = Array.from({ length: options.objects }, (_, index) =>
+        [sampleService(index), sampleCanaryService(index)].map((service) => ({ service, namespace: SAMPLE_NAMESPACE, ip: backend.backend.host, port: backend.backend.port })),
+      ).flat();
+      const reference = ready(
+        await startControlPlaneComponent({ replicas: options.controlPlaneReplicas, port: ports.controlPlane, kubeConfig: kube.kubeConfig, endpoints, logger, lease }),
+      );
+      controlPlane = reference;
+      upstream = reference.addresses[0] ?? '';
+    } else {
+      // Contour reads endpoints from the API server: the samples' Services and EndpointSlices
+      // exist before it starts, so its first snapshot has their clusters.
+      await applySampleBackends(kube.url, options.objects, { ip: backend.backend.host, port: backend.backend.port });
+      const replicas = ready(
+        await startContourComponent({ replicas: options.controlPlaneReplicas, kubeUrl: kube.url, kubeconfigPath: kube.kubeconfigPath, port: ports.controlPlane, lease, logDir: stateDir, install: contour, logger }),
+      );
+      controlPlane = replicas;
+      contourReplicas = replicas;
+      // Start on the status writer; the gateway follows the Lease from there.
+      upstream = (await replicas.leader())?.xdsAddress ?? replicas.addresses[0] ?? '';
+    }
 
     let gateway: GatewayComponent | undefined;
     try {
       gateway = ready(
         await startGatewayComponent({
-          upstream: controlPlane.addresses[0] ?? '',
+          upstream,
           xdsPort: ports.gatewayXds,
           opsPort: ports.gatewayOps,
           tableName: dynamo.tableName,
@@ -130,6 +169,12 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline'>(in
           ackTimeoutMs: options.ackTimeoutMs,
           defaultMetrics: context.processMetrics ?? false,
           process: options.gatewayProcess,
+          ...(contourReplicas === undefined
+            ? {}
+            : { barrier: { kubeconfigPath: kube.kubeconfigPath, leaderLease: CONTOUR_LEASE, leaderTargets: contourReplicas.leaderTargets } }),
+          // An idle Envoy is refreshed well within the TTL (the defaults suit the default 120 s).
+          envoyHeartbeatMs: Math.min(30_000, Math.floor(options.envoyTtlMs / 4)),
+          lineageHeartbeatMs: Math.min(5000, Math.floor(options.envoyTtlMs / 4)),
           logger,
         }),
       );
@@ -168,9 +213,10 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline'>(in
     // The parsed option is the runtime value of P (absent → 'inline', P's default).
     const fleet = ready(
       await startFleetComponentIn(options.fleetProcess as P, {
-        gatewayAddress: gateway?.xdsAddress ?? controlPlane.addresses[0] ?? '',
+        gatewayAddress: gateway?.xdsAddress ?? upstream,
         envoys: options.envoys,
-        grpcClients: options.grpcClients,
+        // gRPC xDS clients resolve `xds:///<fqdn>` through API listeners, which Contour does not serve.
+        grpcClients: contour === undefined ? options.grpcClients : 0,
         nackRate: options.nackRate,
         slowEnvoys: options.slowEnvoys,
         slowAckMs: options.slowAckMs,
@@ -202,7 +248,8 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline'>(in
       objects,
       dynamo,
       kube,
-      controlPlane,
+      // The parsed option is the runtime value of C (absent → 'reference', C's default).
+      controlPlane: controlPlane as ControlPlaneComponentOf<C>,
       ...(gateway ? { gateway } : {}),
       ...(functions ? { functions } : {}),
       fleet,

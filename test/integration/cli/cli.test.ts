@@ -1,5 +1,6 @@
 // The xds-programmed CLI (through its bin shim, as a child process) against the whole local system:
-// wait's progress and exit codes (programmed, stuck, NACK, never seen), status of unknown objects,
+// wait's progress and exit codes (programmed, stuck, NACK at once or after the timeout with
+// --no-fail-fast, never seen), status of unknown objects,
 // the envoys list, and errors (bad token, unreachable URL, bad kind).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -66,13 +67,23 @@ describe('xds-programmed CLI', () => {
     expect(recovered.code).toBe(0);
   });
 
-  it('wait exits 3 on a NACK, quoting the Envoy\'s error, and the object carries it too', async () => {
+  it('wait exits 7 as soon as the generation is Rejected, quoting the Envoy\'s error (3 after the timeout with --no-fail-fast), and the object carries it too', async () => {
     const canary = `default/${sampleCanaryService(1)}/`;
     system.fleet.sim.envoy('envoy-0').setBehaviour(parseBehaviour({ nackRules: [{ typeUrl: CDS_TYPE_URL, resourceName: `^${canary}`, message: 'cluster rejected by test' }] }));
     await patchToCanary(1);
-    const rejected = await cli(['wait', 'httpproxy/sample-1', '--timeout', '6s'], env);
-    expect(rejected.code).toBe(3);
+    const started = Date.now();
+    const rejected = await cli(['wait', 'httpproxy/sample-1', '--timeout', '20s'], env);
+    const elapsed = Date.now() - started;
+    expect(rejected.code).toBe(7);
+    expect(rejected.stderr).toMatch(/generation 2 is Rejected; waiting cannot change that/);
     expect(rejected.stderr).toContain(`envoy-0: NACKED CDS: cluster rejected by test (resource ${canary}8080)`);
+    // It returned on the verdict, not at the deadline (before: 24.5 s for --timeout 20s, then exit 3).
+    expect(elapsed).toBeLessThan(15_000);
+    process.stdout.write(`wait on a NACKed generation (local system): exit ${rejected.code} after ${elapsed} ms (--timeout 20s)\n`);
+    const patient = await cli(['wait', 'httpproxy/sample-1', '--timeout', '3s', '--no-fail-fast'], env);
+    expect(patient.code).toBe(3);
+    expect(patient.stderr).toContain('timed out after 3s');
+    expect(patient.stderr).toContain(`envoy-0: NACKED CDS: cluster rejected by test (resource ${canary}8080)`);
     const status = await cli(['status', 'httpproxy/sample-1'], env);
     expect(status.code).toBe(0);
     expect(status.stdout).toContain('4/5 programmed (Rejected)');

@@ -1,6 +1,7 @@
 // `serverless package` offline on serverless.yml, with artifacts built the way CI builds them
 // (esbuild bundle → reproducible zip), then checks on the generated CloudFormation: resources,
-// function URL auth, stream mappings, and IAM limited to the table, its index and its stream.
+// reserved concurrency on every function, function URL auth, stream mappings, and IAM limited to the
+// table, its index and its stream.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -72,6 +73,14 @@ describe('serverless package (offline)', () => {
       expect(variables['TABLE_NAME']).toBe('xds-programmed-ci');
       if (/^(Convergence|Expire|Resync)/.test(name)) expect(variables).toMatchObject({ ENVOY_TTL_MS: '300000', ACK_TIMEOUT_MS: '30000', AGGREGATE_SHARDS: '16' });
     }
+  });
+
+  it('every function has reserved concurrency (its cost ceiling), at the defaults docs/SECURITY.md gives', () => {
+    const reserved = Object.fromEntries(ofType('AWS::Lambda::Function').map(([, fn]) => [String(fn.Properties['FunctionName']).replace('xds-programmed-ci-', ''), fn.Properties['ReservedConcurrentExecutions']]));
+    expect(reserved).toEqual({ convergence: 10, status: 10, expire: 1, resync: 1, query: 10 });
+    // The documented table must say the same (a default changed in one place only fails here).
+    const security = readFileSync(join(ROOT, 'docs', 'SECURITY.md'), 'utf8');
+    for (const [name, value] of Object.entries(reserved)) expect(security).toMatch(new RegExp(`\\| \`${name}\` \\| \`${name}Concurrency\` \\| ${String(value)} \\|`));
   });
 
   it('the table: pk/sk, the Envoy state index of common/store, stream NEW_AND_OLD_IMAGES, TTL on ttl, PITR, on demand', () => {
@@ -176,6 +185,20 @@ describe('serverless package (offline)', () => {
     expect((actionsByRole['QueryRole'] ?? []).filter((a) => writes.includes(a))).toEqual([]);
     expect(actionsByRole['StatusRole']).toEqual(expect.arrayContaining(['dynamodb:UpdateItem', 'dynamodb:GetRecords']));
     expect(actionsByRole['StatusRole']).not.toContain('dynamodb:Scan');
+  });
+
+  it('IAM: each role has exactly the DynamoDB actions docs/SECURITY.md lists for it (each with its reason there)', () => {
+    const security = readFileSync(join(ROOT, 'docs', 'SECURITY.md'), 'utf8');
+    const documented = (role: string): string[] => {
+      const row = security.split('\n').find((line) => line.startsWith(`| \`${role}\` |`));
+      if (row === undefined) throw new Error(`docs/SECURITY.md has no IAM row for ${role}`);
+      return [...new Set([...(row.split('|')[2] ?? '').matchAll(/`([A-Z][A-Za-z]+)`/g)].map((m) => `dynamodb:${m[1] ?? ''}`))].sort();
+    };
+    for (const [name, role] of ofType('AWS::IAM::Role')) {
+      const statements = (role.Properties['Policies'] as { PolicyDocument: { Statement: Statement[] } }[]).flatMap((p) => p.PolicyDocument.Statement);
+      const dynamo = [...new Set(statements.flatMap((s) => s.Action).filter((a) => a.startsWith('dynamodb:')))].sort();
+      expect(`${name}: ${dynamo.join(', ')}`).toBe(`${name}: ${documented(name).join(', ')}`);
+    }
   });
 
   it('the packaged bundles load in plain Node and the query bundle answers /healthz', async () => {

@@ -30,7 +30,7 @@ import { StreamReader } from './stream-reader';
 
 const TYPES = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL];
 const WILDCARD_ALL = TYPES.map((typeUrl) => ({ typeUrl }));
-const RELAY_NODE = /\.via\.gw-test$/;
+const RELAY_NODE = /^xds-gateway\.gw-test\./;
 
 function change(source: InMemoryRouteSource, port: number): void {
   source.applyEndpoints(endpointsOf('app', '10.0.0.1', port));

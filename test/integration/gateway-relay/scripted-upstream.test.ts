@@ -66,7 +66,7 @@ class ScriptedUpstream {
   }
 
   /** A stream of `typeUrl` whose first request came from upstream node `nodeId` is open. */
-  subscribed(typeUrl: string, nodeId = /\.via\.gw-test$/): boolean {
+  subscribed(typeUrl: string, nodeId = /^xds-gateway\.gw-test\./): boolean {
     return (this.streams.get(typeUrl)?.size ?? 0) > 0 && this.requests.some((r) => r.type_url === typeUrl && nodeId.test(r.node?.id ?? ''));
   }
 
@@ -132,10 +132,10 @@ describe('relay against a scripted upstream', () => {
     const acks = upstream.requests.filter((r) => r.type_url === OPAQUE_TYPE_URL && (r.response_nonce ?? '') !== '');
     expect(acks.map((r) => r.version_info)).toEqual(['upstream-v1', 'upstream-v2']);
     expect(acks.every((r) => r.error_detail === undefined || r.error_detail === null)).toBe(true);
-    // The upstream sees the gateway's node for the group (first Envoy's node, id suffixed), once per
+    // The upstream sees the gateway's node for the group (its own id, the group's cluster), once per
     // stream, and a wildcard subscription with an empty version_info.
     const initial = upstream.requests.find((r) => r.type_url === OPAQUE_TYPE_URL);
-    expect(initial).toMatchObject({ node: { id: 'opaque-1.via.gw-test', cluster: 'scripted' }, resource_names: [], version_info: '' });
+    expect(initial).toMatchObject({ node: { id: 'xds-gateway.gw-test.scripted', cluster: 'scripted', user_agent_name: 'xds-gateway' }, resource_names: [], version_info: '' });
     expect(acks.every((r) => r.node === undefined || r.node === null)).toBe(true);
   });
 
@@ -149,7 +149,7 @@ describe('relay against a scripted upstream', () => {
       stream.send({ node: { id: 'ordered-1', cluster: 'ordered' }, type_url: types[0] });
       for (const typeUrl of types.slice(1)) stream.send({ type_url: typeUrl });
       const upstreamNodeSeen = (typeUrl: string): boolean =>
-        upstream.requests.some((r) => r.type_url === typeUrl && r.node?.id === 'ordered-1.via.gw-order');
+        upstream.requests.some((r) => r.type_url === typeUrl && r.node?.id === 'xds-gateway.gw-order.ordered');
       await eventually(() => types.every(upstreamNodeSeen), 'all four types subscribed upstream');
       const resource = (typeUrl: string, generation: number): AnyResource =>
         typeUrl === CLUSTER_LOAD_ASSIGNMENT_TYPE_URL
@@ -252,7 +252,7 @@ describe('relay against a scripted upstream', () => {
       const relayUnderTest = await startTestRelay(`127.0.0.1:${upstream.port}`, new RecordingObserver(), { instanceId: 'gw-mbb' });
       const client = await grpcLikeClient(relayUnderTest, 'mbb-1', 'mbb');
       try {
-        await routeToA(client, 'mbb-1.via.gw-mbb');
+        await routeToA(client, 'xds-gateway.gw-mbb.mbb');
 
         // The rebuild arrives in the worst order for this client: the cluster list without a first.
         upstream.respond(CLUSTER_TYPE_URL, 'v2', [grpcCluster('b')]);
@@ -297,7 +297,7 @@ describe('relay against a scripted upstream', () => {
       const relayUnderTest = await startTestRelay(`127.0.0.1:${upstream.port}`, new RecordingObserver(), { instanceId: 'gw-grace', makeBeforeBreakGraceMs: 300 });
       const client = await grpcLikeClient(relayUnderTest, 'grace-1', 'grace');
       try {
-        await routeToA(client, 'grace-1.via.gw-grace');
+        await routeToA(client, 'xds-gateway.gw-grace.grace');
         upstream.respond(ROUTE_CONFIGURATION_TYPE_URL, 'v2', [grpcRouteConfiguration('web-routes', 'b')]);
         upstream.respond(CLUSTER_TYPE_URL, 'v2', [grpcCluster('b')]);
         // The RDS move is received but never answered; CDS responses are.

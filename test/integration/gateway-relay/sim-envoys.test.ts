@@ -27,7 +27,7 @@ import {
 
 const TYPES = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL];
 const WILDCARD_ALL = TYPES.map((typeUrl) => ({ typeUrl }));
-const RELAY_NODE = /\.via\.gw-test$/;
+const RELAY_NODE = /^xds-gateway\.gw-test\./;
 
 describe('relay with simulated Envoys', () => {
   let source: InMemoryRouteSource;

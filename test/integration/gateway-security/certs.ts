@@ -66,3 +66,8 @@ export function createTestPki(): TestPki {
   const rogueClient = makeLeaf(dir, 'rogue-client', 'rogue-ca', 'extendedKeyUsage=clientAuth\n');
   return { dir, ca, server, client, rogueCa, rogueClient, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
+
+/** A server certificate from the test CA naming only `dnsNames` (not the address a test dials). */
+export function issueServerCert(pki: TestPki, name: string, dnsNames: string[]): Pem {
+  return makeLeaf(pki.dir, name, 'test-ca', `subjectAltName=${dnsNames.map((dns) => `DNS:${dns}`).join(',')}\nextendedKeyUsage=serverAuth\n`);
+}

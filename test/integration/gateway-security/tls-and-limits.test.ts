@@ -13,7 +13,7 @@ import { startLocalDynamo } from '../../../infra/local/dynamo';
 import { envoyEvents, eventually, startTestGateway } from '../gateway/helpers';
 import { newSource, RecordingObserver, startTestControlPlane, startTestRelay, testLogger } from '../gateway-relay/helpers';
 import { StreamReader } from '../gateway-relay/stream-reader';
-import { createTestPki, type TestPki } from './certs';
+import { createTestPki, issueServerCert, type TestPki } from './certs';
 import { captureLogger, type CapturedLogger } from './log-capture';
 
 type Reader = StreamReader<DiscoveryRequest, DiscoveryResponse>;
@@ -126,6 +126,36 @@ describe('gateway security: TLS, mTLS, limits, redaction', () => {
     expect(await starved.silentFor(1500)).toBe(true);
   });
 
+  test('upstream TLS server name: a control plane whose certificate names a Service, dialled by address, is accepted only with --upstream-tls-server-name', async () => {
+    // As when following Contour's leader by its pod address: the certificate names the Service.
+    const named = issueServerCert(pki, 'contour-service', ['contour.projectcontour']);
+    const upstream = await startTestRelay(`127.0.0.1:${controlPlane.port}`, new RecordingObserver(), {
+      bootId: 'boot-named',
+      instanceId: 'gw-named',
+      listen: { host: '127.0.0.1', port: 0, tls: { certChain: named.cert, privateKey: named.key, requireClientCert: false } },
+    });
+    extraRelays.push(upstream);
+    const withName = await startTestRelay(`127.0.0.1:${upstream.port}`, new RecordingObserver(), {
+      bootId: 'boot-with-name',
+      instanceId: 'gw-with-name',
+      upstream: { tls: { rootCerts: pki.ca.cert, serverName: 'contour.projectcontour' } },
+    });
+    extraRelays.push(withName);
+    const served = open(client(withName.port, grpc.credentials.createInsecure()));
+    askClusters(served, 'named-ok');
+    expect((await served.next(20_000)).resources?.length).toBeGreaterThan(0);
+
+    const withoutName = await startTestRelay(`127.0.0.1:${upstream.port}`, new RecordingObserver(), {
+      bootId: 'boot-without-name',
+      instanceId: 'gw-without-name',
+      upstream: { tls: { rootCerts: pki.ca.cert } },
+    });
+    extraRelays.push(withoutName);
+    const starved = open(client(withoutName.port, grpc.credentials.createInsecure()));
+    askClusters(starved, 'named-starved');
+    expect(await starved.silentFor(1500)).toBe(true);
+  });
+
   test('at most maxStreamsPerConnection streams are served per connection; another connection is not affected', async () => {
     const connection = client(mtlsRelay.port, grpc.credentials.createSsl(pki.ca.cert, pki.client.key, pki.client.cert));
     const first = open(connection);
@@ -204,7 +234,8 @@ describe('gateway security: TLS, mTLS, limits, redaction', () => {
   });
 
   test('config: TLS and limit flags are validated and read from the environment', () => {
-    const base = ['--upstream', 'cp:8001', '--table', 'tbl', '--instance-id', 'gw'];
+    // Upstream plaintext is asked for; downstream TLS comes from the flags or environment below.
+    const base = ['--upstream', 'cp:8001', '--table', 'tbl', '--instance-id', 'gw', '--upstream-insecure-plaintext'];
     const bad = parseGatewayConfig([...base, '--listen-tls-cert', '/c.pem', '--listen-tls-require-client-cert', 'true'], {});
     expect(bad.kind).toBe('error');
     if (bad.kind === 'error') {

@@ -48,6 +48,10 @@ export function gatewayConfig(args: Record<string, string>): GatewayConfig {
 
 export async function startTestGateway(args: Record<string, string>, seams: GatewaySeams = {}): Promise<Gateway> {
   const config = gatewayConfig({
+    // Plaintext must be asked for, as in a deployment: these gateways are plaintext on loopback
+    // unless the test gives TLS files (then the opt-in would contradict them and is left out).
+    ...('listen-tls-cert' in args ? {} : { 'insecure-plaintext': 'true' }),
+    ...('upstream-tls-ca' in args ? {} : { 'upstream-insecure-plaintext': 'true' }),
     'listen-host': '127.0.0.1',
     'listen-port': '0',
     'ops-host': '127.0.0.1',

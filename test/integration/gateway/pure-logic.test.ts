@@ -139,7 +139,7 @@ describe('targetForHolder', () => {
 });
 
 describe('parseGatewayConfig', () => {
-  const required = ['--upstream', 'cp:8001', '--table', 'events', '--instance-id', 'gw-1'];
+  const required = ['--upstream', 'cp:8001', '--table', 'events', '--instance-id', 'gw-1', '--insecure-plaintext', '--upstream-insecure-plaintext'];
 
   test('defaults, flags and environment (flags win)', () => {
     const parsed = parseGatewayConfig([...required, '--ack-timeout-ms', '5000'], { ACK_TIMEOUT_MS: '7000', OPS_PORT: '9191', HOSTNAME: 'ignored' });
@@ -171,12 +171,12 @@ describe('parseGatewayConfig', () => {
   });
 
   test('instance id from HOSTNAME when not given', () => {
-    const parsed = parseGatewayConfig(['--upstream', 'cp:8001', '--table', 'events'], { HOSTNAME: 'Gateway-7f9c_x' });
+    const parsed = parseGatewayConfig(['--upstream', 'cp:8001', '--table', 'events', '--insecure-plaintext', '--upstream-insecure-plaintext'], { HOSTNAME: 'Gateway-7f9c_x' });
     expect(parsed.kind === 'ok' && parsed.config.instanceId).toBe('gateway-7f9c-x');
   });
 
   test.each([
-    [['--table', 'events', '--instance-id', 'g'], '--upstream (UPSTREAM_TARGET)'],
+    [['--table', 'events', '--instance-id', 'g', '--insecure-plaintext', '--upstream-insecure-plaintext'], '--upstream (UPSTREAM_TARGET)'],
     [[...required, '--listen-port', '99999'], '--listen-port (XDS_LISTEN_PORT)'],
     [[...required, '--watermarks', 'provenance,magic'], '--watermarks'],
     [[...required, '--watermarks', 'barrier'], 'needs --kubeconfig'],

@@ -115,6 +115,17 @@ describe('Recorder: writes that can never succeed', () => {
     expect(counted.failed).toEqual([]);
     expect((await store.getEnvoyState('fine')).status).toBe('found');
     expect(recorder.stats().consecutiveFailures).toBe(0);
+    // It was counted before DynamoDB refused it: the count is taken back and stored again, so it
+    // covers exactly the one state in the table (convergence is not left waiting for the other).
+    expect(recorder.envoysRecorded(LINEAGE)).toBe(1);
+    const lineage = await store.getLineageState(LINEAGE);
+    expect(lineage.status === 'found' ? lineage.value.envoysRecorded : undefined).toBe(1);
+    // A later Envoy is counted on top of the corrected count, and written.
+    recorder.enqueueEnvoyState(stateOf('later'));
+    await recorder.flushNow();
+    expect((await store.getEnvoyState('later')).status).toBe('found');
+    const after = await store.getLineageState(LINEAGE);
+    expect(after.status === 'found' ? after.value.envoysRecorded : undefined).toBe(2);
     await recorder.close(1000);
   });
 

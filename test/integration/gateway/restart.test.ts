@@ -46,6 +46,7 @@ function args(port: number): string[] {
     '--table', TABLE,
     '--dynamodb-endpoint', dynamo.endpoint,
     '--create-table', 'true',
+    '--insecure-plaintext', '--upstream-insecure-plaintext',
     '--listen-host', '127.0.0.1', '--listen-port', String(port),
     '--ops-host', '127.0.0.1', '--ops-port', '0',
     '--instance-id', 'gw-proc',

@@ -115,11 +115,12 @@ export function describeEventStoreContract(name: string, open: () => Promise<Con
       expect(await store.putWatermark(ref, 7, L2, { seq: 1, types: {}, at: T0 + 2 })).toBe('written');
       let read = await store.getObjectGeneration(ref, 7);
       expect(read).toMatchObject({ status: 'found', value: { object: ref, generation: 7, firstSeenAt: T0, watermarks: { [L1]: first, [L2]: { seq: 1 } } } });
-      await store.recordCondition(ref, 7, condition('False', 7));
-      await store.recordCondition(ref, 7, condition('True', 7), T0 + 100);
+      await store.recordCondition(ref, 7, condition('False', 7), undefined, T0 + 50);
+      await store.recordCondition(ref, 7, condition('True', 7), T0 + 100, T0 + 100);
+      // A condition found already in Kubernetes (no write of ours) keeps the time of our last write.
       await store.recordCondition(ref, 7, condition('True', 7), T0 + 200);
       read = await store.getObjectGeneration(ref, 7);
-      expect(read).toMatchObject({ status: 'found', value: { programmedAt: T0 + 100, lastCondition: condition('True', 7), watermarks: { [L1]: first } } });
+      expect(read).toMatchObject({ status: 'found', value: { programmedAt: T0 + 100, conditionWrittenAt: T0 + 100, lastCondition: condition('True', 7), watermarks: { [L1]: first } } });
       await store.markNotObservable(ref, 8, 'no status signal', T0 + 300);
       expect(await store.getObjectGeneration(ref, 8)).toMatchObject({ status: 'found', value: { notObservable: 'no status signal', generation: 8 } });
       expect(await store.getObjectGeneration(ref, 9)).toEqual({ status: 'missing' });

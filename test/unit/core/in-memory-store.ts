@@ -171,9 +171,9 @@ export class InMemoryEventStore implements EventStore {
     return this.page(raws, options, (item) => (item.kind === 'ObjectGeneration' ? objectGenerationFromItem(item) : undefined));
   }
 
-  async recordCondition(ref: ObjectRef, generation: number, condition: Condition, programmedAt?: number): Promise<void> {
+  async recordCondition(ref: ObjectRef, generation: number, condition: Condition, programmedAt?: number, writtenAt?: number): Promise<void> {
     const current = this.generation(ref, generation, programmedAt ?? 0);
-    const record: ObjectGeneration = { ...current, lastCondition: condition };
+    const record: ObjectGeneration = { ...current, lastCondition: condition, ...(writtenAt === undefined ? {} : { conditionWrittenAt: writtenAt }) };
     if (current.programmedAt === undefined && programmedAt !== undefined) record.programmedAt = programmedAt;
     this.putRaw(toObjectGenerationItem(record));
   }

@@ -1,0 +1,345 @@
+// Unmodified Contour as the local system's control plane (`npm start -- --control-plane contour`,
+// test/integration/contour): `contour serve` replicas, as installed by `npm run contour:install`
+// (scripts/contour-install.mjs: the binary in .cache/peers/bin, its CRDs in the Go module cache,
+// both recorded in .cache/peers/contour.json), against the local API server, electing a status
+// writer on the Lease `projectcontour/leader-elect`.
+//
+// Contour's Lease names its holder `<hostname>_<uuid>` (controller-runtime) and carries no address,
+// so the gateway maps the hostname, which in a cluster is the pod name, to an xDS address
+// (`--leader-targets`). Replicas on one machine would all share its hostname; each runs in a UTS
+// namespace of its own (`unshare --user --map-root-user --uts`, no privileges needed) with the
+// hostname `contour-<n>`, as a pod gets its name. docs/CONTOUR.md has what differs from the
+// reference control plane.
+import { spawn, spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { parseAllDocuments } from 'yaml';
+import type { Component } from './component';
+import type { LeaseTimings } from './control-plane';
+
+export const CONTOUR_NAMESPACE = 'projectcontour';
+export const CONTOUR_LEASE_NAME = 'leader-elect';
+/** `namespace/name` of the Lease Contour's replicas elect their status writer on (its defaults). */
+export const CONTOUR_LEASE = `${CONTOUR_NAMESPACE}/${CONTOUR_LEASE_NAME}`;
+const LEASE_PATH = `/apis/coordination.k8s.io/v1/namespaces/${CONTOUR_NAMESPACE}/leases/${CONTOUR_LEASE_NAME}`;
+
+export interface ContourInstall {
+  contourVersion: string;
+  binary: string;
+  contourCrds: string;
+  gatewayApiVersion: string;
+  gatewayApiCrds: { standard: string[]; experimental: string[] };
+}
+
+export const CONTOUR_INSTALL_HINT = 'run `npm run contour:install` (it installs Contour with `go install` into .cache/peers and records where its CRDs are)';
+
+const REPO_ROOT = resolve(__dirname, '..', '..', '..');
+
+/** Where scripts/contour-install.mjs writes its manifest (XDS_PEERS_DIR, as for the other peers). */
+export function contourManifestPath(): string {
+  return join(process.env['XDS_PEERS_DIR'] ?? join(REPO_ROOT, '.cache', 'peers'), 'contour.json');
+}
+
+/** The installed Contour, or an error that says how to install it. */
+export function contourInstall(): ContourInstall {
+  const manifest = contourManifestPath();
+  if (!existsSync(manifest)) throw new Error(`Contour is not installed (${manifest} is missing): ${CONTOUR_INSTALL_HINT}`);
+  const install = JSON.parse(readFileSync(manifest, 'utf8')) as ContourInstall;
+  for (const path of [install.binary, install.contourCrds, ...install.gatewayApiCrds.experimental]) {
+    if (!existsSync(path)) throw new Error(`${path} (from ${manifest}) is missing: ${CONTOUR_INSTALL_HINT}`);
+  }
+  return install;
+}
+
+/** The objects of a multi-document YAML file (CRD bundles), empty documents left out. */
+export function yamlObjects(path: string): Record<string, unknown>[] {
+  return parseAllDocuments(readFileSync(path, 'utf8'))
+    .map((document) => document.toJS() as unknown)
+    .filter((value): value is Record<string, unknown> => typeof value === 'object' && value !== null);
+}
+
+/** A port free right now on 127.0.0.1 (the OS picks it; Contour binds it a moment later). */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export interface ContourProcess {
+  /** The hostname Contour runs under (its Lease holder is `<hostname>_<uuid>`), if one was given. */
+  hostname: string | undefined;
+  pid: number | undefined;
+  xdsAddress: string;
+  /** Everything Contour logged so far (logrus text lines on stderr; the last 200,000 characters). */
+  log(): string;
+  exited: Promise<number | null>;
+  /** SIGTERM (Contour releases its Lease on the way out), SIGKILL after `graceMs`. */
+  stop(graceMs?: number): Promise<number | null>;
+  /** SIGKILL: a crashed pod, nothing released (the Lease runs out). */
+  kill(): Promise<number | null>;
+}
+
+export interface StartContourOptions {
+  binary: string;
+  kubeconfig: string;
+  extraArgs?: readonly string[];
+  /** Run in a UTS namespace of its own under this hostname (the pod name in a cluster). */
+  hostname?: string;
+  /** xDS port (default: a free one). */
+  xdsPort?: number;
+  /** Also append Contour's output to this file. */
+  logFile?: string;
+}
+
+let namespaceSupport: string | undefined | null = null;
+let parentDeathSignal: boolean | undefined;
+
+/**
+ * Whether util-linux `setpriv --pdeathsig` is there: a replica then dies with this process even on
+ * a crash, so it can run in a process group of its own and be stopped in order (fleet → … → control
+ * plane) instead of taking the terminal's Ctrl-C together with everything else.
+ */
+function canSetParentDeathSignal(): boolean {
+  parentDeathSignal ??= spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', '/bin/true'], { timeout: 10_000 }).status === 0;
+  return parentDeathSignal;
+}
+
+/** Undefined when `unshare` can give a process its own hostname here, else why not (checked once). */
+function hostnameNamespaceProblem(): string | undefined {
+  if (namespaceSupport !== null) return namespaceSupport;
+  const probe = spawnSync('unshare', ['--user', '--map-root-user', '--uts', '--', '/bin/sh', '-c', 'hostname contour-probe && uname -n'], { encoding: 'utf8', timeout: 10_000 });
+  namespaceSupport =
+    probe.error !== undefined
+      ? `unshare(1) could not run (${probe.error.message}); it comes with util-linux`
+      : probe.status !== 0 || probe.stdout.trim() !== 'contour-probe'
+        ? `unshare --user --map-root-user --uts failed (exit ${probe.status ?? 'none'}: ${probe.stderr.trim().slice(0, 300)}); unprivileged user namespaces must be allowed`
+        : undefined;
+  return namespaceSupport;
+}
+
+/** `contour serve` as a child process against a kubeconfig, plaintext xDS on a loopback port. */
+export async function startContourProcess(opts: StartContourOptions): Promise<ContourProcess> {
+  const [xdsPort, metricsPort, healthPort, debugPort] = [opts.xdsPort || (await freePort()), await freePort(), await freePort(), await freePort()];
+  const args = [
+    'serve',
+    '--kubeconfig', opts.kubeconfig,
+    '--xds-address', '127.0.0.1',
+    '--xds-port', String(xdsPort),
+    '--insecure',
+    '--http-address', '127.0.0.1',
+    '--http-port', String(metricsPort),
+    '--health-address', '127.0.0.1',
+    '--health-port', String(healthPort),
+    '--debug-http-address', '127.0.0.1',
+    '--debug-http-port', String(debugPort),
+    ...(opts.extraArgs ?? []),
+  ];
+  let command = opts.binary;
+  let argv = args;
+  if (opts.hostname !== undefined) {
+    const problem = hostnameNamespaceProblem();
+    if (problem !== undefined) {
+      throw new Error(`cannot give Contour replica ${opts.hostname} a hostname of its own, which the gateway needs to tell the Lease holders apart (they are <hostname>_<uuid>): ${problem}`);
+    }
+    // unshare, sh and setpriv exec in place, so the spawned pid is Contour's own (a SIGKILL reaches it).
+    command = 'unshare';
+    const exec = canSetParentDeathSignal() ? 'exec setpriv --pdeathsig KILL -- "$@"' : 'exec "$@"';
+    argv = ['--user', '--map-root-user', '--uts', '--', '/bin/sh', '-c', `hostname "$1" && shift && ${exec}`, 'sh', opts.hostname, opts.binary, ...args];
+  }
+  const ownGroup = opts.hostname !== undefined && canSetParentDeathSignal();
+  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: ownGroup });
+  let output = '';
+  const append = (chunk: Buffer): void => {
+    const text = chunk.toString('utf8');
+    output = (output + text).slice(-200_000);
+    if (opts.logFile !== undefined) {
+      try {
+        appendFileSync(opts.logFile, text);
+      } catch {
+        // A log file that cannot be written must not stop Contour.
+      }
+    }
+  };
+  child.stdout.on('data', append);
+  child.stderr.on('data', append);
+  const exited = new Promise<number | null>((resolveExit) => {
+    child.on('close', (code) => resolveExit(code));
+    child.on('error', (error) => {
+      output += `\nspawn failed: ${error.message}`;
+      resolveExit(null);
+    });
+  });
+  let done = false;
+  void exited.then(() => (done = true));
+  return {
+    hostname: opts.hostname,
+    pid: child.pid,
+    xdsAddress: `127.0.0.1:${xdsPort}`,
+    log: () => output,
+    exited,
+    stop: async (graceMs = 10_000) => {
+      if (done) return exited;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+    kill: async () => {
+      if (done) return exited;
+      child.kill('SIGKILL');
+      return exited;
+    },
+  };
+}
+
+export interface ContourReplica {
+  /** The replica's hostname: what Contour's Lease holder starts with, and the key of `leaderTargets`. */
+  name: string;
+  xdsAddress: string;
+  process: ContourProcess;
+}
+
+export interface ContourComponent extends Component {
+  kind: 'contour';
+  install: ContourInstall;
+  replicas: ContourReplica[];
+  /** xDS addresses, replica order. */
+  addresses: string[];
+  /** Replica name → xDS address: the gateway's `--leader-targets`. */
+  leaderTargets: Record<string, string>;
+  /** `spec.holderIdentity` of Contour's Lease right now ('' when released or absent). */
+  leaseHolder(): Promise<string>;
+  /** The replica whose name the Lease holder carries, if any. */
+  leader(): Promise<ContourReplica | undefined>;
+}
+
+export interface ContourComponentOptions {
+  replicas: number;
+  kubeUrl: string;
+  kubeconfigPath: string;
+  /** xDS port of replica `i` (0: a free one). */
+  port: (replica: number) => number;
+  lease: LeaseTimings;
+  /** Each replica's output goes to `<logDir>/contour-<n>.log` as well. */
+  logDir?: string;
+  install?: ContourInstall;
+  logger: Logger;
+}
+
+/** The Contour replica's hostname: a pod name, as in a Deployment. */
+export function contourReplicaName(replica: number): string {
+  return `contour-${replica + 1}`;
+}
+
+async function post(kubeUrl: string, path: string, body: object): Promise<void> {
+  const response = await fetch(`${kubeUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  // 409: already there (a state directory reused); anything else is a real failure.
+  if (response.status !== 201 && response.status !== 409) throw new Error(`POST ${path}: HTTP ${response.status} ${await response.text()}`);
+}
+
+/** Contour's namespace (its Lease and Events live there) and the Envoy Service it reads addresses from. */
+export async function applyContourNamespace(kubeUrl: string): Promise<void> {
+  await post(kubeUrl, '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: CONTOUR_NAMESPACE } });
+  // Contour copies this Service's load-balancer address into Ingress and HTTPProxy status
+  // (--envoy-service-namespace/-name); locally nothing allocates one, so it stays empty.
+  await post(kubeUrl, `/api/v1/namespaces/${CONTOUR_NAMESPACE}/services`, {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'envoy', namespace: CONTOUR_NAMESPACE },
+    spec: { type: 'LoadBalancer', selector: { app: 'envoy' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }, { name: 'https', port: 443, targetPort: 8443 }] },
+  });
+}
+
+export async function readLeaseHolder(kubeUrl: string): Promise<string> {
+  const response = await fetch(`${kubeUrl}${LEASE_PATH}`);
+  if (response.status === 404) return '';
+  if (!response.ok) throw new Error(`GET ${LEASE_PATH}: HTTP ${response.status}`);
+  const lease = (await response.json()) as { spec?: { holderIdentity?: string } };
+  return lease.spec?.holderIdentity ?? '';
+}
+
+function accepts(address: string): Promise<boolean> {
+  const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
+  return new Promise((resolveAccepts) => {
+    const socket = connect({ host, port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolveAccepts(true);
+    });
+    socket.once('error', () => resolveAccepts(false));
+  });
+}
+
+/**
+ * Contour's replicas, each started as a pod would be, ready once each serves xDS (Contour opens its
+ * xDS port only after its first DAG, i.e. with its informers synced) and one holds the Lease. The
+ * Contour CRDs must already be installed (startKubeComponent's `crds`).
+ */
+export async function startContourComponent(opts: ContourComponentOptions): Promise<ContourComponent> {
+  const install = opts.install ?? contourInstall();
+  await applyContourNamespace(opts.kubeUrl);
+  const replicas: ContourReplica[] = [];
+  const close = async (): Promise<void> => {
+    // Newest first, SIGTERM: each releases the Lease on the way out, as in a rollout.
+    for (const replica of [...replicas].reverse()) await replica.process.stop(5000);
+  };
+  const leaseArgs = [
+    '--leader-election-lease-duration', `${opts.lease.leaseDurationSeconds}s`,
+    '--leader-election-renew-deadline', `${opts.lease.renewDeadlineMs}ms`,
+    '--leader-election-retry-period', `${opts.lease.retryPeriodMs}ms`,
+  ];
+  const replicaOf = (holder: string): ContourReplica | undefined => replicas.find((replica) => holder.startsWith(`${replica.name}_`));
+  try {
+    for (let index = 0; index < opts.replicas; index++) {
+      const name = contourReplicaName(index);
+      const process = await startContourProcess({
+        binary: install.binary,
+        kubeconfig: opts.kubeconfigPath,
+        extraArgs: leaseArgs,
+        hostname: name,
+        xdsPort: opts.port(index),
+        ...(opts.logDir === undefined ? {} : { logFile: join(opts.logDir, `${name}.log`) }),
+      });
+      replicas.push({ name, xdsAddress: process.xdsAddress, process });
+      opts.logger.info({ component: 'contour', replica: name, pid: process.pid, xds: process.xdsAddress }, 'contour serve started');
+    }
+    const deadline = Date.now() + 60_000;
+    const pending = new Set(replicas);
+    let holder = '';
+    while (pending.size > 0 || replicaOf(holder) === undefined) {
+      for (const replica of [...pending]) {
+        if (await accepts(replica.xdsAddress)) pending.delete(replica);
+      }
+      holder = await readLeaseHolder(opts.kubeUrl).catch(() => '');
+      const dead = replicas.find((replica) => replica.process.log().includes('spawn failed') || replica.process.log().includes('level=fatal'));
+      if (dead !== undefined || Date.now() > deadline) {
+        const why = dead !== undefined ? `${dead.name} failed` : `not ready after 60 s (waiting for ${[...pending].map((r) => r.name).join(', ') || 'a Lease holder'}; holder '${holder}')`;
+        throw new Error(`Contour ${why}:\n${(dead ?? replicas[0])?.process.log().slice(-3000) ?? ''}`);
+      }
+      await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+    }
+    opts.logger.info({ component: 'contour', holder }, 'contour replicas serve xDS; a leader holds the Lease');
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return {
+    name: 'contour',
+    kind: 'contour',
+    install,
+    replicas,
+    addresses: replicas.map((replica) => replica.xdsAddress),
+    leaderTargets: Object.fromEntries(replicas.map((replica) => [replica.name, replica.xdsAddress])),
+    leaseHolder: () => readLeaseHolder(opts.kubeUrl),
+    leader: async () => replicaOf(await readLeaseHolder(opts.kubeUrl)),
+    close,
+  };
+}
