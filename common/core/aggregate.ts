@@ -6,7 +6,7 @@
 //
 // Updates are ordered by rev: a member is replaced only by a summary of a strictly newer state, so
 // redelivered or reordered stream records are no-ops (idempotent) and never double-counted.
-import { unresolvedNacks, type Blocker, type Convergence, type ConvergencePolicy } from './convergence';
+import { unobservableConvergence, unresolvedNacks, type Blocker, type Convergence, type ConvergencePolicy } from './convergence';
 import type { ObjectRef } from './identity';
 import { shortTypeName } from './type-urls';
 import { ITEM_KIND, MEMBER_MESSAGE_LENGTH, NOT_PROGRAMMED, type AggregateShard, type EnvoyState, type LineageWatermark, type Member } from './schema';
@@ -315,7 +315,7 @@ export function evaluateFromAggregates(input: AggregateEvaluationInput): Converg
       inTransit += check.missing;
     }
   }
-  if (!watermark.observable) return { object, generation, state: 'GenerationNotObservable', programmed: 0, total, blockers: [], notObservableReason: watermark.reason };
+  if (!watermark.observable) return unobservableConvergence(object, generation, watermark, total);
   if (total === 0 && denominator.length === 0) return { object, generation, state: 'NoEnvoys', programmed: 0, total: 0, blockers: [] };
   blockers.sort((a, b) => SEVERITY[a.reason] - SEVERITY[b.reason] || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
   const has = (reason: Blocker['reason']): boolean => blockers.some((blocker) => blocker.reason === reason);

@@ -69,6 +69,9 @@ export function buildCondition(convergence: Convergence, options: BuildCondition
   switch (convergence.state) {
     case 'GenerationNotObservable':
       return draft('Unknown', 'GenerationNotObservable', `cannot tell when generation ${generation} reaches Envoys: ${convergence.notObservableReason ?? 'no signal for this kind'}`);
+    case 'Invalid':
+      // The controller's words, like an Envoy's NACK text: made display-safe and capped.
+      return draft('False', 'Invalid', `the controller rejected generation ${generation}: ${truncateUtf8(displaySafe(convergence.controllerMessage ?? 'no message'), maxQuoted)}`);
     case 'NoEnvoys':
       return draft('Unknown', 'NoEnvoys', `no live Envoys are connected, so whether generation ${generation} is programmed cannot be known`);
     case 'Programmed':

@@ -24,7 +24,8 @@ export type Blocker =
   | { nodeId: string; reason: 'noWatermark'; lineages: Lineage[] }
   | { nodeId: string; reason: 'pending'; typeUrls: string[] };
 
-export type ConvergenceState = 'Programmed' | 'Pending' | 'Rejected' | 'Stuck' | 'NoEnvoys' | 'GenerationNotObservable';
+/** Invalid: the controller rejected the generation (its status says so), so no Envoy can program it. */
+export type ConvergenceState = 'Programmed' | 'Pending' | 'Rejected' | 'Stuck' | 'NoEnvoys' | 'GenerationNotObservable' | 'Invalid';
 
 export interface Convergence {
   object: ObjectRef;
@@ -38,6 +39,14 @@ export interface Convergence {
   blockers: Blocker[];
   /** GenerationNotObservable: why. */
   notObservableReason?: string;
+  /** Invalid: the controller's own message (untrusted text, sanitised when shown). */
+  controllerMessage?: string;
+}
+
+/** The result for a generation the watermark says cannot be decided from Envoys (not observable, or rejected). */
+export function unobservableConvergence(object: ObjectRef, generation: number, watermark: Extract<Watermark, { observable: false }>, total: number): Convergence {
+  if (watermark.rejectedByController === true) return { object, generation, state: 'Invalid', programmed: 0, total, blockers: [], controllerMessage: watermark.reason };
+  return { object, generation, state: 'GenerationNotObservable', programmed: 0, total, blockers: [], notObservableReason: watermark.reason };
 }
 
 export interface ConvergenceInput {
@@ -92,9 +101,7 @@ export function latestPerNode(envoys: readonly EnvoyState[]): EnvoyState[] {
 export function computeConvergence(input: ConvergenceInput): Convergence {
   const { object, generation, watermark, now, policy } = input;
   const live = latestPerNode(input.envoys).filter((envoy) => isLive(envoy, now, policy.ttlMs));
-  if (!watermark.observable) {
-    return { object, generation, state: 'GenerationNotObservable', programmed: 0, total: live.length, blockers: [], notObservableReason: watermark.reason };
-  }
+  if (!watermark.observable) return unobservableConvergence(object, generation, watermark, live.length);
   if (live.length === 0) return { object, generation, state: 'NoEnvoys', programmed: 0, total: 0, blockers: [] };
   const blockers: Blocker[] = [];
   for (const envoy of live) {

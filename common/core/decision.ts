@@ -19,7 +19,7 @@ export const MAX_DECISION_BLOCKERS = 20;
 /** Longest NACK message kept in a stored blocker, in characters (the condition quotes ≤ 1 KiB). */
 export const MAX_DECISION_MESSAGE_LENGTH = 1024;
 
-const CONVERGENCE_STATES = ['Programmed', 'Pending', 'Rejected', 'Stuck', 'NoEnvoys', 'GenerationNotObservable'] as const satisfies readonly ConvergenceState[];
+const CONVERGENCE_STATES = ['Programmed', 'Pending', 'Rejected', 'Stuck', 'NoEnvoys', 'GenerationNotObservable', 'Invalid'] as const satisfies readonly ConvergenceState[];
 
 const count = z.number().int().nonnegative();
 const epochMs = z.number().int().nonnegative();
@@ -46,6 +46,8 @@ export const DecisionSchema = z.object({
   /** Blockers beyond the stored ones. */
   blockersOmitted: count,
   notObservableReason: z.string().optional(),
+  /** Invalid: the controller's message, as the gateway stored it (capped there). */
+  controllerMessage: z.string().max(MAX_DECISION_MESSAGE_LENGTH).optional(),
   /** When it was decided (epoch ms): the "now" for stuck durations in the condition message. */
   decidedAt: epochMs,
   /**
@@ -97,6 +99,7 @@ export function decisionFromConvergence(convergence: Convergence, decidedAt: num
     blockers: stored,
     blockersOmitted: convergence.blockers.length - stored.length,
     ...(convergence.notObservableReason === undefined ? {} : { notObservableReason: convergence.notObservableReason }),
+    ...(convergence.controllerMessage === undefined ? {} : { controllerMessage: capMessage(convergence.controllerMessage) }),
     decidedAt,
     evaluatedRev,
     ...(freshness === undefined ? {} : { evaluatedRevs: { ...freshness.revs }, registryVersion: freshness.registryVersion }),
@@ -146,6 +149,7 @@ export function convergenceFromDecision(object: ObjectRef, generation: number, d
     total: decision.total,
     blockers: decision.blockers,
     ...(decision.notObservableReason === undefined ? {} : { notObservableReason: decision.notObservableReason }),
+    ...(decision.controllerMessage === undefined ? {} : { controllerMessage: decision.controllerMessage }),
   };
 }
 

@@ -127,6 +127,13 @@ export interface ObjectStore {
   /** Marks a generation as not observable (the kind gives no "controller processed G" signal). */
   markNotObservable(ref: ObjectRef, generation: number, reason: string, at: number): Promise<void>;
 
+  /**
+   * Marks a generation as rejected by its controller (processed, but invalid: HTTPProxy `Valid=False`),
+   * with the controller's message. Creates the item if needed; written once per generation by the
+   * gateway, and convergence decides it Invalid from then on.
+   */
+  markRejectedByController(ref: ObjectRef, generation: number, message: string, at: number): Promise<void>;
+
   getObjectGeneration(ref: ObjectRef, generation: number): Promise<ItemRead<ObjectGeneration>>;
 
   /** An object's generations, ascending by generation unless `descending`. */

@@ -325,6 +325,12 @@ const objectGenerationShape = {
   watermarks: z.record(lineageSchema, LineageWatermarkSchema),
   /** Set when this kind gives no signal that the controller processed G: the reason why. */
   notObservable: messageSchema.optional(),
+  /**
+   * Set when the controller reported this generation processed but invalid (HTTPProxy `Valid=False`
+   * at this observedGeneration): the controller's own message. Written once by the gateway; it makes
+   * the generation's verdict Invalid whatever Envoys ACK (core watermarkOf).
+   */
+  rejectedByController: messageSchema.optional(),
   firstSeenAt: epochMsSchema,
   /** First time the condition was written True for this generation. */
   programmedAt: epochMsSchema.optional(),

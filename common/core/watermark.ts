@@ -4,9 +4,14 @@ import type { Lineage } from './version';
 
 export type Watermark =
   | { observable: true; lineages: Readonly<Record<Lineage, LineageWatermark>> }
-  | { observable: false; reason: string };
+  | { observable: false; reason: string; rejectedByController?: true };
 
+/**
+ * A controller rejection wins over everything else on the item: the controller did not apply G, so
+ * Envoys reaching any version (even one recorded for G by a later barrier) says nothing about G.
+ */
 export function watermarkOf(generation: ObjectGeneration): Watermark {
+  if (generation.rejectedByController !== undefined) return { observable: false, reason: generation.rejectedByController, rejectedByController: true };
   if (generation.notObservable !== undefined) return { observable: false, reason: generation.notObservable };
   return { observable: true, lineages: generation.watermarks };
 }

@@ -328,6 +328,12 @@ export class DynamoEventStore implements EventStore {
     ]);
   }
 
+  async markRejectedByController(ref: ObjectRef, generation: number, message: string, at: number): Promise<void> {
+    await setGenerationFields(this.context, ref, generation, at, (expression) => [
+      `${expression.name('rejectedByController')} = ${expression.value(truncateUtf8(message, this.maxMessageBytes))}`,
+    ]);
+  }
+
   async getObjectGeneration(ref: ObjectRef, generation: number): Promise<ItemRead<ObjectGeneration>> {
     checkObjectGeneration(ref, generation);
     return this.getRecord('ObjectGeneration', objectGenerationKey(ref, generation));

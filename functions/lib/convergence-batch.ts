@@ -91,7 +91,7 @@ export function memberUpdatesFor(oldState: EnvoyState | undefined, newState: Env
 
 function watermarksChanged(oldRecord: ObjectGeneration | undefined, newRecord: ObjectGeneration): boolean {
   if (oldRecord === undefined) return true;
-  if (oldRecord.notObservable !== newRecord.notObservable) return true;
+  if (oldRecord.notObservable !== newRecord.notObservable || oldRecord.rejectedByController !== newRecord.rejectedByController) return true;
   const seqs = (record: ObjectGeneration): string => JSON.stringify(Object.entries(record.watermarks).map(([l, w]) => [l, w.seq]).sort());
   return seqs(oldRecord) !== seqs(newRecord);
 }

@@ -204,7 +204,7 @@ export class AggregateSnapshot {
 /** What evaluation reads of a generation's watermark: per lineage its seq and per-type versions (not `at`). */
 function watermarkKey(record: ObjectGeneration): string {
   const watermark = watermarkOf(record);
-  if (!watermark.observable) return `not-observable:${watermark.reason}`;
+  if (!watermark.observable) return `${watermark.rejectedByController === true ? 'rejected' : 'not-observable'}:${watermark.reason}`;
   return JSON.stringify(
     Object.entries(watermark.lineages)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -224,7 +224,15 @@ function nothingToWrite(deps: EvaluationDeps, stored: Decision | undefined, fres
 /** Whether `stored` already says what `fresh` says (same verdict) and was decided less than `refreshMs` ago. */
 export function recentSameVerdict(stored: Decision | undefined, fresh: Decision, now: number, refreshMs: number): boolean {
   if (stored === undefined || refreshMs <= 0 || now - stored.decidedAt >= refreshMs) return false;
-  return stored.state === fresh.state && stored.supersededBy === fresh.supersededBy && stored.notObservableReason === fresh.notObservableReason;
+  return stored.state === fresh.state && stored.supersededBy === fresh.supersededBy && stored.notObservableReason === fresh.notObservableReason && stored.controllerMessage === fresh.controllerMessage;
+}
+
+/**
+ * Verdicts final for their generation: they leave the pending index and are always written. Invalid
+ * (the controller rejected G) is one: no Envoy ACK can change it, so nothing re-evaluates it to True.
+ */
+function isResolving(decision: Decision): boolean {
+  return decision.state === 'Programmed' || decision.state === 'GenerationNotObservable' || decision.state === 'Invalid';
 }
 
 /** Generations read, newest first, when a candidate is evaluated: its own item is almost always among them. */
@@ -261,7 +269,7 @@ async function unchangedFromCache(deps: EvaluationDeps, snapshot: AggregateSnaps
   const stored = cached?.decision;
   if (cached === undefined || stored === undefined || stored.supersededBy !== undefined || stored.state === 'Programmed') return false;
   const { decision: fresh, now } = await snapshot.decide(cached);
-  if (fresh.state === 'Programmed' || fresh.state === 'GenerationNotObservable') return false;
+  if (isResolving(fresh)) return false;
   return nothingToWrite(deps, stored, fresh, now);
 }
 
@@ -295,7 +303,7 @@ async function evaluateFromStore(deps: EvaluationDeps, snapshot: AggregateSnapsh
   // this one, supersedeOlder); `newer` guards writes only. It was read with the item: a generation
   // created since is caught by that record's supersedeOlder, as one created between a later check and
   // the write always was.
-  const resolving = decision.state === 'Programmed' || decision.state === 'GenerationNotObservable';
+  const resolving = isResolving(decision);
   if (!resolving && nothingToWrite(deps, record.decision, decision, now)) return { outcome: 'unchanged', record };
   const supersededBy = newer;
   if (supersededBy !== undefined) {

@@ -11,6 +11,9 @@
 //    barrier is re-done after re-targeting (and a settle delay).
 //  - New lineages (a group whose first Envoy arrives later) get barriers for everything known.
 //  - Kinds with no signal: each generation is marked not observable instead.
+//  - A generation the controller reports processed but rejected (HTTPProxy `Valid=False`) gets no
+//    barrier: its content was never applied, so a watermark for it would let our condition say True
+//    for a change that is not live. It is marked rejected once instead (convergence: Invalid).
 import type { Logger } from 'pino';
 import { formatObjectRef, type Clock, type ObjectRef } from '../../common/core';
 import type { RelayControl, ReopenResult } from '../relay/observer';
@@ -66,6 +69,7 @@ export class ObservedGenerationBarrier {
   /** lineage → object → highest generation recorded. */
   private readonly recorded = new Map<string, Map<string, number>>();
   private readonly notObservableSent = new Map<string, number>();
+  private readonly rejectedSent = new Map<string, number>();
   private dirty = false;
   private running: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -98,6 +102,13 @@ export class ObservedGenerationBarrier {
       return;
     }
     if (object.processed === undefined) return;
+    if (object.rejected !== undefined) {
+      if ((this.rejectedSent.get(key) ?? 0) < object.processed) {
+        this.rejectedSent.set(key, object.processed);
+        this.recorder.enqueueRejectedByController(object.ref, object.processed, object.rejected, this.clock.now());
+      }
+      return;
+    }
     const known = this.objects.get(key);
     if (known !== undefined && known.processed >= object.processed) return;
     this.objects.set(key, { ref: object.ref, processed: object.processed });
@@ -107,6 +118,7 @@ export class ObservedGenerationBarrier {
   forget(ref: ObjectRef): void {
     this.objects.delete(formatObjectRef(ref));
     this.notObservableSent.delete(formatObjectRef(ref));
+    this.rejectedSent.delete(formatObjectRef(ref));
   }
 
   /** The relay retired `lineage` (moved or freed): nothing more is recorded on it. */

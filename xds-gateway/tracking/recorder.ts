@@ -172,7 +172,16 @@ interface NotObservableWrite {
   at: number;
 }
 
-type ObjectWrite = WatermarkWrite | NotObservableWrite;
+/** The controller reported the generation processed but invalid (barrier.ts): its message. */
+interface RejectedWrite {
+  kind: 'rejected';
+  ref: ObjectRef;
+  generation: number;
+  message: string;
+  at: number;
+}
+
+type ObjectWrite = WatermarkWrite | NotObservableWrite | RejectedWrite;
 
 interface KnownRev<T> {
   /** The rev stored by our last successful write or read; undefined: unknown (write as if absent). */
@@ -453,6 +462,11 @@ export class Recorder {
 
   enqueueNotObservable(ref: ObjectRef, generation: number, reason: string, at: number): void {
     this.objectWrites.push({ kind: 'notObservable', ref, generation, reason, at });
+    this.schedule();
+  }
+
+  enqueueRejectedByController(ref: ObjectRef, generation: number, message: string, at: number): void {
+    this.objectWrites.push({ kind: 'rejected', ref, generation, message, at });
     this.schedule();
   }
 
@@ -1139,8 +1153,11 @@ export class Recorder {
           { object: formatObjectRef(write.ref), generation: write.generation, lineage: write.lineage, seq: write.watermark.seq, outcome },
           'watermark recorded',
         );
-      } else {
+      } else if (write.kind === 'notObservable') {
         await this.store.markNotObservable(write.ref, write.generation, write.reason, write.at);
+      } else {
+        await this.store.markRejectedByController(write.ref, write.generation, write.message, write.at);
+        this.logger.info({ object: formatObjectRef(write.ref), generation: write.generation }, 'controller rejection recorded');
       }
       this.metrics?.writeLatency('watermark', performanceSeconds() - started);
       return true;

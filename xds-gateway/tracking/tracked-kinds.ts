@@ -12,9 +12,16 @@ import type { ObjectRef } from '../../common/core';
  *   take the minimum over those entries (the least advanced parent);
  * - `none`: the kind gives no such signal: every generation is marked not observable (the condition
  *   says so instead of guessing).
+ *
+ * `condition` may also say which status of that condition means "processed, but rejected"
+ * (`rejectedWhenStatus`; HTTPProxy: `Valid` `False`, with Contour's message). Such a generation gets
+ * no barrier (its content was never applied, so Envoys reaching a later version prove nothing): it
+ * is marked rejected and our condition says Invalid with the controller's message. Opt-in, because
+ * for other conditions (`Ready=False`) False may only mean "not yet". `parents` (Gateway API) has no
+ * such signal yet: a route with `Accepted=False` is still treated as processed.
  */
 export const ProcessedSignalSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('condition'), conditionType: z.string().min(1).default('Valid') }),
+  z.object({ type: z.literal('condition'), conditionType: z.string().min(1).default('Valid'), rejectedWhenStatus: z.enum(['True', 'False', 'Unknown']).optional() }),
   z.object({ type: z.literal('parents'), controllerName: z.string().min(1).optional() }),
   z.object({ type: z.literal('none'), reason: z.string().min(1).optional() }),
 ]);
@@ -35,7 +42,7 @@ export const HTTPPROXY_KIND: TrackedKind = {
   version: 'v1',
   kind: 'HTTPProxy',
   plural: 'httpproxies',
-  signal: { type: 'condition', conditionType: 'Valid' },
+  signal: { type: 'condition', conditionType: 'Valid', rejectedWhenStatus: 'False' },
 };
 
 export const HTTPROUTE_KIND: TrackedKind = {
@@ -59,6 +66,8 @@ export interface ObservedObject {
   generation: number;
   /** The generation the controller reports as processed; undefined: no signal (yet). */
   processed: number | undefined;
+  /** Set when the controller reports `processed` as rejected: its message (untrusted text). */
+  rejected?: string;
 }
 
 function record(value: unknown): Record<string, unknown> | undefined {
@@ -77,7 +86,27 @@ export function observeObject(kind: TrackedKind, object: unknown): ObservedObjec
   if (typeof name !== 'string' || generation === undefined) return undefined;
   const namespace = typeof metadata?.['namespace'] === 'string' ? (metadata['namespace'] as string) : '';
   const ref = { group: kind.group, kind: kind.kind, namespace, name };
-  return { ref, generation, processed: processedGeneration(kind.signal, record(record(object)?.['status'])) };
+  const status = record(record(object)?.['status']);
+  const processed = processedGeneration(kind.signal, status);
+  const rejected = processed === undefined ? undefined : controllerRejection(kind.signal, status);
+  return { ref, generation, processed, ...(rejected === undefined ? {} : { rejected }) };
+}
+
+/** Longest controller message kept (the condition quotes at most 1 KiB of it). */
+export const MAX_REJECTION_MESSAGE_LENGTH = 1024;
+
+/**
+ * The controller's message when the processed generation was rejected (the signal's condition has the
+ * rejecting status), else undefined. Empty messages still reject: the status is the verdict.
+ */
+export function controllerRejection(signal: ProcessedSignal, status: Record<string, unknown> | undefined): string | undefined {
+  if (signal.type !== 'condition' || signal.rejectedWhenStatus === undefined) return undefined;
+  const conditions = status?.['conditions'];
+  if (!Array.isArray(conditions)) return undefined;
+  const condition = conditions.map(record).find((c) => c?.['type'] === signal.conditionType);
+  if (condition?.['status'] !== signal.rejectedWhenStatus) return undefined;
+  const message = typeof condition['message'] === 'string' && condition['message'] !== '' ? condition['message'] : `${signal.conditionType} is ${signal.rejectedWhenStatus}`;
+  return message.slice(0, MAX_REJECTION_MESSAGE_LENGTH);
 }
 
 export function processedGeneration(signal: ProcessedSignal, status: Record<string, unknown> | undefined): number | undefined {

@@ -25,6 +25,12 @@ export const localSystemOptionsSchema = z
      */
     controlPlane: z.enum(['reference', 'contour']).default('reference'),
     /**
+     * With the reference control plane, the gateway's watermark source: 'provenance' (default) or
+     * 'barrier' (the gateway watches HTTPProxy status and follows the control plane's Lease, as with
+     * unmodified Contour): tests of the barrier path against a controller whose status we control.
+     */
+    gatewayWatermarks: z.enum(['provenance', 'barrier']).default('provenance'),
+    /**
      * The control plane's leader-election timings (default: a 5 s Lease, renew deadline 3 s, retry
      * 0.5 s, so a stopped leader hands over in seconds). client-go's rule: duration > renew deadline
      * > 1.2 × retry period.

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { closeAll, type Component } from './component';
 import { CONTOUR_LEASE, contourInstall, startContourComponent, yamlObjects, type ContourComponent } from './contour';
-import { DEFAULT_LEASE_TIMINGS, startControlPlaneComponent, type ControlPlaneComponent } from './control-plane';
+import { DEFAULT_LEASE_TIMINGS, LEASE_NAME, LEASE_NAMESPACE, startControlPlaneComponent, type ControlPlaneComponent } from './control-plane';
 import { startDynamoComponent, type DynamoComponent } from './dynamo';
 import { startBackendComponent, startFleetComponentIn, type FleetComponentOf, type FleetProcessMode } from './fleet';
 import { startFunctionsComponent, type FunctionsComponent } from './functions';
@@ -134,6 +134,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
     let controlPlane: ControlPlaneComponent | ContourComponent;
     let contourReplicas: ContourComponent | undefined;
     let upstream: string;
+    let referenceBarrier: { kubeconfigPath: string; leaderLease: string; leaderTargets: Record<string, string> } | undefined;
     if (contour === undefined) {
       const endpoints = Array.from({ length: options.objects }, (_, index) =>
         [sampleService(index), sampleCanaryService(index)].map((service) => ({ service, namespace: SAMPLE_NAMESPACE, ip: backend.backend.host, port: backend.backend.port })),
@@ -143,6 +144,10 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
       );
       controlPlane = reference;
       upstream = reference.addresses[0] ?? '';
+      if (options.gatewayWatermarks === 'barrier') {
+        const leaderTargets = Object.fromEntries(reference.replicas.map((replica, slot) => [replica.replicaId, reference.addresses[slot] ?? '']));
+        referenceBarrier = { kubeconfigPath: kube.kubeconfigPath, leaderLease: `${LEASE_NAMESPACE}/${LEASE_NAME}`, leaderTargets };
+      }
     } else {
       // Contour reads endpoints from the API server: the samples' Services and EndpointSlices
       // exist before it starts, so its first snapshot has their clusters.
@@ -170,7 +175,9 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
           defaultMetrics: context.processMetrics ?? false,
           process: options.gatewayProcess,
           ...(contourReplicas === undefined
-            ? {}
+            ? referenceBarrier === undefined
+              ? {}
+              : { barrier: referenceBarrier }
             : { barrier: { kubeconfigPath: kube.kubeconfigPath, leaderLease: CONTOUR_LEASE, leaderTargets: contourReplicas.leaderTargets } }),
           // An idle Envoy is refreshed well within the TTL (the defaults suit the default 120 s).
           envoyHeartbeatMs: Math.min(30_000, Math.floor(options.envoyTtlMs / 4)),

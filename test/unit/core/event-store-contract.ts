@@ -124,6 +124,8 @@ export function describeEventStoreContract(name: string, open: () => Promise<Con
       await store.markNotObservable(ref, 8, 'no status signal', T0 + 300);
       expect(await store.getObjectGeneration(ref, 8)).toMatchObject({ status: 'found', value: { notObservable: 'no status signal', generation: 8 } });
       expect(await store.getObjectGeneration(ref, 9)).toEqual({ status: 'missing' });
+      await store.markRejectedByController(ref, 10, 'Service "default/app-1-v2" not found', T0 + 400);
+      expect(await store.getObjectGeneration(ref, 10)).toMatchObject({ status: 'found', value: { rejectedByController: 'Service "default/app-1-v2" not found', generation: 10, watermarks: {} } });
     });
 
     it('object generations list in numeric order, both ways, across pages', async () => {

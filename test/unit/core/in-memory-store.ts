@@ -162,6 +162,10 @@ export class InMemoryEventStore implements EventStore {
     this.putRaw(toObjectGenerationItem({ ...this.generation(ref, generation, at), notObservable: reason }));
   }
 
+  async markRejectedByController(ref: ObjectRef, generation: number, message: string, at: number): Promise<void> {
+    this.putRaw(toObjectGenerationItem({ ...this.generation(ref, generation, at), rejectedByController: message }));
+  }
+
   async getObjectGeneration(ref: ObjectRef, generation: number): Promise<ItemRead<ObjectGeneration>> {
     return this.read(objectGenerationKey(ref, generation), 'ObjectGeneration', objectGenerationFromItem);
   }
