@@ -162,14 +162,24 @@ async function changeGoesTrue(): Promise<void> {
   generation = ((await response.json()) as { metadata: { generation: number } }).metadata.generation;
   // An Envoy the fuzz left without answering counts until it expires (TTL): wait past it.
   const budget = system.timings.envoyTtlMs + 20_000;
-  await observer.waitFor(
-    () => {
-      const current = observer.current(sampleName(index));
-      return current?.condition.status === 'True' && current.condition.observedGeneration === generation;
-    },
-    budget,
-    `${sampleName(index)} True at generation ${generation}`,
-  );
+  try {
+    await observer.waitFor(
+      () => {
+        const current = observer.current(sampleName(index));
+        return current?.condition.status === 'True' && current.condition.observedGeneration === generation;
+      },
+      budget,
+      `${sampleName(index)} True at generation ${generation}`,
+    );
+  } catch (error) {
+    // Say what the object says: which Envoy it still waits for.
+    if (process.env['FUZZ_DEBUG'] === '1') {
+      const rec = (system.gateway?.recorder as unknown as { recorded: Map<string, { nodes: Map<string, unknown>; wanted: number; confirmed: number }> }).recorded;
+      for (const [lineage, entry] of rec) if (lineage.includes('flood')) process.stderr.write(`DEBUG ${lineage} wanted=${entry.wanted} confirmed=${entry.confirmed} nodes=${JSON.stringify([...entry.nodes])}\n`);
+      for (const [lineage, entry] of rec) if (lineage.includes('flood')) for (const nodeId of entry.nodes.keys()) { const st = await system.gateway?.store.getEnvoyState(nodeId); process.stderr.write(`DEBUG state ${JSON.stringify(nodeId)} ${JSON.stringify(st?.status === 'found' ? { lineage: st.value.lineage, rev: st.value.rev, inc: st.value.incarnation, status: st.value.status } : st)}\n`); }
+    }
+    throw new Error(`${String(error)}; its condition: ${JSON.stringify(observer.current(sampleName(index))?.condition)}`);
+  }
 }
 
 test(`${RUNS} hostile nodes: clear refusals, nothing stored for them, no wedge, other objects still go True`, async () => {
@@ -198,7 +208,7 @@ test(`${RUNS} hostile nodes: clear refusals, nothing stored for them, no wedge, 
       if (runs % CHECK_EVERY_RUNS === 0) await changeGoesTrue();
     }),
     // A failure ends the run at once (shrinking would replay whole-system runs for minutes).
-    { numRuns: RUNS, endOnFailure: true },
+    { numRuns: RUNS, endOnFailure: true, ...(process.env['FUZZ_SEED'] === undefined ? {} : { seed: Number(process.env['FUZZ_SEED']) }) },
   );
   await changeGoesTrue();
   // Nothing was left to retry or refused for good among the nodes the edge let through.

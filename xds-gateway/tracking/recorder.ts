@@ -194,7 +194,7 @@ const defaultMerge = (ours: EnvoyState): EnvoyState => ours;
 /** The denominator of one lineage as this recorder counts it (docs/CONVERGENCE.md, "The denominator"). */
 interface LineageCount {
   /** Per node: its incarnation, what it was stamped from, and the count that includes it. */
-  nodes: Map<string, { incarnation: number; connectedAt: number; programmedThrough: number; countedAt: number; renew?: boolean }>;
+  nodes: Map<string, { incarnation: number; connectedAt: number; programmedThrough: number; countedAt: number; renew?: boolean; storedIncarnation?: number }>;
   /** Sum of the nodes' incarnations: what the next LINEAGE write carries. */
   wanted: number;
   /** The largest count a stored LINEAGE item is confirmed to carry. */
@@ -791,7 +791,7 @@ export class Recorder {
         this.confirmEvents(write.events);
         this.stateWritten(write.state.nodeId, write.enqueued);
       } else if (outcome.dropped !== undefined) {
-        this.uncountRefused(write.state);
+        this.uncountUnstored(write.state, 'refused by the store');
         this.dropUnrecordable(write.state.nodeId, write.events, outcome.dropped, 'envoyState');
       } else {
         ok = false;
@@ -843,7 +843,7 @@ export class Recorder {
       const outcome = await this.writeEnvoyState(write);
       if (outcome === 'written') this.stateWritten(write.state.nodeId, write.enqueued);
       else if (outcome.dropped !== undefined) {
-        this.uncountRefused(write.state);
+        this.uncountUnstored(write.state, 'refused by the store');
         this.dropUnrecordable(write.state.nodeId, [], outcome.dropped, 'envoyState');
       }
       else {
@@ -947,32 +947,44 @@ export class Recorder {
   }
 
   /**
-   * The store refused `state` for good *after* it was counted (DynamoDB's own limits, which
-   * envoyStateStorageProblem can only estimate). Its new incarnation will never be in the table, so it
-   * leaves the count again: otherwise convergence would wait for it for ever ("not yet in the
-   * aggregates"). The count goes down by the one it went up, later counts move down with it, the
-   * confirmed count may not exceed the new one (a state counted from now on needs a write that
-   * carries it), and a LINEAGE write with the lower count is queued. Until it is stored, convergence
-   * only waits longer (the stored count is still the higher one): never the unsafe direction.
+   * After a write: which incarnation of the node its lineage's table now holds. A write merged into
+   * another lineage's state (mergeEnvoyState keeps another connection's live state over our
+   * disconnect, e.g. after a node-id takeover) stored nothing on our lineage: if that incarnation was
+   * never stored there, its count comes back out (uncountUnstored).
    */
-  private uncountRefused(state: EnvoyState): void {
+  private noteStored(ours: EnvoyState, written: EnvoyState): void {
+    const node = this.recorded.get(ours.lineage)?.nodes.get(ours.nodeId);
+    if (node === undefined) return;
+    if (written.lineage === ours.lineage) node.storedIncarnation = Math.max(node.storedIncarnation ?? 0, written.incarnation ?? 1);
+    else this.uncountUnstored(ours, `merged into its state on ${written.lineage}`);
+  }
+
+  /**
+   * `state` was counted on its lineage but will never be in the table there: the store refused it for
+   * good (DynamoDB's own limits, which envoyStateStorageProblem can only estimate), or the write was
+   * merged into another lineage's state. Left counted, convergence would wait for it for ever ("not
+   * yet in the aggregates"). The count goes down by the incarnations never stored; no count kept for
+   * another node may exceed the new total (capped, so their states still pass as counted once a
+   * LINEAGE write carries it); the confirmed count may not exceed it either (a state counted from now
+   * on needs a write that carries it); and a LINEAGE write with the lower count is queued. Until it is
+   * stored, convergence only waits longer (the stored count is the higher one): never the unsafe way.
+   */
+  private uncountUnstored(state: EnvoyState, why: string): void {
     const entry = this.recorded.get(state.lineage);
     const node = entry?.nodes.get(state.nodeId);
     if (entry === undefined || node === undefined) return;
-    const stored = this.envoyRevs.get(state.nodeId)?.stored;
-    const storedIncarnation = stored !== undefined && stored.lineage === state.lineage ? (stored.incarnation ?? 1) : 0;
-    // The refused write was of an incarnation already stored: the table holds it, it stays counted.
+    const storedIncarnation = node.storedIncarnation ?? 0;
+    // That incarnation is in the table on this lineage already: it stays counted.
     if (node.incarnation <= storedIncarnation) return;
-    const droppedAt = node.countedAt;
-    entry.wanted -= 1;
-    for (const other of entry.nodes.values()) if (other.countedAt > droppedAt) other.countedAt -= 1;
+    entry.wanted -= node.incarnation - storedIncarnation;
     if (storedIncarnation === 0) entry.nodes.delete(state.nodeId);
     else Object.assign(node, { incarnation: storedIncarnation, countedAt: 0, renew: false });
+    for (const other of entry.nodes.values()) other.countedAt = Math.min(other.countedAt, entry.wanted);
     entry.confirmed = Math.min(entry.confirmed, entry.wanted);
     if (!this.lineageStates.has(state.lineage)) {
       this.lineageStates.set(state.lineage, this.latestLineage.get(state.lineage) ?? lineageStateFor(state.lineage, state.group, this.clock.now()));
     }
-    this.logger.warn({ lineage: state.lineage, nodeId: state.nodeId, envoysRecorded: entry.wanted }, 'refused state uncounted; its lineage count is written again');
+    this.logger.warn({ lineage: state.lineage, nodeId: state.nodeId, envoysRecorded: entry.wanted, why }, 'a counted state is not stored on its lineage; its count is taken back and written again');
   }
 
   private recordedOf(lineage: string): LineageCount {
@@ -1014,6 +1026,7 @@ export class Recorder {
         this.metrics?.writeLatency('envoyState', performanceSeconds() - started);
         if (result.ok) {
           this.envoyRevs.set(ours.nodeId, { rev: state.rev, stored: state });
+          this.noteStored(ours, state);
           return 'written';
         }
         const current = readToRev(result.current);
