@@ -16,10 +16,7 @@ const UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]|\p{Cs}/gu;
 
 /** Whether `text` holds a character `displaySafe` would replace. */
 export function hasUnsafeCharacters(text: string): boolean {
-  UNSAFE.lastIndex = 0;
-  const found = UNSAFE.test(text);
-  UNSAFE.lastIndex = 0;
-  return found;
+  return firstUnsafeCharacter(text) !== undefined;
 }
 
 /** `text` with every unsafe character replaced by U+FFFD (length in code units may change by none). */

@@ -173,11 +173,6 @@ async function changeGoesTrue(): Promise<void> {
     );
   } catch (error) {
     // Say what the object says: which Envoy it still waits for.
-    if (process.env['FUZZ_DEBUG'] === '1') {
-      const rec = (system.gateway?.recorder as unknown as { recorded: Map<string, { nodes: Map<string, unknown>; wanted: number; confirmed: number }> }).recorded;
-      for (const [lineage, entry] of rec) if (lineage.includes('flood')) process.stderr.write(`DEBUG ${lineage} wanted=${entry.wanted} confirmed=${entry.confirmed} nodes=${JSON.stringify([...entry.nodes])}\n`);
-      for (const [lineage, entry] of rec) if (lineage.includes('flood')) for (const nodeId of entry.nodes.keys()) { const st = await system.gateway?.store.getEnvoyState(nodeId); process.stderr.write(`DEBUG state ${JSON.stringify(nodeId)} ${JSON.stringify(st?.status === 'found' ? { lineage: st.value.lineage, rev: st.value.rev, inc: st.value.incarnation, status: st.value.status } : st)}\n`); }
-    }
     throw new Error(`${String(error)}; its condition: ${JSON.stringify(observer.current(sampleName(index))?.condition)}`);
   }
 }

@@ -245,3 +245,22 @@ export async function liveCount(world: World, lineage: string): Promise<number> 
 export function objectRef(name: string): ObjectRef {
   return { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'default', name };
 }
+
+/**
+ * A stream mapping on the world's table as the status tests need one: small batches, no batching
+ * window, quick retries, and only what happens from now on (a mapping added later does not replay
+ * the table's history).
+ */
+export function streamDeliveryFor(world: World, handler: StreamHandler): StreamDelivery {
+  return createStreamDelivery({
+    source: world.dynamo.tableStreams.get(world.tableName),
+    handler,
+    batchSize: 50,
+    maximumBatchingWindowMs: 0,
+    maximumRetryAttempts: 5,
+    bisectBatchOnFunctionError: false,
+    retryBackoff: { initialMs: 5, maxMs: 20 },
+    startingPosition: 'LATEST',
+    logger: silentLogger,
+  });
+}

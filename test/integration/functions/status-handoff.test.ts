@@ -21,28 +21,14 @@ import { TrackedKinds } from '../../../functions/kube/tracked-kinds';
 import { buildFunctionContext, type FunctionContext } from '../../../functions/lib/context';
 import { createStatusHandler } from '../../../functions/status';
 import { applyDecision } from '../../../functions/status/process';
-import { createStreamDelivery, type StreamDelivery, type StreamHandler } from '../../../infra/local/dynamo';
+import type { StreamDelivery } from '../../../infra/local/dynamo';
 import { openWatch, request, startTestServer, WIDGET_CRD, type OpenWatch, type TestServer } from '../kube/helpers';
-import { CDS, FakeEnvoy, FakeGateway, LDS, silentLogger, startWorld, waitFor, waitForDecision, type World } from './convergence-support';
+import { CDS, FakeEnvoy, FakeGateway, LDS, silentLogger, startWorld, streamDeliveryFor, waitFor, waitForDecision, type World } from './convergence-support';
 import { WIDGET_KIND, widgetRef, type WidgetObject } from './status-support';
 
 const CONDITION = 'EnvoyProgrammed';
 type Condition = Record<string, unknown>;
 
-function delivery(world: World, handler: StreamHandler): StreamDelivery {
-  return createStreamDelivery({
-    source: world.dynamo.tableStreams.get(world.tableName),
-    handler,
-    batchSize: 50,
-    maximumBatchingWindowMs: 0,
-    maximumRetryAttempts: 5,
-    bisectBatchOnFunctionError: false,
-    retryBackoff: { initialMs: 5, maxMs: 20 },
-    // Only what happens from now on (a mapping added later does not replay the table's history).
-    startingPosition: 'LATEST',
-    logger: silentLogger,
-  });
-}
 
 /** A pino logger whose JSON lines are kept, to see what the handoff reported. */
 function capturingLogger(): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {
@@ -126,7 +112,7 @@ describe('convergence hands changed verdicts to the status writer', () => {
     expect((await request(kube, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', WIDGET_CRD)).status).toBe(201);
     context = buildFunctionContext(world.env, silentLogger);
     expect(configureStatusHandoff(context, kubeEnv(world, kube))).toBe(true);
-    convergence = delivery(world, (event) => handleConvergence(event, context));
+    convergence = streamDeliveryFor(world, (event) => handleConvergence(event, context));
     ({ gateway, envoys } = await fleet(world, 'gw-a.boot1.edge', ['envoy-a', 'envoy-b']));
     await convergence.idle();
   });
@@ -224,7 +210,7 @@ describe('convergence hands changed verdicts to the status writer', () => {
 
   it('(4) a normal rollout with both paths running: ≤ 2 status writes per object per generation, ending True', async () => {
     const names = ['roll-0', 'roll-1', 'roll-2', 'roll-3', 'roll-4'];
-    const status = delivery(world, createStatusHandler({ env: kubeEnv(world, kube), logger: silentLogger }));
+    const status = streamDeliveryFor(world, createStatusHandler({ env: kubeEnv(world, kube), logger: silentLogger }));
     const watch = await openWatch(kube, '/apis/example.com/v1/namespaces/default/widgets?watch=true');
     try {
       for (const name of names) await createWidget(kube, name);
@@ -298,7 +284,7 @@ describe('convergence handoff against a failing API server', () => {
     };
     context = buildFunctionContext(world.env, captured.logger);
     expect(configureStatusHandoff(context, { ...world.env, TRACKED_KINDS: JSON.stringify([WIDGET_KIND]), KUBECONFIG_YAML: failingDir.kubeconfig })).toBe(true);
-    convergence = delivery(world, async (event) => {
+    convergence = streamDeliveryFor(world, async (event) => {
       const response = await handleConvergence(event, context);
       responses.push(response);
       return response;
@@ -309,7 +295,7 @@ describe('convergence handoff against a failing API server', () => {
     const gate = new Promise<void>((resolve) => {
       openStatusGate = resolve;
     });
-    status = delivery(world, async (event) => {
+    status = streamDeliveryFor(world, async (event) => {
       await gate;
       return statusHandler(event);
     });

@@ -6,35 +6,20 @@
 // condition message has disagreed with the decision stored on its item.
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 
-import { conditionForDecision, type ObjectRef } from '../../../common/core';
+import { conditionForDecision } from '../../../common/core';
 import { configureStatusHandoff, handleConvergence } from '../../../functions/convergence';
 import { buildFunctionContext, type FunctionContext } from '../../../functions/lib/context';
 import { createStatusHandler } from '../../../functions/status';
-import { createStreamDelivery, type StreamDelivery, type StreamHandler } from '../../../infra/local/dynamo';
 import { openWatch, request, startTestServer, WIDGET_CRD, type OpenWatch, type TestServer } from '../kube/helpers';
-import { CDS, FakeEnvoy, FakeGateway, LDS, silentLogger, startWorld, type World } from './convergence-support';
-import { WIDGET_KIND, type WidgetObject } from './status-support';
+import { CDS, FakeEnvoy, FakeGateway, LDS, silentLogger, startWorld, streamDeliveryFor, type World } from './convergence-support';
+import { WIDGET_KIND, widgetRef, type WidgetObject } from './status-support';
 
 export const CONDITION = 'EnvoyProgrammed';
 export type Condition = Record<string, unknown>;
 
-export function widget(name: string): ObjectRef {
-  return { group: 'example.com', kind: 'Widget', namespace: 'default', name };
-}
+/** The Widget these tests track (status-support's reference). */
+export const widget = widgetRef;
 
-function delivery(world: World, handler: StreamHandler): StreamDelivery {
-  return createStreamDelivery({
-    source: world.dynamo.tableStreams.get(world.tableName),
-    handler,
-    batchSize: 50,
-    maximumBatchingWindowMs: 0,
-    maximumRetryAttempts: 5,
-    bisectBatchOnFunctionError: false,
-    retryBackoff: { initialMs: 5, maxMs: 20 },
-    startingPosition: 'LATEST',
-    logger: silentLogger,
-  });
-}
 
 export interface RefreshWorldOptions {
   /** STATUS_MESSAGE_REFRESH_MS for both functions ('' = the default). */
@@ -84,8 +69,8 @@ export async function startRefreshWorld(options: RefreshWorldOptions): Promise<R
   };
   const context = buildFunctionContext(world.env, silentLogger);
   if (!configureStatusHandoff(context, env)) throw new Error('the handoff did not configure');
-  const convergence = delivery(world, (event: DynamoDBStreamEvent) => handleConvergence(event, context));
-  const status = delivery(world, createStatusHandler({ env, logger: silentLogger }));
+  const convergence = streamDeliveryFor(world, (event: DynamoDBStreamEvent) => handleConvergence(event, context));
+  const status = streamDeliveryFor(world, createStatusHandler({ env, logger: silentLogger }));
   const watch: OpenWatch = await openWatch(kube, '/apis/example.com/v1/namespaces/default/widgets?watch=true');
   const seenAt: number[] = [];
   const observer = setInterval(() => {

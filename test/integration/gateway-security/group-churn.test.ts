@@ -2,39 +2,24 @@
 // idle groups; here the whole gateway must let go of them too: the recorder's per-lineage state, the
 // tracker's upstream status and the barrier's record, once nothing of the lineage is queued. What is
 // stored stays right (every state written, its lineage counting it) and the gateway stays ready.
-import * as grpc from '@grpc/grpc-js';
-import { ADS_SERVICE, createDiscoveryClient, openAdsSotw, type DiscoveryRequest, type DiscoveryResponse } from '../../../common/xds';
-import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
-import type { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
-import type { LocalDynamo } from '../../../infra/local/dynamo';
 import type { Gateway } from '../../../xds-gateway/ops/gateway';
-import { ALL_TYPES, envoyState, eventually, lineageState, startDynamoAndControlPlane, startTestGateway } from '../gateway/helpers';
-import { StreamReader } from '../gateway-relay/stream-reader';
+import { envoyState, eventually, lineageState, startGatewayOnLocalSystem, subscribeAllTypes, type GatewayOnLocalSystem } from '../gateway/helpers';
 
 const GROUPS = 24;
-let dynamo: LocalDynamo;
-let source: InMemoryRouteSource;
-let controlPlane: ControlPlane;
+let system: GatewayOnLocalSystem;
 let gateway: Gateway;
-let client: grpc.Client;
 
 beforeAll(async () => {
-  ({ dynamo, source, controlPlane } = await startDynamoAndControlPlane());
-  gateway = await startTestGateway({ upstream: `127.0.0.1:${controlPlane.port}`, table: 'gw-group-churn', 'dynamodb-endpoint': dynamo.endpoint, 'group-idle-ms': '200' });
-  client = createDiscoveryClient(ADS_SERVICE, `127.0.0.1:${gateway.xdsPort}`);
+  system = await startGatewayOnLocalSystem('gw-group-churn', { 'group-idle-ms': '200' });
+  gateway = system.gateway;
 });
 
 afterAll(async () => {
-  client.close();
-  await gateway.close();
-  await controlPlane.close();
-  await source.close();
-  await dynamo.close();
+  await system.close();
 });
 
 async function serveOnce(nodeId: string, cluster: string): Promise<void> {
-  const reader = new StreamReader<DiscoveryRequest, DiscoveryResponse>(openAdsSotw(client));
-  ALL_TYPES.forEach((typeUrl, index) => reader.send({ ...(index === 0 ? { node: { id: nodeId, cluster } } : {}), type_url: typeUrl, resource_names: [], version_info: '' }));
+  const reader = subscribeAllTypes(system.client, { id: nodeId, cluster });
   const response = await reader.next(10_000);
   reader.send({ type_url: response.type_url ?? '', response_nonce: response.nonce ?? '', version_info: response.version_info ?? '', resource_names: [] });
   await eventually(() => envoyState(gateway.store, nodeId), `${nodeId} stored`);

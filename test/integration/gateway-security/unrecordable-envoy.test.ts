@@ -7,13 +7,8 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { HttpRequest } from '@smithy/core/protocols';
 import type { HttpHandlerOptions } from '@smithy/types';
 import * as grpc from '@grpc/grpc-js';
-import { ADS_SERVICE, createDiscoveryClient, openAdsSotw, type DiscoveryRequest, type DiscoveryResponse } from '../../../common/xds';
-import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
-import type { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
-import type { LocalDynamo } from '../../../infra/local/dynamo';
 import type { Gateway } from '../../../xds-gateway/ops/gateway';
-import { ALL_TYPES, envoyState, eventually, httpGet, lineageState, startDynamoAndControlPlane, startTestGateway } from '../gateway/helpers';
-import { StreamReader } from '../gateway-relay/stream-reader';
+import { envoyState, eventually, httpGet, lineageState, startGatewayOnLocalSystem, subscribeAllTypes, type GatewayOnLocalSystem } from '../gateway/helpers';
 
 const DOOMED = 'doomed-envoy';
 
@@ -35,32 +30,20 @@ class RefusingHandler extends NodeHttpHandler {
   }
 }
 
-let dynamo: LocalDynamo;
-let source: InMemoryRouteSource;
-let controlPlane: ControlPlane;
+let system: GatewayOnLocalSystem;
 let gateway: Gateway;
-let client: grpc.Client;
 const handler = new RefusingHandler();
 
 beforeAll(async () => {
-  ({ dynamo, source, controlPlane } = await startDynamoAndControlPlane());
-  gateway = await startTestGateway({ upstream: `127.0.0.1:${controlPlane.port}`, table: 'gw-unrecordable', 'dynamodb-endpoint': dynamo.endpoint }, { store: { requestHandler: handler } });
-  client = createDiscoveryClient(ADS_SERVICE, `127.0.0.1:${gateway.xdsPort}`);
+  system = await startGatewayOnLocalSystem('gw-unrecordable', {}, { store: { requestHandler: handler } });
+  gateway = system.gateway;
 });
 
 afterAll(async () => {
-  client.close();
-  await gateway.close();
-  await controlPlane.close();
-  await source.close();
-  await dynamo.close();
+  await system.close();
 });
 
-function subscribe(nodeId: string): StreamReader<DiscoveryRequest, DiscoveryResponse> {
-  const reader = new StreamReader<DiscoveryRequest, DiscoveryResponse>(openAdsSotw(client));
-  ALL_TYPES.forEach((typeUrl, index) => reader.send({ ...(index === 0 ? { node: { id: nodeId, cluster: 'edge' } } : {}), type_url: typeUrl, resource_names: [], version_info: '' }));
-  return reader;
-}
+const subscribe = (nodeId: string) => subscribeAllTypes(system.client, { id: nodeId, cluster: 'edge' });
 
 test('the refused Envoy gets INVALID_ARGUMENT and no config; the other Envoy is served and stored; the gateway stays ready', async () => {
   const doomed = subscribe(DOOMED);

@@ -21,6 +21,9 @@ import { Fleet, type FleetEnvoySpec } from '../../../infra/local/envoys';
 import { eventually as pollEventually, type Probe } from '../../support/eventually';
 import { parseGatewayConfig, type GatewayConfig } from '../../../xds-gateway/ops/config';
 import { startGateway, type Gateway, type GatewaySeams } from '../../../xds-gateway/ops/gateway';
+import * as grpc from '@grpc/grpc-js';
+import { ADS_SERVICE, createDiscoveryClient, openAdsSotw, type DiscoveryRequest, type DiscoveryResponse } from '../../../common/xds';
+import { StreamReader } from '../gateway-relay/stream-reader';
 
 export const testLogger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
 
@@ -208,4 +211,35 @@ export async function startDelayProxy(target: string, delayMs: number): Promise<
         server.close(() => resolve());
       }),
   };
+}
+
+/** A gateway on a local DynamoDB and reference control plane, with a raw ADS client to it. */
+export interface GatewayOnLocalSystem {
+  gateway: Gateway;
+  client: grpc.Client;
+  close(): Promise<void>;
+}
+
+export async function startGatewayOnLocalSystem(table: string, args: Record<string, string> = {}, seams: GatewaySeams = {}): Promise<GatewayOnLocalSystem> {
+  const { dynamo, source, controlPlane } = await startDynamoAndControlPlane();
+  const gateway = await startTestGateway({ upstream: `127.0.0.1:${controlPlane.port}`, table, 'dynamodb-endpoint': dynamo.endpoint, ...args }, seams);
+  const client = createDiscoveryClient(ADS_SERVICE, `127.0.0.1:${gateway.xdsPort}`);
+  return {
+    gateway,
+    client,
+    close: async () => {
+      client.close();
+      await gateway.close();
+      await controlPlane.close();
+      await source.close();
+      await dynamo.close();
+    },
+  };
+}
+
+/** An ADS SotW stream subscribed to every type (wildcard), the node sent on the first request only. */
+export function subscribeAllTypes(client: grpc.Client, node: { id: string; cluster: string }): StreamReader<DiscoveryRequest, DiscoveryResponse> {
+  const reader = new StreamReader<DiscoveryRequest, DiscoveryResponse>(openAdsSotw(client));
+  ALL_TYPES.forEach((typeUrl, index) => reader.send({ ...(index === 0 ? { node } : {}), type_url: typeUrl, resource_names: [], version_info: '' }));
+  return reader;
 }
