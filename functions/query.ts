@@ -60,7 +60,7 @@ export async function handleQuery(event: APIGatewayProxyEventV2, context: ViewCo
       case 'envoys':
       case 'envoy':
         if (namespaces !== undefined) throw new HttpError(404, 'FleetViewDisabled', 'the fleet views are off while QUERY_NAMESPACES limits this endpoint (Envoy data is not per namespace)');
-        return json(200, target.name === 'envoys' ? await fleetPage(context, target) : await envoyDetail(context, target.nodeId));
+        return json(200, target.name === 'envoys' ? await fleetPage(context, target) : await envoyDetail(context, target.nodeId, target.events));
       case 'object':
         // Outside the allow-list: the same answer as a missing object, so nothing about it leaks.
         if (!namespaceAllowed(namespaces, target.ref.namespace)) throw new HttpError(404, 'ObjectNotFound', target.generation === undefined ? 'no generation of this object has been seen by a gateway' : `generation ${target.generation} of this object has not been seen by a gateway`);

@@ -54,6 +54,7 @@ export function createStatusHandler(options: StatusHandlerOptions = {}): (event:
     cleanup: dynamoObjectCleanup(clients.documentClient, z.string().parse(env['TABLE_NAME'])),
     logger,
     conditionType: settings.CONDITION_TYPE,
+    kinds,
     writeOnMessageChange: settings.STATUS_WRITE_ON_MESSAGE_CHANGE === 'true',
     messageRefreshMs: settings.STATUS_MESSAGE_REFRESH_MS,
     now,

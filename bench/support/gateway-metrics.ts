@@ -1,4 +1,4 @@
-// Reads the gateway's store-write histogram (xds_gateway_store_write_seconds, xds-gateway/ops/metrics.ts)
+// Reads the gateway's store-write histogram (xds_programmed_gateway_store_write_seconds, xds-gateway/ops/metrics.ts)
 // from its Prometheus text, so the e2e bench can say how long a state write took during a change.
 
 export interface StoreWriteTotals {
@@ -10,7 +10,7 @@ export interface StoreWriteTotals {
 export function storeWriteTotals(metricsText: string, operation: string): StoreWriteTotals {
   const valueOf = (suffix: 'count' | 'sum'): number => {
     for (const line of metricsText.split('\n')) {
-      if (!line.startsWith(`xds_gateway_store_write_seconds_${suffix}{`)) continue;
+      if (!line.startsWith(`xds_programmed_gateway_store_write_seconds_${suffix}{`)) continue;
       const labelsEnd = line.indexOf('}');
       if (!line.slice(0, labelsEnd).includes(`operation="${operation}"`)) continue;
       const value = Number(line.slice(labelsEnd + 1).trim());

@@ -15,7 +15,10 @@ export const EXIT = {
   unavailable: 4,
   /** wait: the kind gives no signal that its controller processed a generation; it can never be True. */
   notObservable: 5,
-  /** status/wait: the object (or generation) is unknown to the gateways. */
+  /**
+   * status/wait: the object (or generation) is unknown to the gateways, Kubernetes has no such object,
+   * or nothing matched --all / -l; envoys: no Envoy with that node id.
+   */
   notFound: 6,
   /**
    * wait: the awaited generation's verdict is terminal (reason Rejected, or Invalid): returned as soon

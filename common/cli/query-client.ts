@@ -3,8 +3,10 @@
 // clear error, not an undefined in a table. Auth: a bearer token (the local runtime), SigV4 when the
 // URL is a Lambda function URL and no token is given (AWS_IAM auth), otherwise none.
 import { z } from 'zod';
-import { displaySafe } from '../core';
-import { functionUrlRegion, signedHeaders } from './sigv4';
+// untrusted-text directly, not the core's index: the CLI starts in the time kubectl does only if it
+// loads what it uses (the index pulls in every schema).
+import { displaySafe } from '../core/untrusted-text';
+import { functionUrlRegion } from './function-url';
 
 /**
  * Text an Envoy chose (node id, cluster, NACK message) or that quotes it (a condition's message), as
@@ -26,6 +28,8 @@ export const conditionSchema = z
 
 const blockerSchema = z.discriminatedUnion('reason', [
   z.object({ nodeId: shownText, reason: z.literal('nacked'), nacks: z.array(z.object({ type: z.string(), message: shownText, seq: z.number().optional(), at: z.number().optional() }).passthrough()) }),
+  // Envoys holding the object back only by rejecting other objects' resources (docs/CONVERGENCE.md, "NACK attribution").
+  z.object({ nodeId: shownText, reason: z.literal('blocked'), nacks: z.array(z.object({ type: z.string(), message: shownText, objects: z.array(shownText).optional(), resources: z.array(shownText).optional() }).passthrough()) }),
   z.object({ nodeId: shownText, reason: z.literal('stuck'), types: z.array(z.string()), since: z.number() }),
   z.object({ nodeId: shownText, reason: z.literal('noWatermark'), lineages: z.array(z.string()) }),
   z.object({ nodeId: shownText, reason: z.literal('pending'), types: z.array(z.string()) }),
@@ -51,8 +55,24 @@ export const objectViewSchema = z
   .passthrough();
 export type ObjectView = z.infer<typeof objectViewSchema>;
 
+const nackSchema = z.object({ seq: z.number(), version: z.string(), message: shownText, at: z.number() }).passthrough();
+
 export const typeReportSchema = z
-  .object({ type: z.string(), typeUrl: z.string(), status: z.string(), acked: z.number().optional(), current: z.number().optional(), nackMessage: shownText.optional() })
+  .object({
+    type: z.string(),
+    typeUrl: z.string(),
+    status: z.string(),
+    acked: z.number().optional(),
+    current: z.number().optional(),
+    nackMessage: shownText.optional(),
+    // Sent against acknowledged, as istioctl proxy-status computes it (functions/query/views.ts);
+    // optional so that an older query API still gives a table.
+    sync: z.enum(['SYNCED', 'NOT_SENT', 'STALE', 'NACKED']).optional(),
+    typeLineage: z.string().optional(),
+    sent: z.object({ seq: z.number(), version: z.string(), at: z.number().optional() }).passthrough().nullable().optional(),
+    ackedVersion: z.string().nullable().optional(),
+    nack: nackSchema.nullable().optional(),
+  })
   .passthrough();
 
 export const envoySummarySchema = z
@@ -71,6 +91,16 @@ export const envoySummarySchema = z
   })
   .passthrough();
 export type EnvoySummary = z.infer<typeof envoySummarySchema>;
+
+const eventSchema = z.object({ outcome: z.string(), type: z.string(), lineage: z.string(), seq: z.number(), at: z.number(), message: shownText.optional() }).passthrough();
+
+export const envoyDetailSchema = envoySummarySchema
+  .extend({
+    types: z.array(typeReportSchema.extend({ lastNack: nackSchema.extend({ cleared: z.boolean() }).nullable().optional() })),
+    recentEvents: z.array(eventSchema),
+  })
+  .passthrough();
+export type EnvoyDetail = z.infer<typeof envoyDetailSchema>;
 
 const envoyPageSchema = z.object({ envoys: z.array(envoySummarySchema), corrupt: z.number().int(), nextCursor: z.string().nullable() });
 
@@ -126,7 +156,8 @@ export class QueryClient {
     for (const [key, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(key, value);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.options.token !== undefined) headers['authorization'] = `Bearer ${this.options.token}`;
-    else if (this.region !== undefined) Object.assign(headers, await signedHeaders(url, this.region));
+    // The AWS credential chain is loaded only to sign (it is most of the CLI's code by weight).
+    else if (this.region !== undefined) Object.assign(headers, await (await import('./sigv4')).signedHeaders(url, this.region));
     let response: Response;
     try {
       response = await fetch(url, { headers, signal: AbortSignal.timeout(this.options.timeoutMs ?? 10_000) });
@@ -177,6 +208,16 @@ export class QueryClient {
       cursor = page.nextCursor ?? undefined;
     } while (cursor !== undefined);
     return { envoys, corrupt };
+  }
+
+  /** One Envoy with per-type sent/ACKed/NACKed versions and its recent events. 404 → undefined. */
+  async envoy(nodeId: string, events?: number): Promise<EnvoyDetail | undefined> {
+    try {
+      return await this.get(`/envoys/${encodeURIComponent(nodeId)}`, { events: events === undefined ? undefined : String(events) }, envoyDetailSchema);
+    } catch (error) {
+      if (error instanceof QueryApiError && error.status === 404 && error.code === 'EnvoyNotFound') return undefined;
+      throw error;
+    }
   }
 
   async healthz(): Promise<boolean> {

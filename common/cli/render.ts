@@ -1,6 +1,6 @@
 // Text output of the CLI: aligned tables, durations, and colour only when writing to a terminal
 // (and NO_COLOR unset, https://no-color.org), so piped output and CI logs stay plain.
-import type { BlockerView, EnvoySummary, ObjectView } from './query-client';
+import type { BlockerView, EnvoyDetail, EnvoySummary, ObjectView } from './query-client';
 
 export interface Style {
   red(text: string): string;
@@ -46,6 +46,8 @@ export function describeBlocker(blocker: BlockerView, now: number): string {
   switch (blocker.reason) {
     case 'nacked':
       return `${blocker.nodeId}: NACKED ${blocker.nacks.map((nack) => `${nack.type}: ${nack.message}`).join('; ')}`;
+    case 'blocked':
+      return `${blocker.nodeId}: BLOCKED by ${blocker.nacks.map((nack) => `${nack.type} of ${(nack.objects ?? []).join(', ')}: ${nack.message}`).join('; ')}`;
     case 'stuck':
       return `${blocker.nodeId}: STUCK on ${blocker.types.join(',')} (no ACK/NACK for ${ago(blocker.since, now)})`;
     case 'noWatermark':
@@ -61,7 +63,7 @@ export function paintState(state: string, style: Style): string {
   return style.yellow(state);
 }
 
-export function renderObject(view: ObjectView, style: Style, now: number): string {
+export function renderObject(view: ObjectView, style: Style, now: number, options: { wide?: boolean } = {}): string {
   const condition = view.condition;
   const lines = [
     `${style.bold(`${view.object.kind}.${view.object.group} ${view.object.namespace}/${view.object.name}`)}  generation ${view.generation}`,
@@ -79,25 +81,68 @@ export function renderObject(view: ObjectView, style: Style, now: number): strin
     if (view.live.blockersNotListed > 0) lines.push(`    … and ${view.live.blockersNotListed} more`);
   }
   if (view.live.fleetTruncated) lines.push(style.yellow('  (fleet scan truncated: counts cover part of the fleet)'));
+  if (options.wide === true) {
+    // The passthrough fields of the query API's object view (functions/query/views.ts).
+    const firstSeenAt = (view as { firstSeenAt?: unknown }).firstSeenAt;
+    if (typeof firstSeenAt === 'number') lines.push(`  first seen: ${ago(firstSeenAt, now)} ago`);
+    const watermarks = (view as { watermarks?: unknown }).watermarks;
+    if (typeof watermarks === 'object' && watermarks !== null) {
+      const entries = Object.entries(watermarks as Record<string, { seq?: unknown; at?: unknown }>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      lines.push(`  watermarks: ${entries.length === 0 ? '-' : ''}`);
+      for (const [lineage, mark] of entries) lines.push(`    ${lineage} at version ${String(mark.seq)}${typeof mark.at === 'number' ? ` (${ago(mark.at, now)} ago)` : ''}`);
+    }
+  }
   return lines.join('\n');
 }
 
-/** Like `istioctl proxy-status`: one row per Envoy, one column per xDS type. */
-export function renderProxyStatus(envoys: EnvoySummary[], style: Style): string {
-  const types = [...new Set(envoys.flatMap((envoy) => envoy.types.map((t) => t.type)))].sort();
-  const paint = (status: string) => (status === 'SYNCED' ? style.green(status) : status === 'NACKED' ? style.red(status) : status === 'STALE' ? style.yellow(status) : status);
-  const rows = envoys.map((envoy) => [
-    envoy.nodeId,
-    envoy.cluster,
-    envoy.gateway?.instanceId ?? '-',
-    ...types.map((type) => paint(envoy.types.find((t) => t.type === type)?.status ?? '-')),
-    envoy.live ? envoy.status : style.dim(envoy.status),
-  ]);
-  return table(['NAME', 'CLUSTER', 'GATEWAY', ...types, 'STATUS'], rows);
+/** Code-unit order (not the locale's): the same on every machine, like istioctl's sort by proxy id. */
+export function byNodeId<T extends { nodeId: string }>(envoys: readonly T[]): T[] {
+  return [...envoys].sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
 }
 
-export function renderEnvoys(envoys: EnvoySummary[], style: Style, now: number): string {
-  const rows = envoys.map((envoy) => [
+type TypeReport = EnvoySummary['types'][number];
+
+/** The istioctl spelling of a type's sync state; an older query API without `sync` gives `status`. */
+export function syncLabel(type: TypeReport): string {
+  const sync = type.sync ?? type.status;
+  return sync === 'NOT_SENT' ? 'NOT SENT' : sync;
+}
+
+function paintSync(label: string, style: Style): string {
+  return label === 'SYNCED' ? style.green(label) : label === 'NACKED' ? style.red(label) : label === 'STALE' ? style.yellow(label) : label;
+}
+
+/**
+ * Like `istioctl proxy-status`: one row per Envoy sorted by node id, one column per xDS type
+ * (SYNCED / NOT SENT / STALE / NACKED: sent against acknowledged), then its gateway, lineage and
+ * the version it runs in full (programmed-through). `wide` adds the group, the version the gateway
+ * currently serves, connected and last seen.
+ */
+export function renderProxyStatus(envoys: EnvoySummary[], style: Style, options: { wide?: boolean; now?: number } = {}): string {
+  const types = [...new Set(envoys.flatMap((envoy) => envoy.types.map((t) => t.type)))].sort();
+  const now = options.now ?? Date.now();
+  const rows = byNodeId(envoys).map((envoy) => {
+    const cells = [
+      envoy.nodeId,
+      envoy.cluster,
+      ...types.map((type) => {
+        const report = envoy.types.find((t) => t.type === type);
+        return report === undefined ? '-' : paintSync(syncLabel(report), style);
+      }),
+      envoy.gateway?.instanceId ?? '-',
+      envoy.lineage,
+      envoy.programmedThrough === null ? '-' : String(envoy.programmedThrough),
+    ];
+    if (options.wide === true) cells.push(envoy.group, envoy.gateway === null ? '-' : String(envoy.gateway.currentSeq), ago(envoy.connectedAt, now), ago(envoy.lastSeenAt, now));
+    cells.push(envoy.live ? envoy.status : style.dim(envoy.status));
+    return cells;
+  });
+  const header = ['NAME', 'CLUSTER', ...types, 'GATEWAY', 'LINEAGE', 'VERSION', ...(options.wide === true ? ['GROUP', 'CURRENT', 'CONNECTED', 'LAST-SEEN'] : []), 'STATUS'];
+  return table(header, rows);
+}
+
+export function renderEnvoys(envoys: EnvoySummary[], style: Style, now: number, options: { wide?: boolean } = {}): string {
+  const rows = byNodeId(envoys).map((envoy) => [
     envoy.nodeId,
     envoy.group,
     envoy.lineage,
@@ -105,6 +150,58 @@ export function renderEnvoys(envoys: EnvoySummary[], style: Style, now: number):
     envoy.programmedThrough === null ? '-' : String(envoy.programmedThrough),
     envoy.types.map((t) => `${t.type}:${t.acked ?? '-'}/${t.current ?? '-'}`).join(' '),
     ago(envoy.lastSeenAt, now),
+    ...(options.wide === true ? [envoy.cluster, envoy.gateway?.instanceId ?? '-', ago(envoy.connectedAt, now), envoy.types.map((t) => `${t.type}=${syncLabel(t)}`).join(' ')] : []),
   ]);
-  return table(['NODE', 'GROUP', 'LINEAGE', 'STATUS', 'PROGRAMMED-THROUGH', 'ACKED/CURRENT', 'LAST-SEEN'], rows);
+  return table(['NODE', 'GROUP', 'LINEAGE', 'STATUS', 'PROGRAMMED-THROUGH', 'ACKED/CURRENT', 'LAST-SEEN', ...(options.wide === true ? ['CLUSTER', 'GATEWAY', 'CONNECTED', 'SYNC'] : [])], rows);
+}
+
+function at(epochMs: number, now: number): string {
+  return `${new Date(epochMs).toISOString()} (${ago(epochMs, now)} ago)`;
+}
+
+/**
+ * One Envoy, per type: its sync state, the last response sent (version, when, if still unanswered),
+ * the version it ACKed, and its last NACK with the Envoy's message and time, then recent events.
+ * Nonces are per stream and not recorded; the version `xp1:<lineage>:<seq>` names a response.
+ */
+export function renderEnvoyDetail(envoy: EnvoyDetail, style: Style, now: number): string {
+  const gateway = envoy.gateway;
+  const lines = [
+    `${style.bold(envoy.nodeId)}  ${envoy.live ? envoy.status : style.dim(`${envoy.status} (expired)`)}  cluster ${envoy.cluster}  group ${envoy.group}`,
+    `  lineage:    ${envoy.lineage}${gateway === null ? ' (its gateway has no lineage record)' : ` (gateway ${gateway.instanceId}, current version ${gateway.currentSeq}, heartbeat ${ago(gateway.heartbeatAt, now)} ago)`}`,
+    `  programmed: ${envoy.programmedThrough === null ? 'no version in full yet' : `through version ${envoy.programmedThrough}`}`,
+    `  seen:       connected ${ago(envoy.connectedAt, now)} ago, last seen ${ago(envoy.lastSeenAt, now)} ago`,
+    '',
+  ];
+  const rows = envoy.types.map((type) => [
+    type.type,
+    paintSync(syncLabel(type), style),
+    type.sent === undefined || type.sent === null ? '-' : type.sent.version,
+    type.sent?.at === undefined ? '-' : `${ago(type.sent.at, now)} ago`,
+    type.ackedVersion ?? (type.sent === undefined || type.sent === null ? '-' : 'never acknowledged'),
+    type.current === undefined ? '-' : String(type.current),
+  ]);
+  lines.push(...table(['TYPE', 'SYNC', 'SENT', 'UNANSWERED-FOR', 'ACKED', 'CURRENT'], rows).split('\n'));
+  const nacks = envoy.types.filter((type) => type.lastNack !== undefined && type.lastNack !== null);
+  if (nacks.length > 0) {
+    lines.push('', 'last NACK:');
+    for (const type of nacks) {
+      const nack = type.lastNack;
+      if (nack === undefined || nack === null) continue;
+      const text = `  ${type.type} ${nack.version} at ${at(nack.at, now)}${nack.cleared ? ' (a later version was ACKed)' : ''}: ${nack.message}`;
+      lines.push(nack.cleared ? text : style.red(text));
+    }
+  }
+  if (envoy.recentEvents.length > 0) {
+    lines.push('', 'recent events (newest first):');
+    lines.push(
+      ...table(
+        ['AT', 'OUTCOME', 'TYPE', 'VERSION', 'MESSAGE'],
+        envoy.recentEvents.map((event) => [new Date(event.at).toISOString(), event.outcome === 'ACK' ? event.outcome : style.red(event.outcome), event.type, `xp1:${event.lineage}:${event.seq}`, event.message ?? '']),
+      )
+        .split('\n')
+        .map((line) => `  ${line}`),
+    );
+  }
+  return lines.join('\n');
 }

@@ -5,13 +5,7 @@
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { createSigner } from '../aws/sigv4';
 
-/** `https://<id>.lambda-url.<region>.on.aws/`: the region is in the host name. */
-const FUNCTION_URL_HOST = /^[a-z0-9]+\.lambda-url\.([a-z0-9-]+)\.on\.aws$/;
-
-/** The region of a Lambda function URL, or undefined when the URL is not one (e.g. the local runtime). */
-export function functionUrlRegion(url: URL): string | undefined {
-  return FUNCTION_URL_HOST.exec(url.hostname)?.[1];
-}
+export { functionUrlRegion } from './function-url';
 
 /** Headers to add to a GET of `url` so that an AWS_IAM function URL accepts it. */
 export async function signedHeaders(url: URL, region: string): Promise<Record<string, string>> {

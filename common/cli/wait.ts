@@ -21,6 +21,11 @@ export interface WaitOptions {
   out: NodeJS.WritableStream & { isTTY?: boolean };
   err: NodeJS.WritableStream & { isTTY?: boolean };
   style: Style;
+  /**
+   * A progress bar on a terminal (default true). Off when several objects are awaited at once: their
+   * bars would overwrite each other's line, so each says its progress in lines of its own.
+   */
+  progressBar?: boolean;
   /** Return as soon as the generation's verdict is terminal (default true; `--no-fail-fast`). */
   failFast?: boolean;
   now?: () => number;
@@ -66,7 +71,7 @@ export async function waitForObject(options: WaitOptions): Promise<number> {
   const now = options.now ?? Date.now;
   const deadline = now() + options.timeoutMs;
   const label = formatRef(options.ref);
-  const interactive = options.err.isTTY === true;
+  const interactive = options.err.isTTY === true && options.progressBar !== false;
   const bar = interactive ? new SingleBar({ format: `${label} [{bar}] {value}/{total} Envoys  {state}`, stream: options.err, hideCursor: true, clearOnComplete: false }) : undefined;
   let barStarted = false;
   let lastLine = '';

@@ -6,7 +6,7 @@
 //
 // Updates are ordered by rev: a member is replaced only by a summary of a strictly newer state, so
 // redelivered or reordered stream records are no-ops (idempotent) and never double-counted.
-import { unobservableConvergence, unresolvedNacks, type Blocker, type Convergence, type ConvergencePolicy } from './convergence';
+import { convergenceState, nackBlocker, sortBlockers, unobservableConvergence, unresolvedNacks, type Blocker, type Convergence, type ConvergencePolicy } from './convergence';
 import type { ObjectRef } from './identity';
 import { shortTypeName } from './type-urls';
 import { ITEM_KIND, MEMBER_MESSAGE_LENGTH, NOT_PROGRAMMED, type AggregateShard, type EnvoyState, type LineageWatermark, type Member } from './schema';
@@ -45,7 +45,14 @@ export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readon
   // lineage are named in `split`, and evaluation blocks on them while that lineage is live and
   // ignores them once it is not (memberBlocker). NACKs of every type block (invariant 2, safe side).
   const subscribed = subscribedAnywhere.filter(([, type]) => type.lineage === state.lineage);
-  const nacks = unresolvedNacks(state).map((nack) => ({ u: nack.typeUrl, q: nack.seq, m: cap(nack.message), a: nack.at }));
+  const nacks = unresolvedNacks(state).map((nack) => ({
+    u: nack.typeUrl,
+    q: nack.seq,
+    m: cap(nack.message),
+    a: nack.at,
+    ...(nack.objects === undefined ? {} : { o: nack.objects }),
+    ...(nack.resources === undefined ? {} : { x: nack.resources }),
+  }));
   const waiting = subscribed
     .map(([typeUrl, type]) => {
       const since = [type.pending?.sentAt, type.namesChange?.at].filter((t): t is number => t !== undefined);
@@ -217,8 +224,6 @@ export interface AggregateEvaluationInput {
   policy: ConvergencePolicy;
 }
 
-const SEVERITY: Record<Blocker['reason'], number> = { nacked: 0, stuck: 1, noWatermark: 2, pending: 3 };
-
 /** Why a live member does not count as programmed at `mark` (undefined: it does). */
 export function memberBlocker(
   nodeId: string,
@@ -229,10 +234,20 @@ export function memberBlocker(
   policy: ConvergencePolicy,
   /** Registered lineages out of the live set (heartbeat older than the window); undefined: none (safe). */
   deadLineages?: ReadonlySet<string>,
+  /** The object being decided: NACKs blaming only other objects make a `blocked` blocker (core nackBlocker). */
+  object?: ObjectRef,
 ): Blocker | undefined {
   const b = member.b ?? {};
   if (b.n !== undefined && b.n.length > 0) {
-    return { nodeId, reason: 'nacked', nacks: b.n.map((nack) => ({ typeUrl: nack.u, seq: nack.q, message: nack.m, at: nack.a })) };
+    const nacks = b.n.map((nack) => ({
+      typeUrl: nack.u,
+      seq: nack.q,
+      message: nack.m,
+      at: nack.a,
+      ...(nack.o === undefined ? {} : { objects: nack.o }),
+      ...(nack.x === undefined ? {} : { resources: nack.x }),
+    }));
+    return nackBlocker(nodeId, nacks, object);
   }
   // Types served by different gateway instances have no single programmedThrough: blocked (safe),
   // as long as another of those lineages is live. A type held on a lineage that left the live set
@@ -305,7 +320,7 @@ export function evaluateFromAggregates(input: AggregateEvaluationInput): Converg
         if (!counted(member) || now - member.s > policy.ttlMs) continue;
         total++;
         if (!watermark.observable) continue;
-        const blocker = memberBlocker(nodeId, aggregate.lineage, member, mark, now, policy, input.deadLineages);
+        const blocker = memberBlocker(nodeId, aggregate.lineage, member, mark, now, policy, input.deadLineages, object);
         if (blocker !== undefined) blockers.push(blocker);
       }
     }
@@ -317,9 +332,8 @@ export function evaluateFromAggregates(input: AggregateEvaluationInput): Converg
   }
   if (!watermark.observable) return unobservableConvergence(object, generation, watermark, total);
   if (total === 0 && denominator.length === 0) return { object, generation, state: 'NoEnvoys', programmed: 0, total: 0, blockers: [] };
-  blockers.sort((a, b) => SEVERITY[a.reason] - SEVERITY[b.reason] || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
-  const has = (reason: Blocker['reason']): boolean => blockers.some((blocker) => blocker.reason === reason);
-  const state = blockers.length === 0 && denominator.length === 0 ? 'Programmed' : has('nacked') ? 'Rejected' : has('stuck') ? 'Stuck' : 'Pending';
+  sortBlockers(blockers);
+  const state = convergenceState(blockers, denominator.length > 0);
   // Envoys in transit count in the denominator (they are live: the gateway just wrote their state),
   // never as programmed.
   return { object, generation, state, programmed: total - blockers.length, total: total + inTransit, blockers: [...blockers, ...denominator] };

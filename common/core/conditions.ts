@@ -3,13 +3,23 @@
 // it was (Contour and others keep their own conditions there). `lastTransitionTime` is "the last time
 // the condition transitioned from one status to another" (metav1.Condition), so it changes only when
 // status flips, not when reason or message change.
-import type { Blocker, Convergence } from './convergence';
+import type { Blocker, BlockingNack, Convergence } from './convergence';
 import type { Condition, ConditionStatus } from './schema';
 import { truncateUtf8 } from './truncate';
 import { shortTypeName } from './type-urls';
 import { displaySafe } from './untrusted-text';
 
 export const DEFAULT_CONDITION_TYPE = 'EnvoyProgrammed';
+
+/**
+ * Gateway API routes (HTTPRoute, GRPCRoute) have no top-level `status.conditions`: conditions live in
+ * `status.parents[]`, one entry per parent and controller, and custom condition types must be
+ * domain-prefixed (GEP-1364). Our verdict goes in entries of our own, under this controllerName,
+ * one per `spec.parentRefs` entry, with this condition type (docs/CONVERGENCE.md, "Gateway API routes").
+ */
+export const STATUS_CONTROLLER_NAME = 'xds-programmed.dev/status';
+export const GATEWAY_API_CONDITION_TYPE = 'xds-programmed.dev/Programmed';
+export const GATEWAY_API_GROUP = 'gateway.networking.k8s.io';
 
 /** A condition before it is merged (lastTransitionTime is decided by setCondition). */
 export type ConditionDraft = Omit<Condition, 'lastTransitionTime'>;
@@ -40,6 +50,12 @@ function describeBlocker(blocker: Blocker, now: number | undefined, maxQuoted: n
       return blocker.nacks
         .map((nack) => `${envoy} rejected ${shortTypeName(nack.typeUrl)}: ${truncateUtf8(displaySafe(nack.message), maxQuoted)}`)
         .join('; ');
+    case 'blocked':
+      // Not this object's rejection: say whose and which resource, and quote the Envoy so the other
+      // object's owner can act. "<envoy> rejected <type> …: <message>", as for a rejection of ours.
+      return blocker.nacks
+        .map((nack) => `${envoy} rejected ${shortTypeName(nack.typeUrl)} of ${(nack.objects ?? []).map(describeObjectKey).join(', ')}${rejectedResources(nack)}, not of this object: ${truncateUtf8(displaySafe(nack.message), maxQuoted)}`)
+        .join('; ');
     case 'stuck':
       return `${envoy} has not answered ${types(blocker.typeUrls)}${now === undefined ? '' : ` for ${formatSeconds(now - blocker.since)}`}`;
     case 'noWatermark':
@@ -47,6 +63,20 @@ function describeBlocker(blocker: Blocker, now: number | undefined, maxQuoted: n
     case 'pending':
       return blocker.typeUrls.length > 0 ? `${envoy} (${types(blocker.typeUrls)})` : `${envoy} (no subscriptions yet)`;
   }
+}
+
+/** " (resource a, b)" for a NACK whose blame lists resources (names the control plane chose: made display-safe). */
+function rejectedResources(nack: BlockingNack): string {
+  const resources = nack.resources ?? [];
+  if (resources.length === 0) return '';
+  return ` (${resources.length === 1 ? 'resource' : 'resources'} ${resources.map(displaySafe).join(', ')})`;
+}
+
+/** `group/Kind/namespace/name` as a reader names it: `Kind namespace/name`. */
+function describeObjectKey(key: string): string {
+  const [, kind, namespace, name] = key.split('/');
+  if (kind === undefined || name === undefined) return displaySafe(key);
+  return `${kind} ${namespace === '' || namespace === undefined ? '' : `${namespace}/`}${name}`;
 }
 
 /**
@@ -79,14 +109,14 @@ export function buildCondition(convergence: Convergence, options: BuildCondition
     default: {
       const listed = convergence.blockers.slice(0, maxListed);
       const parts: string[] = [`${programmed}/${total} Envoys programmed at generation ${generation}`];
-      const rejected = listed.filter((b) => b.reason === 'nacked').map((b) => describeBlocker(b, now, maxQuoted));
+      const rejected = listed.filter((b) => b.reason === 'nacked' || b.reason === 'blocked').map((b) => describeBlocker(b, now, maxQuoted));
       const stuck = listed.filter((b) => b.reason === 'stuck').map((b) => describeBlocker(b, now, maxQuoted));
       const waiting = listed.filter((b) => b.reason === 'pending' || b.reason === 'noWatermark').map((b) => describeBlocker(b, now, maxQuoted));
       parts.push(...rejected, ...stuck);
       if (waiting.length > 0) parts.push(`waiting for ${waiting.join(', ')}`);
       const more = convergence.blockers.length - listed.length;
       if (more > 0) parts.push(`and ${more} more`);
-      const reason = convergence.state === 'Rejected' ? 'Rejected' : convergence.state === 'Stuck' ? 'Stuck' : 'Pending';
+      const reason = convergence.state === 'Rejected' ? 'Rejected' : convergence.state === 'Blocked' ? 'BlockedByOtherObject' : convergence.state === 'Stuck' ? 'Stuck' : 'Pending';
       return draft('False', reason, parts.join('; '));
     }
   }

@@ -3,7 +3,7 @@
 // lineage(s). No NACK laundering (invariant 2): an unresolved NACK on any subscribed type blocks the
 // Envoy and its message is carried in the result. Liveness (invariant 3): expired Envoys and Envoys
 // not seen for the TTL leave the denominator.
-import type { ObjectRef } from './identity';
+import { formatObjectRef, type ObjectRef } from './identity';
 import type { EnvoyState } from './schema';
 import { isLive, stuckTypesAsStored, waitingSince } from './staleness';
 import { watermarkProgress, type Watermark } from './watermark';
@@ -18,14 +18,34 @@ export interface ConvergencePolicy {
   requiredTypeUrls?: readonly string[];
 }
 
+/** A NACK as a blocker carries it: `objects`/`resources` are its blame when it has one (schema NackBlame). */
+export interface BlockingNack {
+  typeUrl: string;
+  seq: number;
+  message: string;
+  at: number;
+  objects?: string[];
+  resources?: string[];
+}
+
+/**
+ * `nacked`: the Envoy rejected a response, and the rejection is this object's (its blame names the
+ * object) or nobody's in particular (no blame): Rejected. `blocked`: every NACK holding the Envoy back
+ * blames other objects only; the object's change is caught in a response the Envoy rejected because of
+ * them (docs/CONVERGENCE.md, "NACK attribution"). Both keep the object from counting as programmed.
+ */
 export type Blocker =
-  | { nodeId: string; reason: 'nacked'; nacks: { typeUrl: string; seq: number; message: string; at: number }[] }
+  | { nodeId: string; reason: 'nacked'; nacks: BlockingNack[] }
+  | { nodeId: string; reason: 'blocked'; nacks: BlockingNack[] }
   | { nodeId: string; reason: 'stuck'; typeUrls: string[]; since: number }
   | { nodeId: string; reason: 'noWatermark'; lineages: Lineage[] }
   | { nodeId: string; reason: 'pending'; typeUrls: string[] };
 
-/** Invalid: the controller rejected the generation (its status says so), so no Envoy can program it. */
-export type ConvergenceState = 'Programmed' | 'Pending' | 'Rejected' | 'Stuck' | 'NoEnvoys' | 'GenerationNotObservable' | 'Invalid';
+/**
+ * Invalid: the controller rejected the generation (its status says so), so no Envoy can program it.
+ * Blocked: not programmed because Envoys rejected other objects' resources (no NACK is this object's).
+ */
+export type ConvergenceState = 'Programmed' | 'Pending' | 'Rejected' | 'Blocked' | 'Stuck' | 'NoEnvoys' | 'GenerationNotObservable' | 'Invalid';
 
 export interface Convergence {
   object: ObjectRef;
@@ -58,22 +78,68 @@ export interface ConvergenceInput {
   policy: ConvergencePolicy;
 }
 
-const SEVERITY: Record<Blocker['reason'], number> = { nacked: 0, stuck: 1, noWatermark: 2, pending: 3 };
+/** Blocker order, most severe first: the first one decides the state (convergenceState). */
+export const BLOCKER_SEVERITY: Record<Blocker['reason'], number> = { nacked: 0, blocked: 1, stuck: 2, noWatermark: 3, pending: 4 };
+
+/** The state a set of blockers gives, the same for every evaluator (reference and aggregates). */
+export function convergenceState(blockers: readonly Blocker[], undecided: boolean): ConvergenceState {
+  if (blockers.length === 0 && !undecided) return 'Programmed';
+  const has = (reason: Blocker['reason']): boolean => blockers.some((blocker) => blocker.reason === reason);
+  return has('nacked') ? 'Rejected' : has('blocked') ? 'Blocked' : has('stuck') ? 'Stuck' : 'Pending';
+}
+
+/** Blockers most severe first, then by node id: a stable order for messages and stored decisions. */
+export function sortBlockers(blockers: Blocker[]): Blocker[] {
+  return blockers.sort((a, b) => BLOCKER_SEVERITY[a.reason] - BLOCKER_SEVERITY[b.reason] || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
+}
 
 /** Unresolved NACKs: a NACK newer than the last ACK on a subscribed type (ACK >= nack.seq clears it). */
-export function unresolvedNacks(envoy: EnvoyState): { typeUrl: string; seq: number; message: string; at: number }[] {
-  const nacks = [];
+export function unresolvedNacks(envoy: EnvoyState): BlockingNack[] {
+  const nacks: BlockingNack[] = [];
   for (const [typeUrl, type] of Object.entries(envoy.types)) {
     if (!type.subscribed || type.nack === undefined) continue;
-    if (type.acked === undefined || type.acked < type.nack.seq) nacks.push({ typeUrl, ...type.nack });
+    if (type.acked !== undefined && type.acked >= type.nack.seq) continue;
+    const { blame, ...nack } = type.nack;
+    nacks.push({ typeUrl, ...nack, ...(blame === undefined ? {} : { objects: blame.objects, resources: blame.resources }) });
   }
   return nacks.sort((a, b) => (a.typeUrl < b.typeUrl ? -1 : a.typeUrl > b.typeUrl ? 1 : 0));
 }
 
+/**
+ * The blocker an Envoy's unresolved NACKs make for `object` (docs/CONVERGENCE.md, "NACK attribution"):
+ * `blocked` when every one of them blames other objects only, `nacked` otherwise (one blames this
+ * object, or one has no blame: a rejection nobody can place counts against every object, as before
+ * attribution existed). Never undefined for a non-empty list: a NACK always blocks (invariant 2).
+ */
+export function nackBlocker(nodeId: string, nacks: BlockingNack[], object: ObjectRef | undefined): Blocker {
+  const key = object === undefined ? undefined : formatObjectRef(object);
+  const elsewhere = key !== undefined && nacks.every((nack) => nack.objects !== undefined && nack.objects.length > 0 && !nack.objects.includes(key));
+  return { nodeId, reason: elsewhere ? 'blocked' : 'nacked', nacks };
+}
+
+/**
+ * `convergence` (evaluated for some object at the same watermark) as it is for `object`: only NACK
+ * attribution depends on the object, so its NACK blockers are re-attributed (nackBlocker) and the state
+ * follows. Equal to evaluating for `object` directly; lets generations that share one watermark share
+ * the O(fleet) evaluation (functions/lib/evaluate.ts AggregateSnapshot).
+ */
+export function attributedTo(convergence: Convergence, object: ObjectRef): Convergence {
+  const isNack = (blocker: Blocker): blocker is Extract<Blocker, { nacks: BlockingNack[] }> => blocker.reason === 'nacked' || blocker.reason === 'blocked';
+  const base = { ...convergence, object };
+  if (!convergence.blockers.some(isNack)) return base;
+  // NACK blockers sort first (BLOCKER_SEVERITY); everything after them, denominator blockers
+  // included, keeps its place.
+  let lead = 0;
+  while (lead < convergence.blockers.length && isNack(convergence.blockers[lead] as Blocker)) lead++;
+  const head = sortBlockers(convergence.blockers.slice(0, lead).map((blocker) => nackBlocker(blocker.nodeId, (blocker as Extract<Blocker, { nacks: BlockingNack[] }>).nacks, object)));
+  const blockers = [...head, ...convergence.blockers.slice(lead)];
+  return { ...base, blockers, state: convergenceState(blockers, true) };
+}
+
 /** Why one live Envoy does not count as programmed for the watermark, or undefined if it does. */
-export function blockerFor(envoy: EnvoyState, watermark: Watermark, now: number, policy: ConvergencePolicy): Blocker | undefined {
+export function blockerFor(envoy: EnvoyState, watermark: Watermark, now: number, policy: ConvergencePolicy, object?: ObjectRef): Blocker | undefined {
   const nacks = unresolvedNacks(envoy);
-  if (nacks.length > 0) return { nodeId: envoy.nodeId, reason: 'nacked', nacks };
+  if (nacks.length > 0) return nackBlocker(envoy.nodeId, nacks, object);
   const progress = watermarkProgress(envoy, watermark, { requiredTypeUrls: policy.requiredTypeUrls ?? [] });
   if (progress.reached) return undefined;
   const stuck = stuckTypesAsStored(envoy, now, policy.ackTimeoutMs).filter((typeUrl) => progress.behindTypes.includes(typeUrl));
@@ -105,11 +171,9 @@ export function computeConvergence(input: ConvergenceInput): Convergence {
   if (live.length === 0) return { object, generation, state: 'NoEnvoys', programmed: 0, total: 0, blockers: [] };
   const blockers: Blocker[] = [];
   for (const envoy of live) {
-    const blocker = blockerFor(envoy, watermark, now, policy);
+    const blocker = blockerFor(envoy, watermark, now, policy, object);
     if (blocker !== undefined) blockers.push(blocker);
   }
-  blockers.sort((a, b) => SEVERITY[a.reason] - SEVERITY[b.reason] || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
-  const has = (reason: Blocker['reason']): boolean => blockers.some((blocker) => blocker.reason === reason);
-  const state: ConvergenceState = blockers.length === 0 ? 'Programmed' : has('nacked') ? 'Rejected' : has('stuck') ? 'Stuck' : 'Pending';
-  return { object, generation, state, programmed: live.length - blockers.length, total: live.length, blockers };
+  sortBlockers(blockers);
+  return { object, generation, state: convergenceState(blockers, false), programmed: live.length - blockers.length, total: live.length, blockers };
 }

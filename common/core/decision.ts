@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { buildCondition, type BuildConditionOptions, type ConditionDraft } from './conditions';
 import type { Blocker, Convergence, ConvergenceState } from './convergence';
 import type { ObjectRef } from './identity';
+import { MAX_BLAMED, MAX_BLAMED_NAME_LENGTH } from './nack-blame';
 
 /** Item attribute holding the decision. */
 export const DECISION_ATTRIBUTE = 'decision';
@@ -19,17 +20,25 @@ export const MAX_DECISION_BLOCKERS = 20;
 /** Longest NACK message kept in a stored blocker, in characters (the condition quotes ≤ 1 KiB). */
 export const MAX_DECISION_MESSAGE_LENGTH = 1024;
 
-const CONVERGENCE_STATES = ['Programmed', 'Pending', 'Rejected', 'Stuck', 'NoEnvoys', 'GenerationNotObservable', 'Invalid'] as const satisfies readonly ConvergenceState[];
+const CONVERGENCE_STATES = ['Programmed', 'Pending', 'Rejected', 'Blocked', 'Stuck', 'NoEnvoys', 'GenerationNotObservable', 'Invalid'] as const satisfies readonly ConvergenceState[];
 
 const count = z.number().int().nonnegative();
 const epochMs = z.number().int().nonnegative();
 
-export const DecisionBlockerSchema = z.discriminatedUnion('reason', [
+const blockingNacks = z.array(
   z.object({
-    nodeId: z.string(),
-    reason: z.literal('nacked'),
-    nacks: z.array(z.object({ typeUrl: z.string(), seq: count, message: z.string().max(MAX_DECISION_MESSAGE_LENGTH), at: epochMs })),
+    typeUrl: z.string(),
+    seq: count,
+    message: z.string().max(MAX_DECISION_MESSAGE_LENGTH),
+    at: epochMs,
+    objects: z.array(z.string()).max(MAX_BLAMED).optional(),
+    resources: z.array(z.string().max(MAX_BLAMED_NAME_LENGTH)).max(MAX_BLAMED).optional(),
   }),
+);
+
+export const DecisionBlockerSchema = z.discriminatedUnion('reason', [
+  z.object({ nodeId: z.string(), reason: z.literal('nacked'), nacks: blockingNacks }),
+  z.object({ nodeId: z.string(), reason: z.literal('blocked'), nacks: blockingNacks }),
   z.object({ nodeId: z.string(), reason: z.literal('stuck'), typeUrls: z.array(z.string()), since: epochMs }),
   z.object({ nodeId: z.string(), reason: z.literal('noWatermark'), lineages: z.array(z.string()) }),
   z.object({ nodeId: z.string(), reason: z.literal('pending'), typeUrls: z.array(z.string()) }),
@@ -79,7 +88,7 @@ function capMessage(message: string): string {
 }
 
 function storedBlocker(blocker: Blocker): DecisionBlocker {
-  if (blocker.reason !== 'nacked') return blocker;
+  if (blocker.reason !== 'nacked' && blocker.reason !== 'blocked') return blocker;
   return { ...blocker, nacks: blocker.nacks.map((nack) => ({ ...nack, message: capMessage(nack.message) })) };
 }
 

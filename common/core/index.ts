@@ -7,6 +7,7 @@ export * from './truncate';
 export * from './untrusted-text';
 export * from './node-limits';
 export * from './storable-state';
+export * from './nack-blame';
 export * from './schema';
 export * from './ports';
 export * from './classify';

@@ -7,6 +7,7 @@
 // lexicographic order (how DynamoDB sorts S keys) equals numeric order.
 import { z } from 'zod';
 import { DECISION_ATTRIBUTE, DecisionSchema } from './decision';
+import { MAX_BLAMED, MAX_BLAMED_NAME_LENGTH } from './nack-blame';
 import { formatObjectRef, validateObjectRef, type ObjectRef } from './identity';
 import { KNOWN_TYPE_URLS, isValidTypeUrl } from './type-urls';
 import { isValidLineage, type GatewayVersion, type Lineage } from './version';
@@ -166,8 +167,22 @@ export const ObjectRefSchema = z
 export const EnvoyStatusSchema = z.enum(['CONNECTED', 'DISCONNECTED', 'EXPIRED']);
 export type EnvoyStatus = z.infer<typeof EnvoyStatusSchema>;
 
-/** The last NACK on a type: the version the Envoy rejected, its message, and when. */
-export const NackSchema = z.object({ seq: seqSchema, message: messageSchema, at: epochMsSchema });
+/**
+ * Whom a NACK blames (docs/CONVERGENCE.md, "NACK attribution"): the objects owning the resources the
+ * Envoy rejected, found by the gateway when it saw the NACK. `basis` says how the resources were
+ * found: `named` in the Envoy's message, or `changed` in the rejected response (the message named
+ * none). `objects` are formatObjectRef keys, and name every owner (a NACK whose owners are unknown or
+ * too many carries no blame and is held against every object).
+ */
+export const NackBlameSchema = z.object({
+  basis: z.enum(['named', 'changed']),
+  objects: z.array(z.string().min(1).max(600)).min(1).max(MAX_BLAMED),
+  resources: z.array(z.string().min(1).max(MAX_BLAMED_NAME_LENGTH)).max(MAX_BLAMED),
+});
+export type NackBlame = z.infer<typeof NackBlameSchema>;
+
+/** The last NACK on a type: the version the Envoy rejected, its message, when, and whom it blames. */
+export const NackSchema = z.object({ seq: seqSchema, message: messageSchema, at: epochMsSchema, blame: NackBlameSchema.optional() });
 export type Nack = z.infer<typeof NackSchema>;
 
 /** The latest response sent on a type that the Envoy has neither ACKed nor NACKed yet. */
@@ -414,7 +429,19 @@ export const MemberSchema = z.object({
   b: z
     .object({
       /** Unresolved NACKs. */
-      n: z.array(z.object({ u: z.string(), q: seqSchema, m: z.string().max(MEMBER_MESSAGE_LENGTH), a: epochMsSchema })).optional(),
+      // `o`/`x`: the NACK's blame (objects, resources), absent when it is not attributed.
+      n: z
+        .array(
+          z.object({
+            u: z.string(),
+            q: seqSchema,
+            m: z.string().max(MEMBER_MESSAGE_LENGTH),
+            a: epochMsSchema,
+            o: z.array(z.string()).max(MAX_BLAMED).optional(),
+            x: z.array(z.string().max(MAX_BLAMED_NAME_LENGTH)).max(MAX_BLAMED).optional(),
+          }),
+        )
+        .optional(),
       /** Subscribed types waiting for an answer since `s`; `a` acked seq or -1; `c` names changed. */
       w: z.array(z.object({ u: z.string(), s: epochMsSchema, a: z.number().int().min(-1), c: z.boolean().optional() })).optional(),
       /** Types on several lineages (per-type streams on different gateway instances). */

@@ -7,10 +7,10 @@
 import { ApiException, PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 
-import { conditionChanged, type Condition, type ConditionDraft, type ObjectRef } from '../../common/core';
+import { conditionChanged, STATUS_CONTROLLER_NAME, type Condition, type ConditionDraft, type ObjectRef } from '../../common/core';
 import { planConditionWrite, type MessageRefresh, type StatusSkipReason } from '../../common/core/status-update';
 import type { KubeAccess, KubeClients } from './access';
-import { TrackedKinds, type TrackedKind } from './tracked-kinds';
+import { placementOf, TrackedKinds, type ConditionPlacement, type TrackedKind } from './tracked-kinds';
 
 export type WriteOutcome =
   /** `refresh`: only the message changed (the refresh rule let it through). */
@@ -84,7 +84,37 @@ export interface StatusWriterOptions {
 
 interface ObjectStatusView {
   metadata?: { generation?: number; resourceVersion?: string };
-  status?: { conditions?: unknown };
+  spec?: { parentRefs?: unknown };
+  status?: { conditions?: unknown; parents?: unknown };
+}
+
+/** Gateway API's cap on `status.parents` entries (RouteStatus maxItems). */
+export const MAX_PARENT_STATUSES = 32;
+
+type ParentEntry = Record<string, unknown> & { controllerName?: unknown; conditions?: unknown };
+
+/** Our conditions as the object holds them at the kind's placement (parents: our first entry's). */
+export function ourConditions(object: ObjectStatusView, placement: ConditionPlacement): unknown {
+  if (placement === 'conditions') return object.status?.conditions;
+  const parents = Array.isArray(object.status?.parents) ? (object.status.parents as ParentEntry[]) : [];
+  return parents.find((entry) => entry.controllerName === STATUS_CONTROLLER_NAME)?.conditions;
+}
+
+/**
+ * The `status` of the merge patch that sets our conditions, or why it cannot be written. For
+ * `parents`: every other controller's entry as read (the resourceVersion precondition keeps them
+ * current), then one entry of ours per `spec.parentRefs` entry, each with our conditions, within
+ * Gateway API's 32 entries.
+ */
+export function statusPatchFor(object: ObjectStatusView, placement: ConditionPlacement, conditions: readonly Record<string, unknown>[]): { status: Record<string, unknown> } | { problem: string } {
+  if (placement === 'conditions') return { status: { conditions } };
+  const parentRefs = object.spec?.parentRefs;
+  if (!Array.isArray(parentRefs) || parentRefs.length === 0) return { problem: 'spec.parentRefs is empty: the route is attached to nothing, so status.parents has no entry for our condition' };
+  const others = (Array.isArray(object.status?.parents) ? (object.status.parents as ParentEntry[]) : []).filter((entry) => entry.controllerName !== STATUS_CONTROLLER_NAME);
+  const room = MAX_PARENT_STATUSES - others.length;
+  if (room <= 0) return { problem: `status.parents already holds ${others.length} entries of other controllers (at most ${MAX_PARENT_STATUSES})` };
+  const ours = parentRefs.slice(0, room).map((parentRef: unknown) => ({ parentRef, controllerName: STATUS_CONTROLLER_NAME, conditions }));
+  return { status: { parents: [...others, ...ours] } };
 }
 
 function errorCode(error: unknown): number | undefined {
@@ -144,7 +174,7 @@ export class StatusWriter {
     }
     if (!support.supported) this.options.logger.error({ crd: name, detail: support.detail }, 'tracked kind cannot hold our condition; no status will be written for it');
     else if (!support.verified) this.options.logger.warn({ crd: name, note: support.note }, 'tracked kind not verified');
-    else this.options.logger.info({ crd: name }, 'tracked kind holds status.conditions');
+    else this.options.logger.info({ crd: name, placement: placementOf(kind) }, 'tracked kind holds our condition');
     this.support.set(name, support);
     return support;
   }
@@ -168,9 +198,10 @@ export class StatusWriter {
     for (let conflicts = 0; ; conflicts++) {
       const object = await this.withRetries('get', formatRef(ref), ({ customObjects }) => getObject(customObjects, kind, ref));
       if (object === 'notFound') return { outcome: 'notFound' };
-      const shapeProblem = statusShapeProblem((object as { status?: unknown }).status);
+      const placement = placementOf(kind);
+      const shapeProblem = statusShapeProblem((object as { status?: unknown }).status, placement);
       if (shapeProblem !== undefined) return { outcome: 'unsupported', detail: shapeProblem };
-      const target = { generation: object.metadata?.generation, conditions: object.status?.conditions };
+      const target = { generation: object.metadata?.generation, conditions: ourConditions(object, placement) };
       const planOptions = { writeOnMessageChange: this.options.writeOnMessageChange ?? false, ...(options.refresh === undefined ? {} : { refresh: options.refresh }) };
       let plan = planConditionWrite(target, draft, this.now(), planOptions);
       if (plan.action === 'write' && options.revalidate !== undefined && needsRevalidation(plan.previous, draft)) {
@@ -184,7 +215,9 @@ export class StatusWriter {
       }
       if (plan.action === 'skip') return { outcome: 'skipped', reason: plan.reason, detail: plan.detail, ...(plan.current === undefined ? {} : { current: plan.current }) };
       const resourceVersion = object.metadata?.resourceVersion;
-      const body = { metadata: resourceVersion === undefined ? {} : { resourceVersion }, status: { conditions: withoutDuplicatesOf(draft.type, plan.conditions) } };
+      const patch = statusPatchFor(object, placement, withoutDuplicatesOf(draft.type, plan.conditions));
+      if ('problem' in patch) return { outcome: 'unsupported', detail: patch.problem };
+      const body = { metadata: resourceVersion === undefined ? {} : { resourceVersion }, status: patch.status };
       try {
         const written = await this.withRetries('patch', formatRef(ref), ({ customObjects }) =>
           patchStatus(customObjects, kind, ref, body, this.options.fieldManager ?? 'xds-programmed'),
@@ -280,9 +313,19 @@ function preservesUnknownFields(schema: SchemaView | undefined): boolean {
  * value (RFC 7386), so a status that is not an object, conditions that are not a list, or list
  * entries that are not objects (which the planner would drop) are refused, not overwritten.
  */
-export function statusShapeProblem(status: unknown): string | undefined {
+export function statusShapeProblem(status: unknown, placement: ConditionPlacement = 'conditions'): string | undefined {
   if (status === undefined || status === null) return undefined;
   if (typeof status !== 'object' || Array.isArray(status)) return `status is not an object (${Array.isArray(status) ? 'a list' : typeof status}); not overwriting it`;
+  if (placement === 'parents') {
+    const parents = (status as { parents?: unknown }).parents;
+    if (parents === undefined || parents === null) return undefined;
+    if (!Array.isArray(parents)) return `status.parents is not a list (${typeof parents}); not overwriting it`;
+    const badParent = parents.findIndex((entry) => typeof entry !== 'object' || entry === null || Array.isArray(entry));
+    if (badParent >= 0) return `status.parents[${badParent}] is not an object; not overwriting the list`;
+    const ours = (parents as ParentEntry[]).find((entry) => entry.controllerName === STATUS_CONTROLLER_NAME)?.conditions;
+    if (ours !== undefined && !Array.isArray(ours)) return `our status.parents entry's conditions are not a list; not overwriting them`;
+    return undefined;
+  }
   const conditions = (status as { conditions?: unknown }).conditions;
   if (conditions === undefined || conditions === null) return undefined;
   if (!Array.isArray(conditions)) return `status.conditions is not a list (${typeof conditions}); not overwriting it`;
@@ -300,6 +343,12 @@ export function crdSupport(crd: unknown, kind: TrackedKind): KindSupport {
   const status = root?.properties?.['status'];
   if (status === undefined && !preservesUnknownFields(root)) {
     return { supported: false, detail: `CRD ${TrackedKinds.crdName(kind)} ${kind.version} has no status in its schema` };
+  }
+  if (placementOf(kind) === 'parents') {
+    if (status !== undefined && status.properties?.['parents'] === undefined && !preservesUnknownFields(status)) {
+      return { supported: false, detail: `CRD ${TrackedKinds.crdName(kind)} ${kind.version} has no status.parents in its schema (the API server would prune our entries)` };
+    }
+    return { supported: true, verified: true };
   }
   if (status !== undefined && status.properties?.['conditions'] === undefined && !preservesUnknownFields(status)) {
     return { supported: false, detail: `CRD ${TrackedKinds.crdName(kind)} ${kind.version} has no status.conditions in its schema (the API server would prune our condition)` };

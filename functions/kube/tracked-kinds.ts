@@ -4,7 +4,18 @@
 //   [{"group":"projectcontour.io","version":"v1","kind":"HTTPProxy","plural":"httpproxies"}]
 import { z } from 'zod';
 
-import type { ObjectRef } from '../../common/core';
+import { GATEWAY_API_CONDITION_TYPE, GATEWAY_API_GROUP, type ObjectRef } from '../../common/core';
+import { conditionTypeSchema } from './condition-settings';
+
+/**
+ * Where our condition lives on an object of the kind: `conditions`, the top-level
+ * `status.conditions` (what `kubectl wait --for=condition` reads); `parents`, entries of our own
+ * under `status.parents[]` (Gateway API routes, which have no top-level conditions: see
+ * STATUS_CONTROLLER_NAME). Gateway API kinds default to `parents` and a domain-prefixed condition
+ * type; every other kind to `conditions` and CONDITION_TYPE.
+ */
+export const ConditionPlacementSchema = z.enum(['conditions', 'parents']);
+export type ConditionPlacement = z.infer<typeof ConditionPlacementSchema>;
 
 export const TrackedKindSchema = z.object({
   group: z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'custom resource groups are DNS subdomains'),
@@ -12,8 +23,21 @@ export const TrackedKindSchema = z.object({
   kind: z.string().regex(/^[A-Za-z][A-Za-z0-9]{0,62}$/),
   plural: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/),
   namespaced: z.boolean().default(true),
+  /** Our condition's type on this kind (default: `conditionTypeOf`). */
+  conditionType: conditionTypeSchema.optional(),
+  /** Where it goes (default: `placementOf`). */
+  placement: ConditionPlacementSchema.optional(),
 });
 export type TrackedKind = z.infer<typeof TrackedKindSchema>;
+
+export function placementOf(kind: Pick<TrackedKind, 'group' | 'placement'>): ConditionPlacement {
+  return kind.placement ?? (kind.group === GATEWAY_API_GROUP ? 'parents' : 'conditions');
+}
+
+/** The kind's condition type; undefined: CONDITION_TYPE applies. */
+export function conditionTypeOf(kind: Pick<TrackedKind, 'group' | 'conditionType'>): string | undefined {
+  return kind.conditionType ?? (kind.group === GATEWAY_API_GROUP ? GATEWAY_API_CONDITION_TYPE : undefined);
+}
 
 export const TrackedKindsSchema = z.array(TrackedKindSchema).min(1, 'TRACKED_KINDS must name at least one kind');
 
@@ -44,6 +68,12 @@ export class TrackedKinds {
 
   find(ref: Pick<ObjectRef, 'group' | 'kind'>): TrackedKind | undefined {
     return this.byKey.get(trackedKindKey(ref.group, ref.kind));
+  }
+
+  /** Our condition's type on `ref`'s kind: the kind's own, else `fallback` (CONDITION_TYPE). */
+  conditionTypeFor(ref: Pick<ObjectRef, 'group' | 'kind'>, fallback: string): string {
+    const kind = this.find(ref);
+    return (kind === undefined ? undefined : conditionTypeOf(kind)) ?? fallback;
   }
 
   /** `<plural>.<group>`: the CRD's name (Kubernetes requires that form). */

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 
 import {
   decisionFromConvergence,
+  attributedTo,
   evaluateFromAggregates,
   formatObjectRef,
   maxEvaluatedRevs,
@@ -128,7 +129,8 @@ export class AggregateSnapshot {
   private takenAt = 0;
   /**
    * Convergence per watermark (lineage → seq and per-type versions). The result depends only on the
-   * watermark, the aggregates and the time, so generations changed together (one rebuild, one
+   * watermark, the aggregates and the time (and, for NACK attribution, the object: core
+   * attributedTo re-attributes the shared result per object), so generations changed together (one rebuild, one
    * watermark) are evaluated once per batch, not once each: evaluation is O(fleet) per call (1.7 s for
    * 1,000 pending generations × 1,000 Envoys all behind, measured; bench/README.md).
    */
@@ -167,7 +169,8 @@ export class AggregateSnapshot {
       convergence = evaluateFromAggregates({ object: record.object, generation: record.generation, watermark: watermarkOf(record), aggregates, now, policy: this.deps.policy, deadLineages: this.deadLineages });
       this.byWatermark.set(key, convergence);
     }
-    return { convergence: { ...convergence, object: record.object, generation: record.generation }, now, aggregates };
+    // Shared by the generations of one watermark; NACK attribution is the object's own.
+    return { convergence: { ...attributedTo(convergence, record.object), generation: record.generation }, now, aggregates };
   }
 
   private async load(): Promise<LineageAggregate[]> {

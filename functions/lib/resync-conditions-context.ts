@@ -57,6 +57,7 @@ export function buildConditionResync(env: Record<string, string | undefined>, lo
     writer: new StatusWriter({ access, kinds, logger, now, writeOnMessageChange }),
     logger,
     conditionType: settings.CONDITION_TYPE,
+    kinds,
     writeOnMessageChange,
     now,
     maxObjectsPerRun: settings.RESYNC_MAX_OBJECTS,

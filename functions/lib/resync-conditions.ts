@@ -31,7 +31,8 @@ import {
   type ObjectStore,
 } from '../../common/core';
 import type { StatusWriter } from '../kube/status-writer';
-import { conditionDraftFor, readDecision, storedDecisionRevalidator } from '../status/decision';
+import type { TrackedKinds } from '../kube/tracked-kinds';
+import { conditionDraftFor, conditionOptionsFor, readDecision, storedDecisionRevalidator } from '../status/decision';
 import { collectDeletedObject, describeCollected, type DeletedObjectCollectorDeps } from './resync-gc';
 
 /**
@@ -54,6 +55,8 @@ export interface ConditionResyncDeps extends DeletedObjectCollectorDeps {
   writer: Pick<StatusWriter, 'write'>;
   logger: Logger;
   conditionType: string;
+  /** Per-kind condition types (TrackedKinds); absent: `conditionType` for every kind. */
+  kinds?: Pick<TrackedKinds, 'conditionTypeFor'>;
   writeOnMessageChange: boolean;
   now: () => number;
   /** Objects checked against Kubernetes per run (one GET each, one PATCH if drifted). Default 500. */
@@ -135,12 +138,12 @@ async function resyncObject(deps: ConditionResyncDeps, pk: string): Promise<Obje
     if (decision.status === 'invalid') deps.logger.error({ object, generation: record.generation, error: decision.error }, 'decision on OBJECT item is invalid; not re-asserted');
     return 'skipped';
   }
-  const draft = conditionDraftFor(record, decision.decision, { type: deps.conditionType });
+  const draft = conditionDraftFor(record, decision.decision, conditionOptionsFor(record.object, deps));
   // The item was read before the object: convergence's handoff may have applied a newer verdict in
   // between, which an older draft must not undo.
   const store = deps.store;
   const getObjectGeneration = store.getObjectGeneration?.bind(store);
-  const revalidate = getObjectGeneration === undefined ? undefined : storedDecisionRevalidator({ getObjectGeneration }, record, draft, { type: deps.conditionType });
+  const revalidate = getObjectGeneration === undefined ? undefined : storedDecisionRevalidator({ getObjectGeneration }, record, draft, conditionOptionsFor(record.object, deps));
   const outcome = await deps.writer.write(record.object, draft, revalidate === undefined ? {} : { revalidate });
   switch (outcome.outcome) {
     case 'written':

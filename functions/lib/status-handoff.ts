@@ -310,6 +310,7 @@ export function buildStatusHandoff(env: Record<string, string | undefined>, logg
     cleanup: { markDeleted: async () => 0 },
     logger,
     conditionType: settings.CONDITION_TYPE,
+    kinds,
     writeOnMessageChange,
     messageRefreshMs: settings.STATUS_MESSAGE_REFRESH_MS,
     now,

@@ -1,18 +1,19 @@
 // Routing and input validation of the query function. Paths (GET only):
 //   /healthz
 //   /envoys?limit=&cursor=&group=
-//   /envoys/{nodeId}                              (nodeId URL-encoded)
+//   /envoys/{nodeId}?events=                      (nodeId URL-encoded; events: 0-100 recent events, default 20)
 //   /objects/{group}/{kind}/{namespace}/{name}?generation=
 // `_` stands for the empty core group and for the empty namespace of cluster-scoped kinds.
 import { z } from 'zod';
 
-import { validateObjectRef, type ObjectRef } from '../../common/core';
+import { firstUnsafeCharacter, MAX_NODE_ID_LENGTH, validateObjectRef, type ObjectRef } from '../../common/core';
 import { HttpError } from './http';
+import { MAX_RECENT_EVENTS, RECENT_EVENTS } from './views';
 
 export type Route =
   | { name: 'healthz' }
   | { name: 'envoys'; limit: number; cursor?: string; group?: string }
-  | { name: 'envoy'; nodeId: string }
+  | { name: 'envoy'; nodeId: string; events: number }
   | { name: 'object'; ref: ObjectRef; generation?: number };
 
 const fleetQuerySchema = z
@@ -20,6 +21,17 @@ const fleetQuerySchema = z
     limit: z.coerce.number().int('limit must be an integer').min(1, 'limit must be at least 1').max(1000, 'limit must be at most 1000').default(100),
     cursor: z.string().min(1).max(4096).optional(),
     group: z.string().min(1).max(1024).optional(),
+  })
+  .strict();
+
+const envoyQuerySchema = z
+  .object({
+    events: z
+      .string()
+      .regex(/^(0|[1-9][0-9]{0,5})$/, 'events must be a whole number')
+      .transform(Number)
+      .refine((n) => n <= MAX_RECENT_EVENTS, `events must be at most ${MAX_RECENT_EVENTS}`)
+      .optional(),
   })
   .strict();
 
@@ -56,9 +68,13 @@ export function route(path: string, query: Record<string, string | undefined>): 
   }
   if (head === 'envoys' && rest.length === 1) {
     const nodeId = segment(rest[0] as string);
-    if (nodeId.length === 0 || nodeId.length > 1024) throw new HttpError(400, 'BadNodeId', 'node id must be 1-1024 characters');
-    parseQuery(z.object({}).strict(), query);
-    return { name: 'envoy', nodeId };
+    if (nodeId.length === 0 || nodeId.length > MAX_NODE_ID_LENGTH) throw new HttpError(400, 'BadNodeId', `node id must be 1-${MAX_NODE_ID_LENGTH} characters`);
+    // The gateway refuses such node ids at its edge (common/core node-limits.ts), so none is stored:
+    // say which character is wrong rather than answer "no such Envoy".
+    const unsafe = firstUnsafeCharacter(nodeId);
+    if (unsafe !== undefined) throw new HttpError(400, 'BadNodeId', `node id has the control or format character ${unsafe.codePoint} at index ${unsafe.index}; node ids never contain one`);
+    const parsed = parseQuery(envoyQuerySchema, query);
+    return { name: 'envoy', nodeId, events: parsed.events ?? RECENT_EVENTS };
   }
   if (head === 'objects') {
     if (rest.length !== 4) throw new HttpError(400, 'BadObjectPath', 'object paths are /objects/{group}/{kind}/{namespace}/{name}; use _ for the core group or no namespace');

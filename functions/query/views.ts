@@ -2,6 +2,7 @@
 // with its decision and live per-Envoy detail, and a fleet view like `istioctl proxy-status`.
 import {
   computeConvergence,
+  encodeVersion,
   isLive,
   shortTypeName,
   typeSyncReports,
@@ -13,6 +14,7 @@ import {
   type EventStore,
   type LineageState,
   type ObjectRef,
+  type TypeState,
 } from '../../common/core';
 import { DECISION_ATTRIBUTE, DecisionSchema } from '../../common/core/decision';
 import { HttpError } from './http';
@@ -60,6 +62,45 @@ class LineageCache {
   }
 }
 
+/**
+ * `istioctl proxy-status` per type, from what was sent against what was answered on the type's
+ * lineage (istiod compares the nonce it sent with the nonce the Envoy acknowledged; here a version
+ * `xp1:<lineage>:<seq>` names one response of one lineage, so seqs compare the same way):
+ * NOT_SENT nothing was sent; SYNCED the last response sent is the one ACKed; STALE a response is
+ * out and unanswered (`pending`); NACKED the last response sent was answered with a NACK. This
+ * differs from `status` (common/core proxy-status.ts), which compares with what the gateway
+ * currently serves and so also reports a type behind with nothing in flight.
+ */
+export type SentSync = 'SYNCED' | 'NOT_SENT' | 'STALE' | 'NACKED';
+
+/** The last response sent on a type: the one still pending, else the newer of the ACKed and the NACKed. */
+export function lastSentSeq(type: TypeState): number | undefined {
+  if (type.pending !== undefined) return type.pending.seq;
+  const answered = [type.acked, type.nack?.seq].filter((seq): seq is number => seq !== undefined);
+  return answered.length === 0 ? undefined : Math.max(...answered);
+}
+
+export function sentSync(type: TypeState): SentSync {
+  const sent = lastSentSeq(type);
+  if (sent === undefined) return 'NOT_SENT';
+  if (type.pending !== undefined) return 'STALE';
+  if (type.nack !== undefined && type.nack.seq === sent && (type.acked === undefined || type.acked < sent)) return 'NACKED';
+  return 'SYNCED';
+}
+
+/** Sent/ACKed/NACKed versions of one type, spelled as the Envoy sees them (version_info). */
+function sentView(type: TypeState) {
+  const sent = lastSentSeq(type);
+  const version = (seq: number) => encodeVersion({ lineage: type.lineage, seq });
+  return {
+    sync: sentSync(type),
+    typeLineage: type.lineage,
+    sent: sent === undefined ? null : { seq: sent, version: version(sent), ...(type.pending === undefined ? {} : { at: type.pending.sentAt }) },
+    ackedVersion: type.acked === undefined ? null : version(type.acked),
+    nack: type.nack === undefined ? null : { seq: type.nack.seq, version: version(type.nack.seq), message: type.nack.message, at: type.nack.at },
+  };
+}
+
 /** One row of the fleet view. */
 export function envoySummary(envoy: EnvoyState, lineages: ReadonlyMap<string, LineageState>, context: Pick<ViewContext, 'now' | 'policy'>) {
   const gateway = lineages.get(envoy.lineage);
@@ -74,7 +115,10 @@ export function envoySummary(envoy: EnvoyState, lineages: ReadonlyMap<string, Li
     programmedThrough: envoy.programmedThrough ?? null,
     connectedAt: envoy.connectedAt,
     lastSeenAt: envoy.lastSeenAt,
-    types: typeSyncReports(envoy, lineages).map((report) => ({ type: shortTypeName(report.typeUrl), ...report })),
+    types: typeSyncReports(envoy, lineages).map((report) => {
+      const state = envoy.types[report.typeUrl];
+      return { type: shortTypeName(report.typeUrl), ...report, ...(state === undefined ? {} : sentView(state)) };
+    }),
   };
 }
 
@@ -88,27 +132,38 @@ export async function fleetPage(context: ViewContext, request: { limit: number; 
   };
 }
 
-/** Events shown on an Envoy's detail view. */
-const RECENT_EVENTS = 20;
+/** Events shown on an Envoy's detail view unless the caller asks for another number (`?events=`). */
+export const RECENT_EVENTS = 20;
+/** The most `?events=` may ask for: one bounded read of the event log. */
+export const MAX_RECENT_EVENTS = 100;
 
 function eventView(event: EnvoyEvent) {
   return { outcome: event.outcome, type: shortTypeName(event.typeUrl), typeUrl: event.typeUrl, lineage: event.lineage, seq: event.seq, at: event.at, ...(event.message === undefined ? {} : { message: event.message }) };
 }
 
-export async function envoyDetail(context: ViewContext, nodeId: string) {
+export async function envoyDetail(context: ViewContext, nodeId: string, eventCount: number = RECENT_EVENTS) {
   const read = await context.store.getEnvoyState(nodeId);
   if (read.status === 'missing') throw new HttpError(404, 'EnvoyNotFound', `no Envoy with node id ${JSON.stringify(nodeId)}`);
   if (read.status === 'corrupt') throw new HttpError(500, 'CorruptItem', `the state of Envoy ${JSON.stringify(nodeId)} is unreadable: ${read.error}`);
   const lineages = await new LineageCache(context.store).forEnvoys([read.value]);
   // `limit` bounds items read, and an event-log item holds many events (docs/GATEWAY.md, "The event
   // log"): the first descending page, with the events the STATE carries, is sorted newest first.
-  const events = await context.store.listEnvoyEvents(nodeId, { descending: true, limit: RECENT_EVENTS });
-  return { ...envoySummary(read.value, lineages, context), metadata: read.value.metadata, recentEvents: events.items.slice(0, RECENT_EVENTS).map(eventView) };
+  const events = eventCount === 0 ? [] : (await context.store.listEnvoyEvents(nodeId, { descending: true, limit: eventCount })).items.slice(0, eventCount);
+  const summary = envoySummary(read.value, lineages, context);
+  // The state keeps a NACK only until a newer version is ACKed; the drill-down also shows an
+  // answered one, from the event log, so "what did it refuse last, and why" survives the fix.
+  const types = summary.types.map((type) => {
+    if (type.nack !== undefined && type.nack !== null) return { ...type, lastNack: { ...type.nack, cleared: false } };
+    const logged = events.find((event) => event.outcome === 'NACK' && event.typeUrl === type.typeUrl);
+    return { ...type, lastNack: logged === undefined ? null : { seq: logged.seq, version: encodeVersion({ lineage: logged.lineage, seq: logged.seq }), message: logged.message ?? '', at: logged.at, cleared: true } };
+  });
+  return { ...summary, types, metadata: read.value.metadata, recentEvents: events.map(eventView) };
 }
 
 function blockerView(blocker: Blocker) {
   switch (blocker.reason) {
     case 'nacked':
+    case 'blocked':
       return { nodeId: blocker.nodeId, reason: blocker.reason, nacks: blocker.nacks.map((nack) => ({ type: shortTypeName(nack.typeUrl), ...nack })) };
     case 'stuck':
       return { nodeId: blocker.nodeId, reason: blocker.reason, types: blocker.typeUrls.map(shortTypeName), since: blocker.since };

@@ -3,7 +3,7 @@
 // decision: an invalid one is dropped from the item and reported in its warnings, so it is not parsed
 // a second time here.
 import { conditionForDecision, type Decision } from '../../common/core/decision';
-import type { BuildConditionOptions, ConditionDraft, ObjectGeneration, ObjectStore } from '../../common/core';
+import type { BuildConditionOptions, ConditionDraft, ObjectGeneration, ObjectRef, ObjectStore } from '../../common/core';
 
 export type DecisionRead =
   | { status: 'none' }
@@ -47,4 +47,16 @@ export function storedDecisionRevalidator(
     if (stored.status !== 'found') return draft;
     return conditionDraftFor(read.value, stored.decision, options);
   };
+}
+
+/**
+ * The condition options for an object: its kind's condition type (Gateway API kinds default to a
+ * domain-prefixed one: functions/kube/tracked-kinds.ts), else CONDITION_TYPE. Every writer builds its
+ * drafts through this, so the status function, the handoff and resync agree on the type.
+ */
+export function conditionOptionsFor(
+  ref: ObjectRef,
+  deps: { conditionType: string; kinds?: { conditionTypeFor(ref: ObjectRef, fallback: string): string } },
+): BuildConditionOptions {
+  return { type: deps.kinds === undefined ? deps.conditionType : deps.kinds.conditionTypeFor(ref, deps.conditionType) };
 }

@@ -18,7 +18,8 @@ import {
 } from '../../common/core';
 import { messageRefreshDue, type MessageRefresh } from '../../common/core/status-update';
 import type { StatusWriter, WriteOutcome } from '../kube/status-writer';
-import { conditionDraftFor, readDecision, storedDecisionRevalidator } from './decision';
+import type { TrackedKinds } from '../kube/tracked-kinds';
+import { conditionDraftFor, conditionOptionsFor, readDecision, storedDecisionRevalidator } from './decision';
 import type { ObjectCleanup } from './object-cleanup';
 
 export interface StatusProcessorDeps {
@@ -32,6 +33,8 @@ export interface StatusProcessorDeps {
   cleanup: ObjectCleanup;
   logger: Logger;
   conditionType: string;
+  /** Per-kind condition types (TrackedKinds); absent: `conditionType` for every kind. */
+  kinds?: Pick<TrackedKinds, 'conditionTypeFor'>;
   writeOnMessageChange: boolean;
   /**
    * STATUS_MESSAGE_REFRESH_MS: a not-True condition whose message (counts, blockers) is out of date
@@ -64,11 +67,11 @@ function refreshFor(record: ObjectGeneration, deps: Pick<StatusProcessorDeps, 'm
  * stored decision says other counts or blockers) and may be rewritten now: what convergence's sweep
  * looks for (functions/lib/status-handoff.ts), with the same rule the status function applies.
  */
-export function staleMessageDue(record: ObjectGeneration, deps: Pick<StatusProcessorDeps, 'conditionType' | 'messageRefreshMs' | 'now'>): boolean {
+export function staleMessageDue(record: ObjectGeneration, deps: Pick<StatusProcessorDeps, 'conditionType' | 'kinds' | 'messageRefreshMs' | 'now'>): boolean {
   const decision = readDecision(record);
   const refresh = refreshFor(record, deps);
   if (decision.status !== 'found' || record.lastCondition === undefined || refresh === undefined) return false;
-  const draft = conditionDraftFor(record, decision.decision, { type: deps.conditionType });
+  const draft = conditionDraftFor(record, decision.decision, conditionOptionsFor(record.object, deps));
   return messageRefreshDue(record.lastCondition, draft, deps.now(), refresh).kind === 'due';
 }
 
@@ -180,7 +183,7 @@ export async function applyDecision(record: ObjectGeneration, warnings: readonly
     deps.logger.error({ ...base, error: decision.error }, 'decision on OBJECT item is invalid; skipped');
     return { ...base, result: 'noDecision', detail: decision.error };
   }
-  const draft = conditionDraftFor(record, decision.decision, { type: deps.conditionType });
+  const draft = conditionDraftFor(record, decision.decision, conditionOptionsFor(record.object, deps));
   // Already written for this generation (e.g. this record is our own recordCondition): no read, no
   // write. Keeps Kubernetes traffic O(1) per generation however many records the item gets. A record
   // that changes only the message goes on only once the refresh is due (at most one write per
@@ -197,7 +200,7 @@ export async function applyDecision(record: ObjectGeneration, warnings: readonly
     if (stored.status === 'found') return applyDecision(stored.value, [], deps, { fresh: true });
     // Gone or unreadable (logged by the store): act on the image, as before.
   }
-  const revalidate = getObjectGeneration === undefined ? undefined : storedDecisionRevalidator({ getObjectGeneration }, record, draft, { type: deps.conditionType });
+  const revalidate = getObjectGeneration === undefined ? undefined : storedDecisionRevalidator({ getObjectGeneration }, record, draft, conditionOptionsFor(record.object, deps));
   // Against what Kubernetes holds, the time on the item only counts for the condition the item
   // recorded with it (core MessageRefresh.recorded): a write of ours not yet recorded is never "due".
   const writeRefresh = refresh === undefined ? undefined : { ...refresh, recorded: record.lastCondition };

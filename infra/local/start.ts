@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
-import { listHttpProxies, startLiveView, type LiveView, type ObjectProgress } from './system/live-view';
-import { CONTOUR_INSTALL_HINT } from './system/contour';
-import { startLocalSystem, type ControlPlaneMode, type LocalSystem } from './system';
+import { listHttpProxies, startLiveView, type BannerLine, type LiveView, type ObjectProgress } from './system/live-view';
+// Types only: the system's modules (AWS SDK, Kubernetes client, gRPC) take over a second to load,
+// so main() prints its first line and then imports them.
+import type { ControlPlaneMode, LocalSystem, StartupStep } from './system';
 
 function integer(min: number, max: number) {
   return (text: string): number => {
@@ -73,37 +74,72 @@ async function leaderName(system: StartedSystem): Promise<string | undefined> {
   return controlPlane.leader()?.controlPlane.replicaId;
 }
 
-function printEndpoints(system: StartedSystem, leader: string | undefined, out: NodeJS.WritableStream, timings: { componentsMs: number; sinceProcessMs: number }): void {
+/**
+ * The start banner. Essential lines (how to reach the system: env.sh, the query URL and its token,
+ * what is missing, where the logs are) stay in the live view when the terminal is too short for all.
+ */
+function banner(system: StartedSystem, leader: string | undefined, timings: { componentsMs: number; sinceProcessMs: number }, logFile: string | undefined): BannerLine[] {
   const e = system.endpoints;
   const contour = system.options.controlPlane === 'contour';
-  const lines = [
-    `xds-programmed is running (${system.options.envoys} simulated Envoys + ${system.fleet.roles.real.length} gRPC clients, ${system.objects.length} objects)`,
-    ...(contour ? ['  control plane: unmodified Contour; the gateway uses observed-generation barriers and follows its Lease (no gRPC clients: Contour serves no API listeners)'] : []),
-    `  components ready in ${(timings.componentsMs / 1000).toFixed(2)} s (${(timings.sinceProcessMs / 1000).toFixed(2)} s since the command started)`,
-    `  kubeconfig     ${e.kubeconfigPath}`,
-    `  query URL      ${e.queryUrl ?? 'unavailable'}   (Authorization: Bearer ${e.queryToken})`,
-    `  metrics URL    ${e.metricsUrl ?? 'unavailable'}`,
-    `  gateway xDS    ${e.gatewayXds ?? 'unavailable'}`,
-    `  control plane  ${e.controlPlanes.join(', ')} (leader: ${leader ?? 'none yet'})`,
-    `  DynamoDB       ${e.dynamoEndpoint} table ${e.tableName}`,
-    `  env for the CLI and kubectl: source ${join(e.stateDir, 'env.sh')}`,
-    ...system.unavailable.map((part) => `  NOT AVAILABLE  ${part.component}: ${part.reason}`),
-    `  try: kubectl wait --for=condition=${e.conditionType} httpproxy/sample-0   |   node scripts/xds-programmed.cjs status httpproxy/sample-0`,
-    '  Ctrl-C stops everything.',
+  const line = (text: string, essential = false): BannerLine => ({ text, essential });
+  return [
+    line(`xds-programmed is running (${system.options.envoys} simulated Envoys + ${system.fleet.roles.real.length} gRPC clients, ${system.objects.length} objects)`, true),
+    ...(contour ? [line('  control plane: unmodified Contour; the gateway uses observed-generation barriers and follows its Lease (no gRPC clients: Contour serves no API listeners)')] : []),
+    line(`  components ready in ${(timings.componentsMs / 1000).toFixed(2)} s (${(timings.sinceProcessMs / 1000).toFixed(2)} s since the command started)`),
+    line(`  kubeconfig     ${e.kubeconfigPath}`),
+    line(`  query URL      ${e.queryUrl ?? 'unavailable'}   (Authorization: Bearer ${e.queryToken})`, true),
+    line(`  metrics URL    ${e.metricsUrl ?? 'unavailable'}`),
+    line(`  gateway xDS    ${e.gatewayXds ?? 'unavailable'}`),
+    line(`  control plane  ${e.controlPlanes.join(', ')} (leader: ${leader ?? 'none yet'})`),
+    line(`  DynamoDB       ${e.dynamoEndpoint} table ${e.tableName}`),
+    line(`  env for the CLI and kubectl: source ${join(e.stateDir, 'env.sh')}`, true),
+    ...system.unavailable.map((part) => line(`  NOT AVAILABLE  ${part.component}: ${part.reason}`, true)),
+    line(`  try: kubectl wait --for=condition=${e.conditionType} httpproxy/sample-0   |   node scripts/xds-programmed.cjs status httpproxy/sample-0`),
+    ...(logFile === undefined ? [] : [line(`  logs: ${logFile}`, true)]),
+    line('  Ctrl-C stops everything.', true),
   ];
-  out.write(`${lines.join('\n')}\n`);
+}
+
+/** Start progress in place on a terminal (one line rewritten per step), a line per step otherwise. */
+function startProgress(out: NodeJS.WritableStream & { isTTY?: boolean }, tty: boolean): { step(step: StartupStep): void; done(): void } {
+  const ready: string[] = [];
+  const startedAt = Date.now();
+  const head = 'starting: dynamo → kubernetes → echo backend → control plane → gateway → functions → envoys → samples';
+  if (!tty) {
+    out.write(`${head}\n`);
+    return { step: (step) => out.write(`  ${step.component} ready at ${step.readyAtMs} ms\n`), done: () => undefined };
+  }
+  const draw = (): void => {
+    const text = `starting xds-programmed: ${ready.length === 0 ? 'loading' : `${ready.join(' ✓ ')} ✓`} (${((Date.now() - startedAt) / 1000).toFixed(1)} s)`;
+    const columns = (out as { columns?: number }).columns ?? 80;
+    out.write(`\r\u001b[2K${text.length >= columns ? `${text.slice(0, columns - 2)}…` : text}`);
+  };
+  draw();
+  return {
+    step(step) {
+      ready.push(step.component);
+      draw();
+    },
+    done() {
+      out.write('\r\u001b[2K');
+    },
+  };
 }
 
 async function main(): Promise<void> {
   const flags = program().parse().opts<StartFlags>();
   const out = process.stdout;
-  const systemStartedAt = Date.now();
+  // A terminal gets the redrawn view; a pipe (`npm start | tee log`) plain progress lines.
+  const tty = flags.ui && out.isTTY;
   // In the live view, component logs would tear the bars: they go to a file in the state dir.
   const stateDir = flags.stateDir ?? mkdtempSync(join(tmpdir(), 'xds-programmed-'));
   mkdirSync(stateDir, { recursive: true });
   const logFile = flags.ui ? join(stateDir, 'system.log') : undefined;
   const logger = logFile !== undefined ? pino({ level: flags.logLevel === 'warn' ? 'info' : flags.logLevel }, pino.destination({ dest: logFile, sync: false })) : pino({ level: flags.logLevel }, pino.destination(2));
-  if (!flags.ui) out.write('starting: dynamo → kubernetes → echo backend → control plane → gateway → functions → envoys → samples\n');
+  const progress = startProgress(out, tty);
+  const { startLocalSystem } = await import('./system');
+  // "Components ready" counts from here, as it did when the modules loaded before main().
+  const componentsStartedAt = Date.now();
   const system: StartedSystem = await startLocalSystem<'inline', ControlPlaneMode>(
     {
       envoys: flags.envoys,
@@ -118,9 +154,10 @@ async function main(): Promise<void> {
       ackTimeoutMs: flags.ackTimeoutMs,
       stateDir,
     },
-    { logger, processMetrics: true, onStep: flags.ui ? undefined : (step) => out.write(`  ${step.component} ready at ${step.readyAtMs} ms\n`) },
+    { logger, processMetrics: true, onStep: (step) => progress.step(step) },
   );
-  const componentsMs = Date.now() - systemStartedAt;
+  progress.done();
+  const componentsMs = Date.now() - componentsStartedAt;
   const sinceProcessMs = Math.round(process.uptime() * 1000);
   const e = system.endpoints;
   writeFileSync(
@@ -128,8 +165,10 @@ async function main(): Promise<void> {
     [`export KUBECONFIG='${e.kubeconfigPath}'`, `export XDS_PROGRAMMED_URL='${e.queryUrl ?? ''}'`, `export XDS_PROGRAMMED_TOKEN='${e.queryToken}'`, ''].join('\n'),
     { mode: 0o600 },
   );
-  printEndpoints(system, await leaderName(system), out, { componentsMs, sinceProcessMs });
-  if (logFile !== undefined) out.write(`  logs: ${logFile}\n`);
+  const bannerLines = banner(system, await leaderName(system), { componentsMs, sinceProcessMs }, logFile);
+  writeFileSync(join(e.stateDir, 'banner.txt'), `${bannerLines.map((line) => line.text).join('\n')}\n`, { mode: 0o600 });
+  // On a terminal the live view draws the banner at the top of its region, so it stays visible.
+  if (!tty) out.write(`${bannerLines.map((line) => line.text).join('\n')}\n`);
   if (!flags.ui) out.write(`READY ${JSON.stringify({ ...e, componentsMs, sinceProcessMs, unavailable: system.unavailable })}\n`);
 
   // "Programmed": every sample at its current generation is True in Kubernetes, measured once.
@@ -138,7 +177,7 @@ async function main(): Promise<void> {
     if (programmedReported || objects.length === 0) return;
     if (objects.every((o) => o.view?.condition?.status === 'True' && o.view.generation === o.generation)) {
       programmedReported = true;
-      const ms = Date.now() - systemStartedAt;
+      const ms = Date.now() - componentsStartedAt;
       if (!flags.ui) out.write(`PROGRAMMED all ${objects.length} objects into every Envoy ${ms} ms after start (${Math.round(process.uptime() * 1000)} ms since the command started)\n`);
     }
   };
@@ -147,14 +186,17 @@ async function main(): Promise<void> {
     view = startLiveView({
       queryUrl: e.queryUrl,
       queryToken: e.queryToken,
-      kubeUrl: e.kubeUrl,
       namespace: 'default',
       listObjects: () => listHttpProxies(e.kubeUrl, 'default'),
       mode: flags.ui ? 'ui' : 'lines',
       out,
       pollMs: 1000,
+      banner: bannerLines,
+      colour: (process.env['NO_COLOR'] ?? '') === '',
       onPoll,
     });
+  } else if (tty) {
+    out.write(`${bannerLines.map((line) => line.text).join('\n')}\n`);
   }
 
   let stoppingSince: number | undefined;
@@ -187,8 +229,9 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled rejection'));
 }
 
-main().catch((error: unknown) => {
+main().catch(async (error: unknown) => {
   // A missing Contour install is a usage problem, not a crash: say what to run, no stack.
+  const { CONTOUR_INSTALL_HINT } = await import('./system/contour');
   if (error instanceof Error && error.message.includes(CONTOUR_INSTALL_HINT)) {
     process.stderr.write(`npm start: ${error.message}\n`);
     process.exit(2);

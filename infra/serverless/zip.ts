@@ -2,7 +2,7 @@
 // neither the `zip` binary nor a package. Same input → byte-identical zip → the same code hash, so
 // serverless/CloudFormation only update functions whose bundle changed. Format: PKWARE APPNOTE 6.3
 // (local headers, central directory, end of central directory; no ZIP64: bundles are far below 4 GiB).
-import { crc32, deflateRawSync } from 'node:zlib';
+import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
 
 export interface ZipEntry {
   name: string;
@@ -60,4 +60,41 @@ export function zipEntries(entries: readonly ZipEntry[]): Buffer {
   end.writeUInt32LE(centralDirectory.length, 12);
   end.writeUInt32LE(offset, 16);
   return Buffer.concat([...locals, centralDirectory, end]);
+}
+
+/**
+ * Reads back the entries of a ZIP such as zipEntries writes (stored or deflate, no ZIP64, no
+ * encryption), checking each entry's size and CRC, so the packaging test can open the very
+ * artifacts serverless uploads without an `unzip` binary. Throws naming what is wrong.
+ */
+export function readZipEntries(zip: Buffer): ZipEntry[] {
+  const endAt = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  if (endAt < 0 || endAt + 22 > zip.length) throw new Error('not a ZIP: no end of central directory record');
+  const count = zip.readUInt16LE(endAt + 10);
+  let at = zip.readUInt32LE(endAt + 16);
+  const entries: ZipEntry[] = [];
+  for (let i = 0; i < count; i++) {
+    if (at + 46 > zip.length || zip.readUInt32LE(at) !== 0x02014b50) throw new Error(`ZIP central directory entry ${i} is malformed`);
+    const method = zip.readUInt16LE(at + 10);
+    const crc = zip.readUInt32LE(at + 16);
+    const compressedSize = zip.readUInt32LE(at + 20);
+    const size = zip.readUInt32LE(at + 24);
+    const nameLength = zip.readUInt16LE(at + 28);
+    const name = zip.toString('utf8', at + 46, at + 46 + nameLength);
+    const localAt = zip.readUInt32LE(at + 42);
+    at += 46 + nameLength + zip.readUInt16LE(at + 30) + zip.readUInt16LE(at + 32);
+    if (localAt + 30 > zip.length || zip.readUInt32LE(localAt) !== 0x04034b50) throw new Error(`ZIP entry ${name} has no local header`);
+    const dataAt = localAt + 30 + zip.readUInt16LE(localAt + 26) + zip.readUInt16LE(localAt + 28);
+    const raw = zip.subarray(dataAt, dataAt + compressedSize);
+    if (method !== 0 && method !== 8) throw new Error(`ZIP entry ${name} uses compression method ${method} (only stored and deflate are read)`);
+    let data: Buffer;
+    try {
+      data = method === 8 ? inflateRawSync(raw) : Buffer.from(raw);
+    } catch (error) {
+      throw new Error(`ZIP entry ${name} does not inflate: ${(error as Error).message}`);
+    }
+    if (data.length !== size || crc32(data) !== crc) throw new Error(`ZIP entry ${name} is corrupt (size or CRC does not match)`);
+    entries.push({ name, data });
+  }
+  return entries;
 }

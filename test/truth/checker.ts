@@ -229,9 +229,11 @@ export function checkTrueWrites(writes: readonly ConditionWrite[], inputs: Truth
  */
 export function checkRejectedMessages(writes: readonly ConditionWrite[], truth: GroundTruth): Violation[] {
   const violations: Violation[] = [];
-  const quoted = /([A-Za-z0-9._-]+) rejected (CDS|EDS|LDS|RDS|SDS): ([^;]*)/g;
+  // "<envoy> rejected <type>: <message>", or for another object's rejection (BlockedByOtherObject)
+  // "<envoy> rejected <type> of <objects> (resource …), not of this object: <message>".
+  const quoted = /([A-Za-z0-9._-]+) rejected (CDS|EDS|LDS|RDS|SDS)(?: of [^:;]*)?: ([^;]*)/g;
   for (const write of writes) {
-    if (write.condition.reason !== 'Rejected') continue;
+    if (write.condition.reason !== 'Rejected' && write.condition.reason !== 'BlockedByOtherObject') continue;
     const quotes = [...write.condition.message.matchAll(quoted)];
     if (quotes.length === 0) violations.push({ invariant: 'I2-nack-shown', detail: `${write.name} Rejected without quoting any Envoy: "${write.condition.message}"` });
     for (const [, nodeId = '', type = '', message = ''] of quotes) {

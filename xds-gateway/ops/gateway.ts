@@ -16,6 +16,7 @@ import { ObservedGenerationBarrier } from '../tracking/barrier';
 import { EnvoyTracker } from '../tracking/envoy-tracker';
 import { mergeEnvoyState } from '../tracking/envoy-state-merge';
 import { LeaderFollower } from '../tracking/leader-follower';
+import { NackAttributor, ObjectOwnership } from '../tracking/nack-attribution';
 import { ObjectWatcher } from '../tracking/object-watcher';
 import { ProvenanceWatermarks } from '../tracking/provenance-watermarks';
 import { Recorder, UnrecordableEnvoyError, describeError } from '../tracking/recorder';
@@ -171,7 +172,12 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
   const refusals: { relay?: Relay } = {};
   /** Parts created after the relay that keep something per lineage (the barrier). */
   const forgetRetiredLineage: Array<(lineage: string) => void> = [];
+  // NACK attribution (docs/CONVERGENCE.md): owners by the tracked objects' specs (the object watcher
+  // feeds them) and, exactly, by provenance stamps (created just below, hence the late lookup).
+  const ownership = new ObjectOwnership();
+  const stampedOwners: { provenance?: ProvenanceWatermarks } = {};
   const tracker = new EnvoyTracker({
+    attributor: new NackAttributor({ ownership, provenance: { ownersOf: (lineage, typeUrl, name) => stampedOwners.provenance?.ownersOf(lineage, typeUrl, name) } }),
     recorder,
     logger: log.child({ component: 'tracker' }),
     clock,
@@ -184,6 +190,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
   const provenance = config.watermarks.includes('provenance')
     ? new ProvenanceWatermarks({ recorder, logger: log.child({ component: 'provenance' }), clock, lineageState: (lineage) => tracker.lineageState(lineage) })
     : undefined;
+  if (provenance !== undefined) stampedOwners.provenance = provenance;
 
   // --- relay
   const tls = upstreamTls(config);
@@ -289,7 +296,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     });
     const created = barrier;
     forgetRetiredLineage.push((lineage) => created.forgetLineage(lineage));
-    watcher = new ObjectWatcher({ kubeConfig, kinds: config.trackedKinds, barrier, logger: log.child({ component: 'watch' }) });
+    watcher = new ObjectWatcher({ kubeConfig, kinds: config.trackedKinds, barrier, ownership, logger: log.child({ component: 'watch' }) });
   }
   const seenLineages = new Set<string>();
   tracker.onUpstreamApplied((e) => {

@@ -19,6 +19,9 @@ import type { Recorder, RecorderMetrics } from '../tracking/recorder';
  */
 export const OTHER_LABEL = '_other';
 
+/** Every metric of the gateway starts with this (the project's metrics are all `xds_programmed_…`). */
+export const METRIC_PREFIX = 'xds_programmed_gateway_';
+
 /** How many node groups get a label value of their own (the rest share OTHER_LABEL). */
 export const GROUP_LABEL_LIMIT = 100;
 /** How many type URLs beyond the five known ones get a label value of their own. */
@@ -58,7 +61,7 @@ export function typeLabels(): { of(typeUrl: string): string } {
   return { of: (typeUrl) => KNOWN_TYPE_URLS[typeUrl] ?? unknown.of(typeUrl) };
 }
 
-/** Fixed label values of xds_gateway_streams_refused_total (initialised at 0 so rates work from the start). */
+/** Fixed label values of xds_programmed_gateway_streams_refused_total (initialised at 0 so rates work from the start). */
 const REFUSAL_REASONS: readonly StreamRefusalReason[] = ['peer_streams', 'node_ids', 'node_groups', 'node_id_not_in_cert', 'invalid_node'];
 
 const UPSTREAM_STATE_RANK: Record<string, number> = { ready: 0, connecting: 1, unavailable: 2 };
@@ -90,51 +93,53 @@ export interface GatewayMetrics {
 
 export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {}): GatewayMetrics {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'xds_gateway_process_' });
+  // prom-client's process and Node.js metrics under the same prefix as ours:
+  // xds_programmed_gateway_process_cpu_seconds_total, xds_programmed_gateway_nodejs_heap_size_used_bytes, …
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
   let sources: MetricSources | undefined;
   const groupLabel = groupLabels();
   const typeLabel = typeLabels();
 
-  const events = new Counter({ name: 'xds_gateway_events_written_total', help: 'ACK/NACK/STUCK events durably written, by outcome and type', labelNames: ['outcome', 'type'], registers: [registry] });
-  const requests = new Counter({ name: 'xds_gateway_requests_total', help: 'Envoy requests by classification (initial/ack/nack/stale/unknownNonce) and type', labelNames: ['class', 'type'], registers: [registry] });
-  const stuck = new Counter({ name: 'xds_gateway_stuck_detected_total', help: 'responses unanswered past the ACK timeout', labelNames: ['type'], registers: [registry] });
+  const events = new Counter({ name: 'xds_programmed_gateway_events_written_total', help: 'ACK/NACK/STUCK events durably written, by outcome and type', labelNames: ['outcome', 'type'], registers: [registry] });
+  const requests = new Counter({ name: 'xds_programmed_gateway_requests_total', help: 'Envoy requests by classification (initial/ack/nack/stale/unknownNonce) and type', labelNames: ['class', 'type'], registers: [registry] });
+  const stuck = new Counter({ name: 'xds_programmed_gateway_stuck_detected_total', help: 'responses unanswered past the ACK timeout', labelNames: ['type'], registers: [registry] });
   const writeLatency = new Histogram({
-    name: 'xds_gateway_store_write_seconds',
+    name: 'xds_programmed_gateway_store_write_seconds',
     help: 'store call latency by operation',
     labelNames: ['operation'],
     buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  const writeFailures = new Counter({ name: 'xds_gateway_store_write_failures_total', help: 'store calls that failed and were re-queued', labelNames: ['operation'], registers: [registry] });
+  const writeFailures = new Counter({ name: 'xds_programmed_gateway_store_write_failures_total', help: 'store calls that failed and were re-queued', labelNames: ['operation'], registers: [registry] });
   const writesDropped = new Counter({
-    name: 'xds_gateway_store_writes_dropped_total',
+    name: 'xds_programmed_gateway_store_writes_dropped_total',
     help: 'writes the store can never accept (schema, DynamoDB ValidationException): dropped, never retried; the Envoy is refused',
     labelNames: ['operation'],
     registers: [registry],
   });
-  const reopens = new Histogram({ name: 'xds_gateway_barrier_reopen_seconds', help: 'upstream re-open for an observed-generation barrier', labelNames: ['group'], buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30], registers: [registry] });
-  const watermarks = new Counter({ name: 'xds_gateway_barrier_watermarks_total', help: 'watermarks recorded by barriers', registers: [registry] });
-  const pauses = new Counter({ name: 'xds_gateway_relay_pauses_total', help: 'times downstream streams were paused because the recorder queue reached its high-water mark', registers: [registry] });
-  const paused = new Gauge({ name: 'xds_gateway_relay_paused', help: '1 while downstream streams are paused by backpressure', registers: [registry] });
+  const reopens = new Histogram({ name: 'xds_programmed_gateway_barrier_reopen_seconds', help: 'upstream re-open for an observed-generation barrier', labelNames: ['group'], buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30], registers: [registry] });
+  const watermarks = new Counter({ name: 'xds_programmed_gateway_barrier_watermarks_total', help: 'watermarks recorded by barriers', registers: [registry] });
+  const pauses = new Counter({ name: 'xds_programmed_gateway_relay_pauses_total', help: 'times downstream streams were paused because the recorder queue reached its high-water mark', registers: [registry] });
+  const paused = new Gauge({ name: 'xds_programmed_gateway_relay_paused', help: '1 while downstream streams are paused by backpressure', registers: [registry] });
   const lineageMoves = new Counter({
-    name: 'xds_gateway_lineage_moves_total',
+    name: 'xds_programmed_gateway_lineage_moves_total',
     help: `node groups moved to a new lineage because upstream content could go back (target change, provenance guard); group: the first ${GROUP_LABEL_LIMIT} groups, then ${OTHER_LABEL}`,
     labelNames: ['group'],
     registers: [registry],
   });
-  const redone = new Counter({ name: 'xds_gateway_barrier_redone_total', help: 'barriers re-done because the leader changed', registers: [registry] });
+  const redone = new Counter({ name: 'xds_programmed_gateway_barrier_redone_total', help: 'barriers re-done because the leader changed', registers: [registry] });
   const refused = new Counter({
-    name: 'xds_gateway_streams_refused_total',
+    name: 'xds_programmed_gateway_streams_refused_total',
     help: 'downstream streams refused: peer_streams, node_ids, node_groups (caps), node_id_not_in_cert (mTLS binding), invalid_node',
     labelNames: ['reason'],
     registers: [registry],
   });
   for (const reason of REFUSAL_REASONS) refused.inc({ reason }, 0);
-  const takeovers = new Counter({ name: 'xds_gateway_node_id_takeovers_total', help: 'node ids whose streams were ended because a newer connection claimed the node id', registers: [registry] });
-  const groupsFreed = new Counter({ name: 'xds_gateway_node_groups_freed_total', help: 'node groups freed after their idle time without streams', registers: [registry] });
+  const takeovers = new Counter({ name: 'xds_programmed_gateway_node_id_takeovers_total', help: 'node ids whose streams were ended because a newer connection claimed the node id', registers: [registry] });
+  const groupsFreed = new Counter({ name: 'xds_programmed_gateway_node_groups_freed_total', help: 'node groups freed after their idle time without streams', registers: [registry] });
 
   new Gauge({
-    name: 'xds_gateway_queue_depth',
+    name: 'xds_programmed_gateway_queue_depth',
     help: 'recorder queue depth by kind',
     labelNames: ['kind'],
     registers: [registry],
@@ -148,7 +153,7 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     },
   });
   new Gauge({
-    name: 'xds_gateway_dropped_total',
+    name: 'xds_programmed_gateway_dropped_total',
     help: 'valid records discarded by the recorder (always 0: backpressure never drops)',
     registers: [registry],
     collect() {
@@ -156,7 +161,7 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     },
   });
   new Gauge({
-    name: 'xds_gateway_backpressure',
+    name: 'xds_programmed_gateway_backpressure',
     help: '1 while the recorder queue is above its high-water mark',
     registers: [registry],
     collect() {
@@ -164,7 +169,7 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     },
   });
   new Gauge({
-    name: 'xds_gateway_streams',
+    name: 'xds_programmed_gateway_streams',
     help: 'open downstream xDS streams',
     registers: [registry],
     collect() {
@@ -173,7 +178,7 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     },
   });
   new Gauge({
-    name: 'xds_gateway_envoys',
+    name: 'xds_programmed_gateway_envoys',
     help: 'Envoys known to this gateway by status',
     labelNames: ['status'],
     registers: [registry],
@@ -185,7 +190,7 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     },
   });
   new Gauge({
-    name: 'xds_gateway_envoys_behind',
+    name: 'xds_programmed_gateway_envoys_behind',
     help: 'connected Envoys whose ACK is behind the type\'s current version',
     labelNames: ['type'],
     registers: [registry],
@@ -197,7 +202,7 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     },
   });
   new Gauge({
-    name: 'xds_gateway_versions_behind_max',
+    name: 'xds_programmed_gateway_versions_behind_max',
     help: 'largest number of type changes a connected Envoy has not ACKed yet',
     labelNames: ['type'],
     registers: [registry],
@@ -208,7 +213,7 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     },
   });
   new Gauge({
-    name: 'xds_gateway_upstream_ready',
+    name: 'xds_programmed_gateway_upstream_ready',
     help: `1 if the group's upstream subscription is ready, 0 otherwise; groups past the first ${GROUP_LABEL_LIMIT} share group="${OTHER_LABEL}" (1 only if all are ready, state the worst)`,
     labelNames: ['group', 'state'],
     registers: [registry],
@@ -227,7 +232,7 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     },
   });
   new Gauge({
-    name: 'xds_gateway_lineage_seq',
+    name: 'xds_programmed_gateway_lineage_seq',
     help: `current seq of each lineage served by this gateway (lineages of the first ${GROUP_LABEL_LIMIT} groups only)`,
     labelNames: ['group', 'lineage'],
     registers: [registry],

@@ -47,7 +47,7 @@ export interface Membership {
 }
 
 /**
- * Why the relay refused a stream (the `reason` of `xds_gateway_streams_refused_total`). A fixed set:
+ * Why the relay refused a stream (the `reason` of `xds_programmed_gateway_streams_refused_total`). A fixed set:
  * metric labels never carry Envoy-supplied strings.
  */
 export type StreamRefusalReason = 'peer_streams' | 'node_ids' | 'node_groups' | 'node_id_not_in_cert' | 'invalid_node';

@@ -33,6 +33,7 @@ import type {
 } from '../relay/observer';
 import { lineageStateFor, recordTypeChange } from './lineage-mirror';
 import { addsNames, firstMissing, nextSubscription, ReferenceHistory, REFERENCE_EDGES, unionOf, type Subscription } from './subscription-references';
+import type { NackAttributor } from './nack-attribution';
 import type { Recorder } from './recorder';
 
 export interface TrackerMetrics {
@@ -58,6 +59,8 @@ export interface EnvoyTrackerOptions {
   /** Disconnected Envoys are forgotten from memory after this long (their stored state stays). */
   forgetDisconnectedMs?: number;
   metrics?: TrackerMetrics;
+  /** Blames each NACK on the objects it is about (nack-attribution.ts); absent: NACKs carry no blame. */
+  attributor?: NackAttributor;
 }
 
 interface StreamInfo {
@@ -124,6 +127,7 @@ export class EnvoyTracker implements RelayObserver {
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly upstreamAppliedListeners: Array<(e: UpstreamAppliedEvent) => void> = [];
   private readonly references: ReferenceHistory;
+  private readonly attributor: NackAttributor | undefined;
 
   constructor(options: EnvoyTrackerOptions) {
     this.recorder = options.recorder;
@@ -134,6 +138,7 @@ export class EnvoyTracker implements RelayObserver {
     this.envoyHeartbeatMs = options.envoyHeartbeatMs ?? 60_000;
     this.forgetDisconnectedMs = options.forgetDisconnectedMs ?? 10 * 60_000;
     this.metrics = options.metrics;
+    this.attributor = options.attributor;
     this.references = new ReferenceHistory((error, typeUrl) => this.logger.warn({ err: error, typeUrl }, 'cannot read the references of a served resource'));
     const stuckEvery = options.stuckCheckIntervalMs ?? Math.max(100, Math.min(1000, Math.floor(this.ackTimeoutMs / 4)));
     this.every(stuckEvery, () => this.checkStuck());
@@ -149,6 +154,20 @@ export class EnvoyTracker implements RelayObserver {
   /** Extra listeners of upstreamApplied (the provenance watermarks), after the lineage mirror is updated. */
   onUpstreamApplied(listener: (e: UpstreamAppliedEvent) => void): void {
     this.upstreamAppliedListeners.push(listener);
+  }
+
+  /**
+   * `next` with its new NACK on `typeUrl` blamed on the objects it is about, judged against what the
+   * Envoy held before it (`before`'s ACK on that lineage). Unchanged when nothing can be blamed.
+   */
+  private withNackBlame(before: EnvoyState, next: EnvoyState, typeUrl: string): EnvoyState {
+    const type = next.types[typeUrl];
+    if (this.attributor === undefined || type?.nack === undefined) return next;
+    const previous = before.types[typeUrl];
+    const held = previous?.lineage === type.lineage ? previous.acked : undefined;
+    const blame = this.attributor.blame({ lineage: type.lineage, typeUrl, seq: type.nack.seq, held, message: type.nack.message });
+    if (blame === undefined) return next;
+    return { ...next, types: { ...next.types, [typeUrl]: { ...type, nack: { ...type.nack, blame } } } };
   }
 
   lineageState(lineage: string): LineageState | undefined {
@@ -197,14 +216,17 @@ export class EnvoyTracker implements RelayObserver {
     if (outcome.ignored !== undefined) {
       this.logger.debug({ nodeId: e.nodeId, typeUrl: e.typeUrl, streamId: e.streamId, reason: outcome.ignored }, 'request changed no type state');
     }
+    let next = outcome.state;
     if (outcome.event !== undefined) {
       // The event is queued before the state that reflects it; the recorder writes events first.
       this.recorder.enqueueEvent(outcome.event);
       if (outcome.event.outcome === 'NACK') {
-        this.logger.info({ nodeId: e.nodeId, typeUrl: e.typeUrl, seq: outcome.event.seq, message: outcome.event.message?.slice(0, 200) }, 'NACK');
+        next = this.withNackBlame(tracked.state, next, e.typeUrl);
+        const blame = next.types[e.typeUrl]?.nack?.blame;
+        this.logger.info({ nodeId: e.nodeId, typeUrl: e.typeUrl, seq: outcome.event.seq, message: outcome.event.message?.slice(0, 200), blame }, 'NACK');
       }
     }
-    tracked.state = this.withProgrammedThrough(this.withReferencesChecked(tracked, outcome.state, e.at));
+    tracked.state = this.withProgrammedThrough(this.withReferencesChecked(tracked, next, e.at));
     this.forgetStuckReports(tracked);
     this.write(tracked.state);
   }
@@ -243,6 +265,7 @@ export class EnvoyTracker implements RelayObserver {
   }
 
   upstreamApplied(e: UpstreamAppliedEvent): void {
+    this.attributor?.upstreamApplied(e);
     const lineage = this.ensureLineage(e.lineage, e.group, e.at);
     if (e.changed) {
       this.references.record(e.lineage, e.typeUrl, e.seq, e.resources);
@@ -351,6 +374,7 @@ export class EnvoyTracker implements RelayObserver {
   retireLineage(lineage: string): void {
     this.lineages.delete(lineage);
     this.references.forget(lineage);
+    this.attributor?.forgetLineage(lineage);
   }
 
   heartbeatLineages(now = this.clock.now()): void {

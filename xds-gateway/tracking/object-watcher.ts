@@ -1,15 +1,18 @@
-// Read-only informers on the tracked kinds (DESIGN §3.3): every add/update goes to the barrier with
-// the kind's "processed" signal; deletes are forgotten. A failed watch is restarted (client-node
-// informers stop on error); a malformed object is logged and skipped.
+// Read-only informers on the tracked kinds: every add/update goes to the barrier with the kind's
+// "processed" signal, and its spec to NACK attribution's ownership; deletes are forgotten. A failed
+// watch is restarted (client-node informers stop on error); a malformed object is logged and skipped.
 import { CustomObjectsApi, makeInformer, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ObservedGenerationBarrier } from './barrier';
+import type { ObjectOwnership } from './nack-attribution';
 import { kindPath, observeObject, type TrackedKind } from './tracked-kinds';
 
 export interface ObjectWatcherOptions {
   kubeConfig: KubeConfig;
   kinds: readonly TrackedKind[];
   barrier: Pick<ObservedGenerationBarrier, 'observe' | 'forget'>;
+  /** Told every object's spec, so NACKs can be blamed on the objects owning the rejected resources. */
+  ownership?: Pick<ObjectOwnership, 'observe' | 'forget'>;
   logger: Logger;
   restartMs?: number;
 }
@@ -35,13 +38,16 @@ export class ObjectWatcher {
           this.options.logger.warn({ kind: kind.kind, name: object.metadata?.name }, 'tracked object without name or generation; skipped');
           return;
         }
+        this.options.ownership?.observe(kind, observed.ref, object);
         this.options.barrier.observe(observed, kind.signal);
       };
       informer.on('add', seen);
       informer.on('update', seen);
       informer.on('delete', (object) => {
         const observed = observeObject(kind, object);
-        if (observed !== undefined) this.options.barrier.forget(observed.ref);
+        if (observed === undefined) return;
+        this.options.ownership?.forget(observed.ref);
+        this.options.barrier.forget(observed.ref);
       });
       informer.on('error', (error: unknown) => {
         if (this.stopped) return;

@@ -117,6 +117,21 @@ export class ProvenanceWatermarks {
     this.lineages.delete(lineage);
   }
 
+  /**
+   * The objects a served resource's stamp names (formatObjectRef keys), for NACK attribution; undefined
+   * when the resource is not cached here or carries no stamp.
+   */
+  ownersOf(lineage: string, typeUrl: string, resourceName: string): string[] | undefined {
+    const sources = this.lineages.get(lineage)?.byType.get(typeUrl)?.get(resourceName);
+    if (sources === undefined || sources.length === 0) return undefined;
+    const owners = new Set<string>();
+    for (const text of sources) {
+      const parsed = parseSourceRef(text);
+      if (parsed.ok) owners.add(formatObjectRef(parsed.value.object));
+    }
+    return owners.size === 0 ? undefined : [...owners].sort();
+  }
+
   /** Highest generation recorded for `ref` on `lineage` (tests, diagnostics). */
   recordedGeneration(lineage: string, ref: ObjectRef): number | undefined {
     return this.lineages.get(lineage)?.recorded.get(formatObjectRef(ref));

@@ -2,7 +2,7 @@
 // generation G" from each (DESIGN §3.3, the observed-generation barrier). Validated with zod at the
 // edge (a JSON config flag); the readers are pure and never throw on whatever a status holds.
 import { z } from 'zod';
-import type { ObjectRef } from '../../common/core';
+import { STATUS_CONTROLLER_NAME, type ObjectRef } from '../../common/core';
 
 /**
  * - `condition`: `status.conditions[type=<conditionType>].observedGeneration` (Contour's HTTPProxy:
@@ -22,7 +22,12 @@ import type { ObjectRef } from '../../common/core';
  */
 export const ProcessedSignalSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('condition'), conditionType: z.string().min(1).default('Valid'), rejectedWhenStatus: z.enum(['True', 'False', 'Unknown']).optional() }),
-  z.object({ type: z.literal('parents'), controllerName: z.string().min(1).optional() }),
+  z.object({
+    type: z.literal('parents'),
+    controllerName: z.string().min(1).optional(),
+    /** Conditions of the controller's entries whose status False at the processed generation means "rejected" (HTTPRoute: Accepted, ResolvedRefs). */
+    rejectedWhenFalse: z.array(z.string().min(1)).optional(),
+  }),
   z.object({ type: z.literal('none'), reason: z.string().min(1).optional() }),
 ]);
 export type ProcessedSignal = z.infer<typeof ProcessedSignalSchema>;
@@ -50,7 +55,7 @@ export const HTTPROUTE_KIND: TrackedKind = {
   version: 'v1',
   kind: 'HTTPRoute',
   plural: 'httproutes',
-  signal: { type: 'parents' },
+  signal: { type: 'parents', rejectedWhenFalse: ['Accepted', 'ResolvedRefs'] },
 };
 
 export const DEFAULT_NOT_OBSERVABLE_REASON = 'the controller of this kind reports no observedGeneration, so the gateway cannot tell which config version reflects a generation';
@@ -100,6 +105,7 @@ export const MAX_REJECTION_MESSAGE_LENGTH = 1024;
  * rejecting status), else undefined. Empty messages still reject: the status is the verdict.
  */
 export function controllerRejection(signal: ProcessedSignal, status: Record<string, unknown> | undefined): string | undefined {
+  if (signal.type === 'parents') return parentsRejection(signal, status);
   if (signal.type !== 'condition' || signal.rejectedWhenStatus === undefined) return undefined;
   const conditions = status?.['conditions'];
   if (!Array.isArray(conditions)) return undefined;
@@ -107,6 +113,40 @@ export function controllerRejection(signal: ProcessedSignal, status: Record<stri
   if (condition?.['status'] !== signal.rejectedWhenStatus) return undefined;
   const message = typeof condition['message'] === 'string' && condition['message'] !== '' ? condition['message'] : `${signal.conditionType} is ${signal.rejectedWhenStatus}`;
   return message.slice(0, MAX_REJECTION_MESSAGE_LENGTH);
+}
+
+/** The controller's entries of a `parents` status (ours and, with a controllerName, other controllers' left out). */
+function controllerParents(signal: Extract<ProcessedSignal, { type: 'parents' }>, status: Record<string, unknown> | undefined): Record<string, unknown>[] | undefined {
+  const parents = status?.['parents'];
+  if (!Array.isArray(parents)) return undefined;
+  return parents
+    .map(record)
+    .filter((parent): parent is Record<string, unknown> => parent !== undefined)
+    // Our own entries (the verdict we write, common/core STATUS_CONTROLLER_NAME) are not the
+    // controller's: counting them would make our condition its own "processed" signal.
+    .filter((parent) => parent['controllerName'] !== STATUS_CONTROLLER_NAME)
+    .filter((parent) => signal.controllerName === undefined || parent['controllerName'] === signal.controllerName);
+}
+
+/**
+ * A Gateway API route the controller rejected: one of its entries has a `rejectedWhenFalse`
+ * condition False at the generation all its entries report (Contour: `Accepted=False` for a route no
+ * listener allows, `ResolvedRefs=False` for a missing backend Service). "<type>: <message>" of the first.
+ */
+function parentsRejection(signal: Extract<ProcessedSignal, { type: 'parents' }>, status: Record<string, unknown> | undefined): string | undefined {
+  const types = signal.rejectedWhenFalse ?? [];
+  if (types.length === 0) return undefined;
+  const processed = processedGeneration(signal, status);
+  for (const parent of controllerParents(signal, status) ?? []) {
+    const conditions = Array.isArray(parent['conditions']) ? parent['conditions'].map(record) : [];
+    for (const condition of conditions) {
+      if (condition === undefined || typeof condition['type'] !== 'string' || !types.includes(condition['type'])) continue;
+      if (condition['status'] !== 'False' || positiveInt(condition['observedGeneration']) !== processed) continue;
+      const message = typeof condition['message'] === 'string' && condition['message'] !== '' ? condition['message'] : `${condition['type']} is False`;
+      return `${condition['type']}: ${message}`.slice(0, MAX_REJECTION_MESSAGE_LENGTH);
+    }
+  }
+  return undefined;
 }
 
 export function processedGeneration(signal: ProcessedSignal, status: Record<string, unknown> | undefined): number | undefined {
@@ -120,12 +160,10 @@ export function processedGeneration(signal: ProcessedSignal, status: Record<stri
       return positiveInt(condition?.['observedGeneration']);
     }
     case 'parents': {
-      const parents = status?.['parents'];
-      if (!Array.isArray(parents)) return undefined;
+      const parents = controllerParents(signal, status);
+      if (parents === undefined) return undefined;
       let least: number | undefined;
-      for (const parent of parents.map(record)) {
-        if (parent === undefined) continue;
-        if (signal.controllerName !== undefined && parent['controllerName'] !== signal.controllerName) continue;
+      for (const parent of parents) {
         const conditions = parent['conditions'];
         if (!Array.isArray(conditions)) return undefined;
         // A parent's conditions may lag each other; the parent has processed what all of them say.

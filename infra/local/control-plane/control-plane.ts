@@ -8,6 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import pino, { type Logger } from 'pino';
 import { packAny } from '../../../common/xds/protos';
 import { RESOURCE_TYPE_URLS, TYPE_SHORT_NAMES, type ResourceTypeUrl } from '../../../common/xds/type-urls';
+import { HTTPROUTE_GROUP, HTTPROUTE_KIND, type RouteStatusUpdate } from './gateway-api';
 import type { LeaderElector } from './leader-election';
 import { HTTPPROXY_GROUP, HTTPPROXY_KIND, type RouteInputs } from './model';
 import { RebuildLog, type RebuildRecord, type TypeShortName } from './rebuild-log';
@@ -91,8 +92,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   let busy = 0;
   let closed = false;
   let latestValidity: Translation['proxies'] = [];
+  let latestRouteValidity: Translation['httpRoutes'] = [];
   /** What this replica last wrote per object, so unchanged conditions are not rewritten. */
   const written = new Map<string, ProxyStatusUpdate>();
+  const writtenRoutes = new Map<string, RouteStatusUpdate>();
   const idleWaiters: Array<() => void> = [];
 
   const checkIdle = (): void => {
@@ -146,6 +149,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     const routeInputsChanged =
       lastInputs === undefined ||
       !isDeepStrictEqual(lastInputs.proxies, inputs.proxies) ||
+      !isDeepStrictEqual(lastInputs.httpRoutes ?? [], inputs.httpRoutes ?? []) ||
       !isDeepStrictEqual(lastInputs.secrets, inputs.secrets);
     const previousVersions = previous
       ? (Object.fromEntries(RESOURCE_TYPE_URLS.map((t) => [t, previous[t].version])) as Record<ResourceTypeUrl, string>)
@@ -162,6 +166,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     lastInputs = inputs;
     lastRebuildAt = now();
     latestValidity = translation.proxies;
+    latestRouteValidity = translation.httpRoutes;
     seq += 1;
     const record: RebuildRecord = {
       replicaId: options.replicaId,
@@ -170,11 +175,18 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       versions: shortNamed((t) => nextVersions[t]),
       changedTypes: RESOURCE_TYPE_URLS.filter((t) => previous?.[t].version !== nextVersions[t]).map((t) => TYPE_SHORT_NAMES[t]),
       contained: shortNamed((t) => [...new Set(translation.resources[t].flatMap((r) => r.sources))].sort()),
-      objects: translation.proxies.map((p) => ({
-        object: `${HTTPPROXY_GROUP}/${HTTPPROXY_KIND}/${p.namespace}/${p.name}`,
-        generation: p.generation,
-        valid: p.valid,
-      })),
+      objects: [
+        ...translation.proxies.map((p) => ({
+          object: `${HTTPPROXY_GROUP}/${HTTPPROXY_KIND}/${p.namespace}/${p.name}`,
+          generation: p.generation,
+          valid: p.valid,
+        })),
+        ...translation.httpRoutes.map((r) => ({
+          object: `${HTTPROUTE_GROUP}/${HTTPROUTE_KIND}/${r.namespace}/${r.name}`,
+          generation: r.generation,
+          valid: r.served,
+        })),
+      ],
     };
     rebuildLog.append(record);
     log.info({ seq, versions: record.versions, changedTypes: record.changedTypes }, 'snapshot set');
@@ -201,6 +213,21 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       } catch (error) {
         failed = true;
         log.error({ err: error, object: key, generation: update.generation }, 'status write failed; will retry');
+      }
+    }
+    // HTTPRoutes after HTTPProxies, under the same rule: the snapshot holding this generation is
+    // already set. A route without parentRefs has nowhere to report.
+    const writeRouteStatus = options.statusWriter.writeRouteStatus?.bind(options.statusWriter);
+    for (const { served: _served, ...update } of writeRouteStatus ? latestRouteValidity : []) {
+      if (update.parentRefs.length === 0) continue;
+      const key = `${update.namespace}/${update.name}`;
+      if (isDeepStrictEqual(writtenRoutes.get(key), update)) continue;
+      try {
+        await writeRouteStatus?.(update);
+        writtenRoutes.set(key, update);
+      } catch (error) {
+        failed = true;
+        log.error({ err: error, object: `${HTTPROUTE_KIND} ${key}`, generation: update.generation }, 'route status write failed; will retry');
       }
     }
     if (failed && !closed && statusRetryTimer === undefined) {
@@ -237,6 +264,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     log.info({ leader }, 'leadership changed');
     if (leader) {
       written.clear();
+      writtenRoutes.clear();
       void serialized(writeStatuses);
     }
   };

@@ -3,7 +3,10 @@
 // Kubernetes. Endpoints and TLS Secrets come either from Kubernetes (core/v1 informers: a real cluster)
 // or from another RouteSource (the local API server serves only CRDs, Leases and Namespaces; tests
 // and `npm start` then pass an InMemoryRouteSource holding the endpoints).
+// Gateway API HTTPRoutes are read alongside when their CRD is served at start (gateway-api.ts); a
+// cluster without it simply has no routes (logged once), as Contour runs without Gateway API CRDs.
 import {
+  ApiException,
   CoreV1Api,
   CustomObjectsApi,
   type Informer,
@@ -16,6 +19,8 @@ import {
 } from '@kubernetes/client-node';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
+import type { z } from 'zod';
+import { HTTPROUTE_CRD_NAME, HTTPROUTE_GROUP, HTTPROUTE_PLURAL, HTTPROUTE_VERSION, type HTTPRouteObject, httpRouteObjectSchema } from './gateway-api';
 import {
   type EndpointsObject,
   HTTPPROXY_GROUP,
@@ -35,22 +40,29 @@ export interface KubeRouteSourceOptions {
   logger: Logger;
   /** Where Endpoints and TLS Secrets come from. */
   endpointsAndSecrets: 'kubernetes' | RouteSource;
+  /** Watch gateway.networking.k8s.io/v1 HTTPRoutes if their CRD is served (default true). */
+  httpRoutes?: boolean;
 }
 
 type ListResult<T> = { items: T[]; metadata?: { resourceVersion?: string } };
 type InformerEvent = 'add' | 'update' | 'delete';
 
+type ObjectInput<T> = { ok: true; value: T } | { ok: false; issues: unknown };
+
 /**
- * What translation reads of an HTTPProxy: its metadata without resourceVersion, and its spec. Status and
- * resourceVersion change on every status write; neither is input to translation, and keeping them
- * would make each status write look like a route change.
+ * What translation reads of an HTTPProxy or HTTPRoute: its metadata without resourceVersion, and its
+ * spec. Status and resourceVersion change on every status write; neither is input to translation,
+ * and keeping them would make each status write look like a route change.
  */
-function proxyInput(object: KubernetesObject): { ok: true; value: HTTPProxyObject } | { ok: false; issues: unknown } {
-  const parsed = httpProxyObjectSchema.safeParse(object);
+function objectInput<S extends typeof httpProxyObjectSchema | typeof httpRouteObjectSchema>(schema: S, object: KubernetesObject): ObjectInput<z.infer<S>> {
+  const parsed = schema.safeParse(object);
   if (!parsed.success) return { ok: false, issues: parsed.error.issues };
   const { resourceVersion: _resourceVersion, ...metadata } = parsed.data.metadata;
-  return { ok: true, value: { metadata, spec: parsed.data.spec } };
+  return { ok: true, value: { metadata, spec: parsed.data.spec } as z.infer<S> };
 }
+
+const proxyInput = (object: KubernetesObject): ObjectInput<HTTPProxyObject> => objectInput(httpProxyObjectSchema, object);
+const routeInput = (object: KubernetesObject): ObjectInput<HTTPRouteObject> => objectInput(httpRouteObjectSchema, object);
 type CachingInformer<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
 
 export class KubeRouteSource implements RouteSource {
@@ -59,8 +71,11 @@ export class KubeRouteSource implements RouteSource {
   private readonly endpointGenerations = new Map<string, { subsets: unknown; generation: number }>();
   /** Per HTTPProxy (namespace/name): its translation input as JSON, to tell input changes from status writes. */
   private readonly proxyInputs = new Map<string, string>();
+  /** The same per HTTPRoute. */
+  private readonly routeInputs = new Map<string, string>();
   private unwatchAuxiliary: (() => void) | undefined;
   private proxyInformer: CachingInformer<KubernetesObject> | undefined;
+  private routeInformer: CachingInformer<KubernetesObject> | undefined;
   private endpointsInformer: CachingInformer<V1Endpoints> | undefined;
   private secretsInformer: CachingInformer<V1Secret> | undefined;
   private closed = false;
@@ -76,7 +91,20 @@ export class KubeRouteSource implements RouteSource {
       () => custom.listClusterCustomObject({ group: HTTPPROXY_GROUP, version: 'v1', plural: HTTPPROXY_PLURAL }) as Promise<ListResult<KubernetesObject>>,
     );
     this.proxyInformer = proxies;
-    this.track(proxies, 'httpproxies', (event, object) => this.proxyInputChanged(event, object));
+    this.track(proxies, 'httpproxies', (event, object) => this.inputChanged(this.proxyInputs, proxyInput, event, object));
+
+    if (this.options.httpRoutes ?? true) {
+      const listRoutes = (): Promise<ListResult<KubernetesObject>> =>
+        custom.listClusterCustomObject({ group: HTTPROUTE_GROUP, version: HTTPROUTE_VERSION, plural: HTTPROUTE_PLURAL }) as Promise<ListResult<KubernetesObject>>;
+      if (await this.served(listRoutes)) {
+        const routes = makeInformer<KubernetesObject>(kubeConfig, `/apis/${HTTPROUTE_GROUP}/${HTTPROUTE_VERSION}/${HTTPROUTE_PLURAL}`, listRoutes);
+        this.routeInformer = routes;
+        this.track(routes, 'httproutes', (event, object) => this.inputChanged(this.routeInputs, routeInput, event, object));
+      } else {
+        // Once: without the CRD there is nothing to watch; installing it later needs a restart.
+        logger.info({ crd: HTTPROUTE_CRD_NAME }, 'HTTPRoute CRD not served; HTTPRoutes are not watched');
+      }
+    }
 
     if (this.options.endpointsAndSecrets === 'kubernetes') {
       const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -101,13 +129,20 @@ export class KubeRouteSource implements RouteSource {
       if (input.ok) proxies.push(structuredClone(input.value));
       else this.options.logger.warn({ object: object.metadata?.name, issues: input.issues }, 'HTTPProxy with invalid metadata skipped');
     }
+    const httpRoutes: HTTPRouteObject[] = [];
+    for (const object of this.routeInformer?.list() ?? []) {
+      const input = routeInput(object);
+      if (input.ok) httpRoutes.push(structuredClone(input.value));
+      else this.options.logger.warn({ object: object.metadata?.name, issues: input.issues }, 'HTTPRoute with invalid metadata skipped');
+    }
     const auxiliary = this.options.endpointsAndSecrets;
     if (auxiliary !== 'kubernetes') {
       const { endpoints, secrets } = auxiliary.list();
-      return { proxies, endpoints, secrets };
+      return { proxies, endpoints, secrets, httpRoutes };
     }
     return {
       proxies,
+      httpRoutes,
       endpoints: (this.endpointsInformer?.list() ?? []).flatMap((e) => this.toEndpoints(e)),
       secrets: (this.secretsInformer?.list() ?? []).flatMap((s) => this.toSecret(s)),
     };
@@ -150,8 +185,19 @@ export class KubeRouteSource implements RouteSource {
     for (const listener of [...this.listeners]) listener();
   }
 
+  /** Whether the kind's list call works: false on 404 (CRD not installed, or not served). */
+  private async served(list: () => Promise<unknown>): Promise<boolean> {
+    try {
+      await list();
+      return true;
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) return false;
+      throw error;
+    }
+  }
+
   /**
-   * Whether an HTTPProxy event changes the translation input `list()` builds from it. Why: every status
+   * Whether an HTTPProxy (or HTTPRoute) event changes the translation input `list()` builds from it. Why: every status
    * write (this control plane's own Valid condition and the status function's EnvoyProgrammed
    * condition, two or three per object per generation) comes back as an informer update. Each one
    * used to schedule a full rebuild (list, translate, pack and hash every object: ~45 ms at 1,000
@@ -159,20 +205,25 @@ export class KubeRouteSource implements RouteSource {
    * ignores HTTPProxy updates that change neither generation nor annotations. An object whose input
    * cannot be read (invalid metadata) always counts, as before.
    */
-  private proxyInputChanged(event: InformerEvent, object: KubernetesObject): boolean {
+  private inputChanged(
+    inputs: Map<string, string>,
+    read: (object: KubernetesObject) => ObjectInput<unknown>,
+    event: InformerEvent,
+    object: KubernetesObject,
+  ): boolean {
     const key = `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
     if (event === 'delete') {
-      this.proxyInputs.delete(key);
+      inputs.delete(key);
       return true;
     }
-    const input = proxyInput(object);
+    const input = read(object);
     if (!input.ok) {
-      this.proxyInputs.delete(key);
+      inputs.delete(key);
       return true;
     }
     const fingerprint = JSON.stringify(input.value);
-    if (this.proxyInputs.get(key) === fingerprint) return false;
-    this.proxyInputs.set(key, fingerprint);
+    if (inputs.get(key) === fingerprint) return false;
+    inputs.set(key, fingerprint);
     return true;
   }
 

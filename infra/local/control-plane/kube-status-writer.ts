@@ -5,15 +5,25 @@
 //    the object changed since the read (optimistic concurrency); we re-read and retry.
 //  - Never moves a condition backwards: if the stored Valid condition already speaks about a newer
 //    generation (another writer, or a newer rebuild raced us), the write is skipped.
+// HTTPRoutes (writeRouteStatus) follow the same rules for status.parents: the list is rebuilt
+// client-side from every other controller's entry exactly as read plus ours (a merge patch replaces
+// the list wholesale), and the resourceVersion precondition turns a concurrent writer's change, e.g.
+// the status function's own entry, into a 409 and a fresh read instead of a lost entry.
 import { ApiException, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { HTTPROUTE_GROUP, HTTPROUTE_PLURAL, HTTPROUTE_VERSION, type RouteStatusUpdate, mergeRouteParents, ourObservedGeneration } from './gateway-api';
 import { HTTPPROXY_GROUP, HTTPPROXY_PLURAL } from './model';
 import { type ProxyStatusUpdate, type StatusWriter, VALID_CONDITION_TYPE, contourStatusSummary, mergeValidCondition } from './status';
 
 const storedObjectSchema = z.object({
   metadata: z.object({ resourceVersion: z.string(), generation: z.number().optional() }),
   status: z.object({ conditions: z.array(z.unknown()).optional() }).passthrough().optional(),
+});
+
+const storedRouteSchema = z.object({
+  metadata: z.object({ resourceVersion: z.string() }),
+  status: z.object({ parents: z.unknown().optional() }).passthrough().optional(),
 });
 
 export interface KubeStatusWriterOptions {
@@ -71,6 +81,50 @@ export class KubeStatusWriter implements StatusWriter {
         await this.api.patchNamespacedCustomObjectStatus({ ...target, body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
         this.patches += 1;
         this.options.logger.debug({ object: `${update.namespace}/${update.name}`, generation: update.generation, valid: update.valid }, 'status written');
+        return;
+      } catch (error) {
+        if (error instanceof ApiException && error.code === 409 && attempt < this.maxConflictRetries) {
+          this.conflicts += 1;
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  async writeRouteStatus(update: RouteStatusUpdate): Promise<void> {
+    const object = `${update.namespace}/${update.name}`;
+    if (update.parentRefs.length === 0) return;
+    const target = { group: HTTPROUTE_GROUP, version: HTTPROUTE_VERSION, namespace: update.namespace, plural: HTTPROUTE_PLURAL, name: update.name };
+    for (let attempt = 0; ; attempt += 1) {
+      let stored: z.infer<typeof storedRouteSchema>;
+      try {
+        stored = storedRouteSchema.parse(await this.api.getNamespacedCustomObjectStatus(target));
+      } catch (error) {
+        if (error instanceof ApiException && error.code === 404) {
+          this.options.logger.info({ object }, 'HTTPRoute deleted before its status was written; skipped');
+          return;
+        }
+        throw error;
+      }
+      const existing = stored.status?.parents ?? [];
+      // Never overwrite what we cannot read: the entries of other controllers would be lost.
+      if (!Array.isArray(existing) || existing.some((entry) => entry === null || typeof entry !== 'object' || Array.isArray(entry))) {
+        this.options.logger.warn({ object }, 'HTTPRoute status.parents is not a list of objects; not overwriting it');
+        return;
+      }
+      const storedGeneration = ourObservedGeneration(existing);
+      if (storedGeneration !== undefined && storedGeneration > update.generation) {
+        this.options.logger.info({ object, stored: storedGeneration, update: update.generation }, 'stored route status is newer; skipped');
+        return;
+      }
+      const { parents, truncated } = mergeRouteParents(existing, update, this.now());
+      if (truncated > 0) this.options.logger.warn({ object, truncated }, 'status.parents is full (32 entries); some parentRefs get no entry of ours');
+      const body = { metadata: { resourceVersion: stored.metadata.resourceVersion }, status: { parents } };
+      try {
+        await this.api.patchNamespacedCustomObjectStatus({ ...target, body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+        this.patches += 1;
+        this.options.logger.debug({ object, generation: update.generation }, 'route status written');
         return;
       } catch (error) {
         if (error instanceof ApiException && error.code === 409 && attempt < this.maxConflictRetries) {

@@ -23,7 +23,7 @@ function integer(value: string): number {
 }
 
 /**
- * Loads a multi-document YAML file into an in-memory source: `kind: HTTPProxy`, `kind: Endpoints`,
+ * Loads a multi-document YAML file into an in-memory source: `kind: HTTPProxy`, `kind: HTTPRoute`, `kind: Endpoints`,
  * `kind: Secret` (type kubernetes.io/tls, `data` base64 or `stringData`). Bad documents are logged and skipped.
  */
 export function loadObjectsFile(path: string, into: InMemoryRouteSource, log: pino.Logger): void {
@@ -34,6 +34,7 @@ export function loadObjectsFile(path: string, into: InMemoryRouteSource, log: pi
     const kind = (object as { kind?: unknown }).kind;
     try {
       if (kind === 'HTTPProxy') into.applyProxy(object);
+      else if (kind === 'HTTPRoute') into.applyHTTPRoute(object);
       else if (kind === 'Endpoints') into.applyEndpoints(object);
       else if (kind === 'Secret') {
         const secret = object as { metadata?: unknown; data?: Record<string, string>; stringData?: Record<string, string> };
@@ -60,8 +61,8 @@ async function main(): Promise<void> {
     .option('--holdoff-ms <ms>', 'rebuild holdoff', integer, 100)
     .option('--holdoff-max-ms <ms>', 'maximum holdoff', integer, 500)
     .option('--extra-rebuild-delay-ms <ms>', 'simulated rebuild cost', integer, 0)
-    .option('--routes-file <path>', 'YAML with HTTPProxy/Endpoints/Secret documents (in-memory mode)')
-    .option('--kubeconfig <path>', 'read HTTPProxies from Kubernetes and write status there')
+    .option('--routes-file <path>', 'YAML with HTTPProxy/HTTPRoute/Endpoints/Secret documents (in-memory mode)')
+    .option('--kubeconfig <path>', 'read HTTPProxies (and HTTPRoutes, if their CRD is served) from Kubernetes and write status there')
     .option('--endpoints-file <path>', 'with --kubeconfig: Endpoints/Secrets from this YAML instead of Kubernetes')
     .option('--lease-namespace <ns>', 'Lease namespace', 'default')
     .option('--lease-name <name>', 'Lease name', 'xds-control-plane')

@@ -3,6 +3,7 @@
 // are validated here (zod) at the edge: metadata problems reject the object (logged, skipped); spec
 // problems keep the object and make it Valid=False, as Contour does.
 import { z } from 'zod';
+import type { HTTPRouteObject } from './gateway-api';
 
 export const HTTPPROXY_GROUP = 'projectcontour.io';
 export const HTTPPROXY_KIND = 'HTTPProxy';
@@ -96,4 +97,6 @@ export interface RouteInputs {
   proxies: HTTPProxyObject[];
   endpoints: EndpointsObject[];
   secrets: TlsSecretObject[];
+  /** Gateway API HTTPRoutes (gateway-api.ts); absent when the source has none to offer. */
+  httpRoutes?: HTTPRouteObject[];
 }

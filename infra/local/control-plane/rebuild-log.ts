@@ -23,7 +23,7 @@ export interface RebuildRecord {
   changedTypes: TypeShortName[];
   /** Per type: `group/kind/namespace/name@generation` of every object reflected in that type's content. */
   contained: Record<TypeShortName, string[]>;
-  /** Every HTTPProxy the rebuild read, valid or not. */
+  /** Every HTTPProxy and HTTPRoute the rebuild read, valid (HTTPRoute: served) or not. */
   objects: RebuildObject[];
 }
 

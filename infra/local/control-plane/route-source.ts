@@ -1,7 +1,8 @@
-// The input port: a RouteSource lists the current HTTPProxies, Endpoints and TLS Secrets and tells the
+// The input port: a RouteSource lists the current HTTPProxies, HTTPRoutes, Endpoints and TLS Secrets and tells the
 // control plane when anything changed. Implementations: InMemoryRouteSource (tests, npm start) and
 // KubeRouteSource (informers on a Kubernetes API server).
 import { isDeepStrictEqual } from 'node:util';
+import { type HTTPRouteObject, httpRouteObjectSchema } from './gateway-api';
 import {
   type EndpointsObject,
   type HTTPProxyObject,
@@ -33,6 +34,7 @@ export class InMemoryRouteSource implements RouteSource {
   private readonly proxies = new Map<string, HTTPProxyObject>();
   private readonly endpoints = new Map<string, EndpointsObject>();
   private readonly secrets = new Map<string, TlsSecretObject>();
+  private readonly httpRoutes = new Map<string, HTTPRouteObject>();
   private readonly listeners = new Set<() => void>();
 
   async start(): Promise<void> {}
@@ -42,6 +44,7 @@ export class InMemoryRouteSource implements RouteSource {
       proxies: [...this.proxies.values()],
       endpoints: [...this.endpoints.values()],
       secrets: [...this.secrets.values()],
+      httpRoutes: [...this.httpRoutes.values()],
     });
   }
 
@@ -69,6 +72,23 @@ export class InMemoryRouteSource implements RouteSource {
 
   deleteProxy(key: ObjectKey): void {
     if (this.proxies.delete(objectKeyString(key))) this.notify();
+  }
+
+  /** Creates or updates an HTTPRoute; generation as for `applyProxy`. Returns its generation. */
+  applyHTTPRoute(object: unknown): number {
+    const route = httpRouteObjectSchema.parse(object);
+    const key = objectKeyString(route.metadata);
+    const previous = this.httpRoutes.get(key);
+    const previousGeneration = previous?.metadata.generation ?? 0;
+    const generation =
+      previous === undefined ? 1 : isDeepStrictEqual(previous.spec, route.spec) ? previousGeneration : previousGeneration + 1;
+    this.httpRoutes.set(key, { ...route, metadata: { ...route.metadata, generation } });
+    this.notify();
+    return generation;
+  }
+
+  deleteHTTPRoute(key: ObjectKey): void {
+    if (this.httpRoutes.delete(objectKeyString(key))) this.notify();
   }
 
   /** Creates or updates Endpoints; generation counts content changes (Kubernetes Endpoints have none). */

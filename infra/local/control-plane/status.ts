@@ -2,7 +2,11 @@
 // with `observedGeneration` (snapshot first, then status: Contour's order, which the gateway's
 // observed-generation barrier relies on). Conditions of other types are kept untouched, as Contour
 // does, so our EnvoyProgrammed condition and Contour's can live on one object.
+// HTTPRoutes get the Gateway API equivalent at the same point (after the snapshot): one
+// status.parents entry per parentRef with Accepted and ResolvedRefs at observedGeneration, every
+// other controller's entry kept (gateway-api.ts mergeRouteParents).
 import { z } from 'zod';
+import { type RouteStatusUpdate, mergeRouteParents } from './gateway-api';
 
 export interface ProxyStatusUpdate {
   namespace: string;
@@ -16,6 +20,11 @@ export interface ProxyStatusUpdate {
 export interface StatusWriter {
   /** Writes the Valid condition. Rejects on failure (the caller logs and retries on the next rebuild). */
   writeProxyStatus(update: ProxyStatusUpdate): Promise<void>;
+  /**
+   * Writes our status.parents entries of an HTTPRoute (same failure contract). Optional: a writer
+   * without it leaves HTTPRoute status alone.
+   */
+  writeRouteStatus?(update: RouteStatusUpdate): Promise<void>;
 }
 
 /** metav1.Condition as stored; foreign conditions may carry more fields, which are kept as-is. */
@@ -71,6 +80,9 @@ export interface StoredProxyStatus {
 export class InMemoryStatusWriter implements StatusWriter {
   readonly statuses = new Map<string, StoredProxyStatus>();
   readonly writes: ProxyStatusUpdate[] = [];
+  /** HTTPRoute status.parents per `namespace/name`, and every route write in order. */
+  readonly routeParents = new Map<string, unknown[]>();
+  readonly routeWrites: RouteStatusUpdate[] = [];
 
   constructor(private readonly now: () => Date = () => new Date()) {}
 
@@ -82,6 +94,12 @@ export class InMemoryStatusWriter implements StatusWriter {
       conditions: mergeValidCondition(previous?.conditions, update, this.now()),
     });
     this.writes.push(update);
+  }
+
+  async writeRouteStatus(update: RouteStatusUpdate): Promise<void> {
+    const key = `${update.namespace}/${update.name}`;
+    this.routeParents.set(key, mergeRouteParents(this.routeParents.get(key) ?? [], update, this.now()).parents);
+    this.routeWrites.push(update);
   }
 
   /** Adds a condition owned by someone else (to check it survives our writes). */

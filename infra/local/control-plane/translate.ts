@@ -8,6 +8,8 @@
 //   - Cluster and ClusterLoadAssignment `<namespace>/<service>/<port>`, cluster type EDS over ADS.
 // Additionally, because gRPC clients resolve `xds:///<name>` by fetching the Listener `<name>`, each
 // non-TLS fqdn also gets an API Listener named after it (grpc-js-xds only accepts api_listener).
+// Gateway API HTTPRoutes (gateway-api.ts) become plain virtual hosts exactly like root HTTPProxies:
+// both kinds are first normalised to a ServedHost, so names, shapes and stamps cannot drift apart.
 import { packAny } from '../../../common/xds/protos';
 import { formatSourceRef, provenanceMetadata } from '../../../common/xds/provenance';
 import {
@@ -22,13 +24,20 @@ import {
   type ResourceTypeUrl,
 } from '../../../common/xds/type-urls';
 import {
+  HTTPROUTE_GROUP,
+  HTTPROUTE_KIND,
+  type HTTPRouteObject,
+  type RouteCondition,
+  type RouteStatusUpdate,
+  httpRouteSpecSchema,
+  parentRefsOf,
+} from './gateway-api';
+import {
   type EndpointsObject,
   FORCE_NACK_ANNOTATION,
   HTTPPROXY_GROUP,
   HTTPPROXY_KIND,
   type HTTPProxyObject,
-  type HTTPProxyRoute,
-  type HTTPProxySpec,
   type RouteInputs,
   type TlsSecretObject,
   httpProxySpecSchema,
@@ -68,9 +77,15 @@ export interface ProxyValidity {
   errors: string[];
 }
 
+/** The verdict on one HTTPRoute; `served` iff both conditions are True (it is then in the config). */
+export interface HTTPRouteValidity extends RouteStatusUpdate {
+  served: boolean;
+}
+
 export interface Translation {
   resources: Record<ResourceTypeUrl, TranslatedResource[]>;
   proxies: ProxyValidity[];
+  httpRoutes: HTTPRouteValidity[];
 }
 
 const DEFAULT_HTTP_LISTENER = 'ingress_http';
@@ -91,6 +106,16 @@ export function proxySourceRef(proxy: HTTPProxyObject): string {
     namespace: proxy.metadata.namespace,
     name: proxy.metadata.name,
     generation: proxy.metadata.generation ?? 1,
+  });
+}
+
+export function httpRouteSourceRef(route: HTTPRouteObject): string {
+  return formatSourceRef({
+    group: HTTPROUTE_GROUP,
+    kind: HTTPROUTE_KIND,
+    namespace: route.metadata.namespace,
+    name: route.metadata.name,
+    generation: route.metadata.generation ?? 1,
   });
 }
 
@@ -118,12 +143,41 @@ export function clusterName(namespace: string, service: string, port: number): s
   return `${namespace}/${service}/${port}`;
 }
 
-interface ValidProxy {
-  proxy: HTTPProxyObject;
-  spec: HTTPProxySpec;
+/** One backend of a route with its weight already resolved by the kind's rules. */
+interface ServedBackend {
+  namespace: string;
+  service: string;
+  port: number;
+  weight: number;
+}
+
+interface ServedRoute {
+  prefix: string;
+  backends: ServedBackend[];
+}
+
+/** A virtual host to serve, from a valid root HTTPProxy or a valid HTTPRoute. */
+interface ServedHost {
+  /** The object's namespace (TLS Secrets are looked up there). */
+  namespace: string;
+  annotations: Record<string, string> | undefined;
   fqdn: string;
-  routes: HTTPProxyRoute[];
+  /** `<namespace>/<secretName>` for a TLS virtual host (HTTPProxy only). */
+  tlsSecret: string | undefined;
+  routes: ServedRoute[];
   source: string;
+}
+
+const FQDN_PATTERN = /^(\*\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+/** Gateway API's maxLength of a condition message. */
+const MAX_CONDITION_MESSAGE = 32_768;
+
+/** Who claims which fqdn: `namespace/name` for an HTTPProxy, `HTTPRoute namespace/name` for a route. */
+type FqdnOwners = Map<string, string[]>;
+
+function fqdnConflict(fqdn: string, owners: string[]): string {
+  const kinds = owners.some((owner) => owner.startsWith(`${HTTPROUTE_KIND} `)) ? 'HTTPProxies/HTTPRoutes' : 'HTTPProxies';
+  return `fqdn "${fqdn}" is used in multiple ${kinds}: ${owners.join(', ')}`;
 }
 
 export function translate(inputs: RouteInputs, options: TranslateOptions): Translation {
@@ -131,22 +185,41 @@ export function translate(inputs: RouteInputs, options: TranslateOptions): Trans
   const httpsListenerName = options.httpsListenerName ?? DEFAULT_HTTPS_LISTENER;
   const endpointsByKey = new Map(inputs.endpoints.map((e) => [objectKeyString(e.metadata), e]));
   const secretsByKey = new Map(inputs.secrets.map((s) => [objectKeyString(s.metadata), s]));
-  const proxies = [...inputs.proxies].sort((a, b) => objectKeyString(a.metadata).localeCompare(objectKeyString(b.metadata)));
+  const byKey = (a: { metadata: { namespace: string; name: string } }, b: { metadata: { namespace: string; name: string } }): number =>
+    objectKeyString(a.metadata).localeCompare(objectKeyString(b.metadata));
+  const proxies = [...inputs.proxies].sort(byKey);
+  const httpRoutes = [...(inputs.httpRoutes ?? [])].sort(byKey);
 
-  const { validProxies, validity } = validateProxies(proxies, endpointsByKey, secretsByKey);
+  // Contour: an fqdn claimed by more than one root HTTPProxy invalidates all of them. HTTPRoutes
+  // claim their first hostname under the same rule, across both kinds.
+  const fqdnOwners: FqdnOwners = new Map();
+  const claim = (fqdn: string | undefined, owner: string): void => {
+    if (fqdn !== undefined) fqdnOwners.set(fqdn, [...(fqdnOwners.get(fqdn) ?? []), owner]);
+  };
+  const parsedProxies = proxies.map((proxy) => ({ proxy, result: httpProxySpecSchema.safeParse(proxy.spec ?? {}) }));
+  for (const { proxy, result } of parsedProxies) claim(result.success ? result.data.virtualhost?.fqdn : undefined, objectKeyString(proxy.metadata));
+  const parsedRoutes = httpRoutes.map((route) => ({ route, result: httpRouteSpecSchema.safeParse(route.spec ?? {}) }));
+  for (const { route, result } of parsedRoutes) {
+    // A route attached to nothing is not served, so it claims nothing.
+    if (result.success && (result.data.parentRefs ?? []).length > 0) claim(result.data.hostnames?.[0], `${HTTPROUTE_KIND} ${objectKeyString(route.metadata)}`);
+  }
+
+  const { validProxies, validity } = validateProxies(parsedProxies, fqdnOwners, endpointsByKey, secretsByKey);
+  const { servedRoutes, routeValidity } = validateHTTPRoutes(parsedRoutes, fqdnOwners, endpointsByKey);
+  const hosts = [...validProxies, ...servedRoutes];
   const stamp = (sources: string[]): Record<string, unknown> =>
     options.provenance && sources.length > 0 ? { metadata: provenanceMetadata(sources) } : {};
 
   // Clusters and their endpoints: one per (service, port) referenced by a valid proxy.
   const clusterSources = new Map<string, { namespace: string; service: string; port: number; sources: Set<string> }>();
-  for (const valid of validProxies) {
+  for (const valid of hosts) {
     for (const route of valid.routes) {
-      for (const service of route.services) {
-        const name = clusterName(valid.proxy.metadata.namespace, service.name, service.port);
+      for (const backend of route.backends) {
+        const name = clusterName(backend.namespace, backend.service, backend.port);
         const entry = clusterSources.get(name) ?? {
-          namespace: valid.proxy.metadata.namespace,
-          service: service.name,
-          port: service.port,
+          namespace: backend.namespace,
+          service: backend.service,
+          port: backend.port,
           sources: new Set<string>(),
         };
         entry.sources.add(valid.source);
@@ -179,8 +252,8 @@ export function translate(inputs: RouteInputs, options: TranslateOptions): Trans
   }
 
   // Routes: ingress_http for plain vhosts, https/<fqdn> for TLS vhosts.
-  const plain = validProxies.filter((v) => v.spec.virtualhost?.tls === undefined);
-  const tls = validProxies.filter((v) => v.spec.virtualhost?.tls !== undefined);
+  const plain = hosts.filter((v) => v.tlsSecret === undefined);
+  const tls = hosts.filter((v) => v.tlsSecret !== undefined);
   const routeConfigurations: TranslatedResource[] = [];
   const plainSources = plain.map((v) => v.source);
   routeConfigurations.push({
@@ -301,42 +374,37 @@ export function translate(inputs: RouteInputs, options: TranslateOptions): Trans
       [SECRET_TYPE_URL]: secrets,
     },
     proxies: validity,
+    httpRoutes: routeValidity,
   };
 }
 
-function tlsSecretName(v: ValidProxy): string {
-  return `${v.proxy.metadata.namespace}/${v.spec.virtualhost?.tls?.secretName ?? ''}`;
+function tlsSecretName(v: ServedHost): string {
+  return v.tlsSecret ?? '';
 }
 
-function routePrefix(route: HTTPProxyRoute): string {
-  return route.conditions?.find((c) => c.prefix !== undefined)?.prefix ?? '/';
-}
-
-function virtualHost(v: ValidProxy, stamp: (sources: string[]) => Record<string, unknown>): Record<string, unknown> {
-  const forceNack = v.proxy.metadata.annotations?.[FORCE_NACK_ANNOTATION] === 'true';
+function virtualHost(v: ServedHost, stamp: (sources: string[]) => Record<string, unknown>): Record<string, unknown> {
+  const forceNack = v.annotations?.[FORCE_NACK_ANNOTATION] === 'true';
   // Longest prefix first, as Contour sorts, so `/api` wins over `/`. Stable for equal lengths.
-  const routes = [...v.routes].sort((a, b) => routePrefix(b).length - routePrefix(a).length);
+  const routes = [...v.routes].sort((a, b) => b.prefix.length - a.prefix.length);
   return {
     name: v.fqdn,
     domains: forceNack ? [v.fqdn, NACK_DOMAIN] : [v.fqdn],
     routes: routes.map((route) => ({
-      match: { prefix: routePrefix(route) },
-      route: routeAction(v.proxy.metadata.namespace, route),
+      match: { prefix: route.prefix },
+      route: routeAction(route),
     })),
     ...stamp([v.source]),
   };
 }
 
-function routeAction(namespace: string, route: HTTPProxyRoute): Record<string, unknown> {
-  const [only, ...rest] = route.services;
-  if (only !== undefined && rest.length === 0) return { cluster: clusterName(namespace, only.name, only.port) };
-  // Contour: weights default to an even split when none is given.
-  const anyWeight = route.services.some((s) => s.weight !== undefined);
+function routeAction(route: ServedRoute): Record<string, unknown> {
+  const [only, ...rest] = route.backends;
+  if (only !== undefined && rest.length === 0) return { cluster: clusterName(only.namespace, only.service, only.port) };
   return {
     weighted_clusters: {
-      clusters: route.services.map((s) => ({
-        name: clusterName(namespace, s.name, s.port),
-        weight: { value: anyWeight ? (s.weight ?? 0) : 1 },
+      clusters: route.backends.map((b) => ({
+        name: clusterName(b.namespace, b.service, b.port),
+        weight: { value: b.weight },
       })),
     },
   };
@@ -363,18 +431,12 @@ function loadAssignment(name: string, endpoints: EndpointsObject | undefined, se
 }
 
 function validateProxies(
-  proxies: HTTPProxyObject[],
+  parsed: Array<{ proxy: HTTPProxyObject; result: ReturnType<typeof httpProxySpecSchema.safeParse> }>,
+  fqdnOwners: FqdnOwners,
   endpointsByKey: Map<string, EndpointsObject>,
   secretsByKey: Map<string, TlsSecretObject>,
-): { validProxies: ValidProxy[]; validity: ProxyValidity[] } {
-  const parsed = proxies.map((proxy) => ({ proxy, result: httpProxySpecSchema.safeParse(proxy.spec ?? {}) }));
-  // Contour: an fqdn claimed by more than one root HTTPProxy invalidates all of them.
-  const fqdnOwners = new Map<string, string[]>();
-  for (const { proxy, result } of parsed) {
-    const fqdn = result.success ? result.data.virtualhost?.fqdn : undefined;
-    if (fqdn !== undefined) fqdnOwners.set(fqdn, [...(fqdnOwners.get(fqdn) ?? []), objectKeyString(proxy.metadata)]);
-  }
-  const validProxies: ValidProxy[] = [];
+): { validProxies: ServedHost[]; validity: ProxyValidity[] } {
+  const validProxies: ServedHost[] = [];
   const validity: ProxyValidity[] = [];
   for (const { proxy, result } of parsed) {
     const errors: string[] = [];
@@ -387,9 +449,9 @@ function validateProxies(
       if (fqdn === undefined) {
         errors.push('Spec.VirtualHost must be specified (only root HTTPProxies are supported)');
       } else {
-        if (!/^(\*\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(fqdn)) errors.push(`invalid fqdn "${fqdn}"`);
+        if (!FQDN_PATTERN.test(fqdn)) errors.push(`invalid fqdn "${fqdn}"`);
         const owners = fqdnOwners.get(fqdn) ?? [];
-        if (owners.length > 1) errors.push(`fqdn "${fqdn}" is used in multiple HTTPProxies: ${owners.join(', ')}`);
+        if (owners.length > 1) errors.push(fqdnConflict(fqdn, owners));
       }
       (spec.routes ?? []).forEach((route, index) => {
         const prefixes = (route.conditions ?? []).filter((c) => c.prefix !== undefined);
@@ -407,7 +469,21 @@ function validateProxies(
         errors.push(`TLS Secret "${namespace}/${secretName}" not found`);
       }
       if (errors.length === 0 && fqdn !== undefined) {
-        validProxies.push({ proxy, spec, fqdn, routes: spec.routes ?? [], source: proxySourceRef(proxy) });
+        validProxies.push({
+          namespace,
+          annotations: proxy.metadata.annotations,
+          fqdn,
+          tlsSecret: secretName === undefined ? undefined : `${namespace}/${secretName}`,
+          routes: (spec.routes ?? []).map((route) => {
+            // Contour: weights default to an even split when none is given.
+            const anyWeight = route.services.some((s) => s.weight !== undefined);
+            return {
+              prefix: route.conditions?.find((c) => c.prefix !== undefined)?.prefix ?? '/',
+              backends: route.services.map((s) => ({ namespace, service: s.name, port: s.port, weight: anyWeight ? (s.weight ?? 0) : 1 })),
+            };
+          }),
+          source: proxySourceRef(proxy),
+        });
       }
     }
     validity.push({
@@ -421,4 +497,105 @@ function validateProxies(
     });
   }
   return { validProxies, validity };
+}
+
+/**
+ * HTTPRoutes, checked like HTTPProxies but reported the Gateway API way (one verdict, written for
+ * every parentRef): spec problems (unreadable spec, no hostname, a contested fqdn, unsupported
+ * matches or filters, a rule without backends) make Accepted=False/UnsupportedValue; backends that
+ * are not Services (InvalidKind) or have no Endpoints (BackendNotFound) make ResolvedRefs=False with
+ * Accepted=True, as Contour reports them. Either way the route is left out of the config, as an
+ * invalid HTTPProxy is (Contour would serve a 500 for the unresolved backend instead), so a
+ * generation reported False is never in a snapshot. A route without parentRefs is attached to
+ * nothing: it is not served and has no status to write.
+ */
+function validateHTTPRoutes(
+  parsed: Array<{ route: HTTPRouteObject; result: ReturnType<typeof httpRouteSpecSchema.safeParse> }>,
+  fqdnOwners: FqdnOwners,
+  endpointsByKey: Map<string, EndpointsObject>,
+): { servedRoutes: ServedHost[]; routeValidity: HTTPRouteValidity[] } {
+  const servedRoutes: ServedHost[] = [];
+  const routeValidity: HTTPRouteValidity[] = [];
+  const condition = (status: RouteCondition['status'], reason: string, message: string): RouteCondition => ({
+    status,
+    reason,
+    message: message.length > MAX_CONDITION_MESSAGE ? `${message.slice(0, MAX_CONDITION_MESSAGE - 1)}…` : message,
+  });
+  for (const { route, result } of parsed) {
+    const namespace = route.metadata.namespace;
+    const base = { namespace, name: route.metadata.name, generation: route.metadata.generation ?? 1, parentRefs: parentRefsOf(route) };
+    if (!result.success) {
+      const issues = result.error.issues.map((issue) => `spec.${issue.path.join('.')}: ${issue.message}`).join('; ');
+      routeValidity.push({
+        ...base,
+        served: false,
+        accepted: condition('False', 'UnsupportedValue', issues),
+        resolvedRefs: condition('Unknown', 'UnsupportedValue', 'the spec could not be read, so its references were not resolved'),
+      });
+      continue;
+    }
+    const spec = result.data;
+    if ((spec.parentRefs ?? []).length === 0) {
+      routeValidity.push({
+        ...base,
+        served: false,
+        accepted: condition('False', 'NoMatchingParent', 'spec.parentRefs is empty: the route is attached to nothing and not served'),
+        resolvedRefs: condition('Unknown', 'NoMatchingParent', 'not resolved: the route is attached to nothing'),
+      });
+      continue;
+    }
+    const specErrors: string[] = [];
+    const refErrors: Array<{ reason: 'InvalidKind' | 'BackendNotFound'; message: string }> = [];
+    const hostnames = spec.hostnames ?? [];
+    const fqdn = hostnames[0];
+    if (fqdn === undefined) {
+      specErrors.push('spec.hostnames is empty: this control plane serves a route under its first hostname only');
+    } else {
+      if (!FQDN_PATTERN.test(fqdn)) specErrors.push(`invalid hostname "${fqdn}"`);
+      const owners = fqdnOwners.get(fqdn) ?? [];
+      if (owners.length > 1) specErrors.push(fqdnConflict(fqdn, owners));
+    }
+    const routes: ServedRoute[] = [];
+    (spec.rules ?? []).forEach((rule, index) => {
+      const backendRefs = rule.backendRefs ?? [];
+      if (backendRefs.length === 0) specErrors.push(`rule ${index}: a rule needs at least one backendRef`);
+      const backends: ServedBackend[] = [];
+      backendRefs.forEach((ref, refIndex) => {
+        const backendNamespace = ref.namespace ?? namespace;
+        if ((ref.group ?? '') !== '' || (ref.kind ?? 'Service') !== 'Service') {
+          refErrors.push({ reason: 'InvalidKind', message: `rule ${index} backendRef ${refIndex}: kind ${ref.group ? `${ref.group}/` : ''}${ref.kind ?? 'Service'} is not a core Service` });
+          return;
+        }
+        if (!endpointsByKey.has(`${backendNamespace}/${ref.name}`)) {
+          refErrors.push({ reason: 'BackendNotFound', message: `rule ${index} backendRef ${refIndex}: Service "${backendNamespace}/${ref.name}" not found` });
+        }
+        // Gateway API: a backendRef's weight defaults to 1.
+        backends.push({ namespace: backendNamespace, service: ref.name, port: ref.port, weight: ref.weight ?? 1 });
+      });
+      const matches = rule.matches && rule.matches.length > 0 ? rule.matches : [{}];
+      matches.forEach((match, matchIndex) => {
+        const type = match.path?.type ?? 'PathPrefix';
+        const value = match.path?.value ?? '/';
+        if (type === 'RegularExpression') specErrors.push(`rule ${index} match ${matchIndex}: path type RegularExpression is not supported`);
+        else if (!value.startsWith('/')) specErrors.push(`rule ${index} match ${matchIndex}: path "${value}" must start with "/"`);
+        // Exact is served as a prefix: the translation has prefix matches only.
+        routes.push({ prefix: value, backends });
+      });
+    });
+    const ignored = hostnames.length - 1;
+    const accepted =
+      specErrors.length > 0
+        ? condition('False', 'UnsupportedValue', specErrors.join('; '))
+        : condition('True', 'Accepted', ignored > 0 ? `Accepted HTTPRoute; served under "${fqdn ?? ''}" only (${ignored} more hostname${ignored === 1 ? '' : 's'} ignored)` : 'Accepted HTTPRoute');
+    const resolvedRefs =
+      refErrors.length > 0
+        ? condition('False', refErrors[0]?.reason ?? 'BackendNotFound', refErrors.map((e) => e.message).join('; '))
+        : condition('True', 'ResolvedRefs', 'Resolved all references');
+    const served = specErrors.length === 0 && refErrors.length === 0 && fqdn !== undefined;
+    routeValidity.push({ ...base, served, accepted, resolvedRefs });
+    if (served) {
+      servedRoutes.push({ namespace, annotations: route.metadata.annotations, fqdn, tlsSecret: undefined, routes, source: httpRouteSourceRef(route) });
+    }
+  }
+  return { servedRoutes, routeValidity };
 }

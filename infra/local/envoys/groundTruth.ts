@@ -30,6 +30,16 @@ export interface NackRecord {
   at: number;
   /** Resource names in the rejected response. */
   resourceNames: readonly string[];
+  /** Simulated Envoys: the names the message blames (absent when the response could not be decoded). */
+  rejected?: readonly string[];
+  /**
+   * Simulated Envoys: the resources of the rejected response applied anyway, at their new versions
+   * (CDS/LDS: all the valid ones; RDS/EDS: those before the first rejected one; see typeState.ts).
+   * Absent: nothing was applied. The version the Envoy reports stays the last accepted one.
+   */
+  applied?: readonly ResourceVersion[];
+  /** With `applied`: the names that application removed. */
+  appliedRemoved?: readonly string[];
 }
 
 export interface ReceivedRecord {
@@ -210,7 +220,14 @@ export class GroundTruth {
             res: a.resources.map((r) => `${r.name}@${r.version}`),
             ...(a.removed.length > 0 ? { rm: [...a.removed] } : {}),
           })),
-          nacks: truth.nacks.map((n) => ({ v: n.versionInfo, at: n.at, nonce: n.nonce, msg: n.message })),
+          nacks: truth.nacks.map((n) => ({
+            v: n.versionInfo,
+            at: n.at,
+            nonce: n.nonce,
+            msg: n.message,
+            ...(n.applied !== undefined ? { res: n.applied.map((r) => `${r.name}@${r.version}`) } : {}),
+            ...(n.appliedRemoved !== undefined && n.appliedRemoved.length > 0 ? { rm: [...n.appliedRemoved] } : {}),
+          })),
           ...(truth.lastReceived
             ? { received: { v: truth.lastReceived.versionInfo, at: truth.lastReceived.at, nonce: truth.lastReceived.nonce } }
             : {}),
@@ -259,7 +276,8 @@ const exportedAcceptedSchema = z.object({
   res: z.array(z.string()),
   rm: z.array(z.string()).optional(),
 });
-const exportedNackSchema = z.object({ v: z.string(), at: z.number(), nonce: z.string(), msg: z.string() });
+/** A NACK; `res`/`rm`: what the Envoy applied of the rejected response anyway (NackRecord.applied). */
+const exportedNackSchema = z.object({ v: z.string(), at: z.number(), nonce: z.string(), msg: z.string(), res: z.array(z.string()).optional(), rm: z.array(z.string()).optional() });
 const exportedTypeTruthSchema = z.object({
   accepted: z.array(exportedAcceptedSchema),
   nacks: z.array(exportedNackSchema),

@@ -83,9 +83,13 @@ export interface SimEnvoyOptions {
   onAccepted?: (accepted: AcceptedContent) => void;
 }
 
-/** One ACKed response of one type, as `SimEnvoyOptions.onAccepted` receives it. */
+/**
+ * One ACKed response of one type, as `SimEnvoyOptions.onAccepted` receives it; or the part of a NACKed
+ * response the Envoy applied anyway (`nacked`, always as `delta`, whatever the protocol: see typeState.ts).
+ */
 export interface AcceptedContent {
   typeUrl: string;
+  /** The response's version_info (system_version_info); for `nacked`, that of the rejected response. */
   versionInfo: string;
   /** Clock reading (ms) when the ACK was sent. */
   at: number;
@@ -93,6 +97,8 @@ export interface AcceptedContent {
   sotw?: readonly AnyLike[];
   /** Delta: the accepted upserts and the removed names. */
   delta?: { upserts: readonly DeltaUpsert[]; removed: readonly string[] };
+  /** Set when this is what a NACKed response applied (upserts over the held set, not a replacement). */
+  nacked?: true;
 }
 
 /** 'envoy' for a subscription to exactly the four xDS core types with no names; else 'wildcard'. */
@@ -239,7 +245,7 @@ export class SimEnvoy {
     return this.types.get(typeUrl)?.acceptedVersionInfo;
   }
 
-  /** Resources held for a type after the last ACK: name -> version. */
+  /** Resources held for a type now (the last ACK and what NACKed responses applied since): name -> version. */
   heldResources(typeUrl: string): ReadonlyMap<string, string> {
     return this.types.get(typeUrl)?.heldResources() ?? new Map();
   }
@@ -463,11 +469,11 @@ export class SimEnvoy {
     // NACK of response 2 must name the version accepted from response 1 even if both arrived at once.
     this.context.scheduler.schedule(delay, () => {
       if (!stream.open) return;
-      const rules = this.behaviour.nackRules;
+      const { nackRules: rules, nackMessageFormat: format } = this.behaviour;
       const plan: ResponsePlan<DiscoveryRequest> | ResponsePlan<DeltaDiscoveryRequest> =
         this.protocol === 'sotw'
-          ? state.planSotw(response as DiscoveryResponse, rules)
-          : state.planDelta(response as DeltaDiscoveryResponse, rules);
+          ? state.planSotw(response as DiscoveryResponse, rules, format)
+          : state.planDelta(response as DeltaDiscoveryResponse, rules, format);
       this.complete(stream, state, plan);
     });
   }
@@ -514,15 +520,31 @@ export class SimEnvoy {
         ...(plan.upserts !== undefined ? { delta: { upserts: plan.upserts, removed: plan.removed } } : {}),
       });
     } else {
+      let partial = plan.partial;
+      if (partial !== undefined && this.dependents !== undefined) {
+        // What Envoy applies of a NACKed response goes through the model like an ACK's (a cluster it
+        // adds warms and asks for its endpoints); one the model cannot decode rejects the whole response.
+        try {
+          reaction = this.dependents.accepted(state.typeUrl, { delta: { upserts: partial.upserts, removed: partial.removed }, names: internNames(partial.applied.map((r) => r.name)) });
+        } catch (error) {
+          plan = state.rejectPlan(plan, `resource of ${state.typeUrl} could not be decoded: ${(error as Error).message}`);
+          partial = undefined;
+        }
+      }
       state.applyNack(plan);
-      reaction = this.dependents?.rejected(state.typeUrl);
+      const failed = this.dependents?.rejected(state.typeUrl);
+      if (failed !== undefined) reaction = reaction === undefined ? failed : { before: [...reaction.before, ...failed.before], after: [...reaction.after, ...failed.after] };
+      const applied = partial === undefined ? undefined : this.context.truth.internResources(state.typeUrl, partial.applied);
       this.context.truth.recordNack(this.id, state.typeUrl, {
         versionInfo: plan.versionInfo,
         nonce: plan.nonce,
         message: plan.message ?? '',
         at: now,
         resourceNames: plan.resources.map((r) => r.name),
+        ...(plan.rejected !== undefined ? { rejected: plan.rejected } : {}),
+        ...(applied !== undefined && partial !== undefined ? { applied, appliedRemoved: partial.removed } : {}),
       });
+      if (partial !== undefined) this.onAccepted?.({ typeUrl: state.typeUrl, versionInfo: plan.versionInfo, at: now, delta: { upserts: partial.upserts, removed: partial.removed }, nacked: true });
     }
     // Envoy sends the requests an update causes while applying it, before its mux queues the ACK;
     // gRPC sends the ACK first (subscriptionModel.ts).

@@ -17,13 +17,20 @@
 //   are kept ("Grouping Resources into Responses": only Listener and Cluster are state of the world).
 // - A subscription change on a SotW stream carries the nonce of the last response *answered*: Envoy
 //   sets response_nonce once it has processed a response, and the ACK delay here is that processing.
+// - A NACKed response is applied in part, as Envoy does (behaviour.ts `NackScope`): CDS and LDS apply
+//   every resource no rule rejects and keep the previous version of each rejected one; RDS and EDS
+//   apply, in response order, the resources before the first rejected one. A response rejected while
+//   decoding (an unreadable resource, a wrong type) applies nothing. The NACK still carries the last
+//   accepted version_info (SotW), and Delta records no resource versions from it: Envoy updates its
+//   subscription state only after a response applied without error, so initial_resource_versions on a
+//   reconnect leave out what a NACKed response changed.
 import type {
   DeltaDiscoveryRequest,
   DeltaDiscoveryResponse,
   DiscoveryRequest,
   DiscoveryResponse,
 } from '../../../common/xds';
-import { NACK_STATUS_CODE, nackMessageFor, type NackRule } from './behaviour';
+import { NACK_STATUS_CODE, nackMessageOf, nackScopeOf, rejectionsFor, type NackMessageFormat, type NackRule, type Rejection } from './behaviour';
 import type { ResourceVersion } from './groundTruth';
 import { sharedSotwNames, sotwResourceName, type NamedResource, type SotwNameCache } from './resourceNames';
 import { nameSetOf, type AnyLike } from './referencedNames';
@@ -46,6 +53,20 @@ export interface ResponsePlan<Request> {
   anys?: readonly AnyLike[];
   /** Delta ACK: the accepted upserts (only those asked for), for the subscription model. */
   upserts?: readonly DeltaUpsert[];
+  /** NACK by a rule: the names the message blames (see behaviour.ts `rejectionsFor`). */
+  rejected?: readonly string[];
+  /** NACK by a rule: what the Envoy applied of the response anyway; absent when nothing. */
+  partial?: PartialApplication;
+}
+
+/** The part of a NACKed response an Envoy applies (see the top of this file). */
+export interface PartialApplication {
+  /** Resources applied, at the versions the response gave them. */
+  applied: readonly ResourceVersion[];
+  /** The same resources with their Any objects (SotW ones too), for the subscription model and onAccepted. */
+  upserts: readonly DeltaUpsert[];
+  /** Names removed: SotW wildcard CDS/LDS, held names the response left out; Delta CDS/LDS, its removed_resources. */
+  removed: readonly string[];
 }
 
 export interface TypeSubscriptionOptions {
@@ -76,6 +97,12 @@ export class TypeProtocolState {
   /** Delta: resources held after the last ACK, name -> version (the source of initial_resource_versions). */
   private readonly deltaHeld = new Map<string, string>();
   /**
+   * Delta: where what is applied differs from `deltaHeld` because a NACKed response was applied in part:
+   * name -> the applied version, or null for a name it removed. Undefined while they agree (always, for
+   * an Envoy that never NACKed), so the common case keeps one map.
+   */
+  private deltaApplied: Map<string, string | null> | undefined;
+  /**
    * SotW: the last ACKed response's resource list, kept as the (interned, shared) array itself: with
    * thousands of Envoys on the same config a Map per Envoy would dominate memory.
    */
@@ -105,9 +132,30 @@ export class TypeProtocolState {
     this.answeredNonce = '';
   }
 
-  /** Records that the response with `nonce` was NACKed (its ACK path is `applySotwAck`/`applyDeltaAck`). */
+  /**
+   * Records that the response with `nonce` was NACKed and applies what Envoy applies of it anyway
+   * (`plan.partial`). The accepted version stays (its ACK path is `applySotwAck`/`applyDeltaAck`).
+   */
   applyNack(plan: ResponsePlan<unknown>): void {
     this.answeredNonce = plan.nonce;
+    const partial = plan.partial;
+    if (partial === undefined) return;
+    if ('version_info' in (plan.request as DiscoveryRequest | DeltaDiscoveryRequest)) {
+      const held = new Map(this.heldResources());
+      for (const name of partial.removed) held.delete(name);
+      for (const r of partial.applied) held.set(r.name, r.version);
+      this.sotwHeld = Object.freeze([...held].map(([name, version]) => ({ name, version })));
+      this.sotwCarried = new Map();
+      return;
+    }
+    const applied = this.deltaApplied ?? new Map<string, string | null>();
+    const note = (name: string, version: string | null): void => {
+      if ((this.deltaHeld.get(name) ?? null) === version) applied.delete(name);
+      else applied.set(name, version);
+    };
+    for (const r of partial.applied) note(r.name, r.version);
+    for (const name of partial.removed) note(name, null);
+    this.deltaApplied = applied.size > 0 ? applied : undefined;
   }
 
   /** Called when a response arrives, before any ACK delay. */
@@ -139,7 +187,7 @@ export class TypeProtocolState {
    * Decides how to answer a SotW response. Resources that cannot be parsed are a NACK, as a real
    * Envoy rejects config it cannot decode. Does not change what is held (see `applySotwAck`).
    */
-  planSotw(response: DiscoveryResponse, rules: readonly NackRule[]): ResponsePlan<DiscoveryRequest> {
+  planSotw(response: DiscoveryResponse, rules: readonly NackRule[], format: NackMessageFormat = 'rule'): ResponsePlan<DiscoveryRequest> {
     const versionInfo = response.version_info ?? '';
     const nonce = response.nonce ?? '';
     const list = response.resources ?? [];
@@ -172,8 +220,13 @@ export class TypeProtocolState {
     }
     let anys: readonly AnyLike[] = list;
     if (message === undefined && this.named) ({ resources, anys } = this.requestedSubset(resources, list));
-    message ??= nackMessageFor(rules, this.typeUrl, resources.map((r) => r.name));
+    let rejections: Rejection[] = [];
+    if (message === undefined) {
+      rejections = rejectionsFor(rules, this.typeUrl, resources.map((r) => r.name));
+      if (rejections.length > 0) message = nackMessageOf(this.typeUrl, rejections, format);
+    }
     if (message !== undefined) {
+      const partial = rejections.length === 0 ? undefined : this.partialOf(resources, anys, rejections, this.named ? [] : this.sotwLeftOut(resources));
       return {
         outcome: 'nack',
         request: {
@@ -188,6 +241,8 @@ export class TypeProtocolState {
         resources,
         removed: [],
         message,
+        ...(rejections.length > 0 ? { rejected: rejections.map((r) => r.name) } : {}),
+        ...(partial !== undefined ? { partial } : {}),
       };
     }
     return {
@@ -204,6 +259,32 @@ export class TypeProtocolState {
       removed: [],
       anys,
     };
+  }
+
+  /**
+   * What Envoy applies of a response with `rejections` among `resources` (`anys` aligned with them):
+   * see the top of this file. `leftOut`: held names the response does not carry, removed by a CDS/LDS
+   * response. Undefined when that is nothing.
+   */
+  private partialOf(resources: readonly ResourceVersion[], anys: readonly (AnyLike | undefined)[], rejections: readonly Rejection[], leftOut: readonly string[]): PartialApplication | undefined {
+    const perResource = nackScopeOf(this.typeUrl) === 'per-resource';
+    const rejected = new Set(rejections.map((r) => r.index));
+    const firstRejected = rejections[0]?.index ?? resources.length;
+    const applied: ResourceVersion[] = [];
+    const upserts: DeltaUpsert[] = [];
+    for (const [index, resource] of resources.entries()) {
+      if (perResource ? rejected.has(index) : index >= firstRejected) continue;
+      applied.push(resource);
+      upserts.push({ name: resource.name, resource: anys[index] });
+    }
+    const removed = perResource ? leftOut : [];
+    return applied.length === 0 && removed.length === 0 ? undefined : { applied, upserts, removed };
+  }
+
+  /** SotW wildcard: the held names a response carrying `resources` leaves out (its complete set does not have them). */
+  private sotwLeftOut(resources: readonly ResourceVersion[]): string[] {
+    const carried = new Set(resources.map((r) => r.name));
+    return [...this.heldResources().keys()].filter((name) => !carried.has(name));
   }
 
   /**
@@ -231,8 +312,19 @@ export class TypeProtocolState {
     return { resources: cached.resources, anys: keep === undefined ? list : keep.map((index) => list[index] as AnyLike) };
   }
 
-  /** Resources held after the last ACK: name -> version (Delta: per resource; SotW: version_info). */
+  /**
+   * Resources held now, name -> version (Delta: per resource; SotW: version_info): those of the last
+   * ACK and whatever NACKed responses since applied in part (see the top of this file).
+   */
   heldResources(): ReadonlyMap<string, string> {
+    if (this.deltaApplied !== undefined) {
+      const held = new Map(this.deltaHeld);
+      for (const [name, version] of this.deltaApplied) {
+        if (version === null) held.delete(name);
+        else held.set(name, version);
+      }
+      return held;
+    }
     if (this.deltaHeld.size > 0 || (this.sotwHeld.length === 0 && this.sotwCarried.size === 0)) return this.deltaHeld;
     const held = new Map(this.sotwHeld.map((r) => [r.name, r.version]));
     for (const [name, version] of this.sotwCarried) if (!held.has(name)) held.set(name, version);
@@ -291,7 +383,13 @@ export class TypeProtocolState {
     const unsubscribe = [...before].filter((name) => !after.has(name));
     // Envoy drops what it held of a name it no longer wants (DeltaSubscriptionState): a reconnect
     // must not claim it in initial_resource_versions.
-    if (this.named) for (const name of unsubscribe) this.deltaHeld.delete(name);
+    if (this.named) {
+      for (const name of unsubscribe) {
+        this.deltaHeld.delete(name);
+        this.deltaApplied?.delete(name);
+      }
+      if (this.deltaApplied?.size === 0) this.deltaApplied = undefined;
+    }
     return {
       type_url: this.typeUrl,
       resource_names_subscribe: [...after].filter((name) => !before.has(name)),
@@ -299,7 +397,7 @@ export class TypeProtocolState {
     };
   }
 
-  planDelta(response: DeltaDiscoveryResponse, rules: readonly NackRule[]): ResponsePlan<DeltaDiscoveryRequest> {
+  planDelta(response: DeltaDiscoveryResponse, rules: readonly NackRule[], format: NackMessageFormat = 'rule'): ResponsePlan<DeltaDiscoveryRequest> {
     const versionInfo = response.system_version_info ?? '';
     const nonce = response.nonce ?? '';
     const resources: ResourceVersion[] = [];
@@ -321,9 +419,14 @@ export class TypeProtocolState {
       upserts.push({ name: resource.name, resource: resource.resource ?? undefined });
     }
     const removed = [...(response.removed_resources ?? [])];
-    message ??= nackMessageFor(rules, this.typeUrl, resources.map((r) => r.name));
+    let rejections: Rejection[] = [];
+    if (message === undefined) {
+      rejections = rejectionsFor(rules, this.typeUrl, resources.map((r) => r.name));
+      if (rejections.length > 0) message = nackMessageOf(this.typeUrl, rejections, format);
+    }
     const request: DeltaDiscoveryRequest = { type_url: this.typeUrl, response_nonce: nonce };
     if (message !== undefined) {
+      const partial = rejections.length === 0 ? undefined : this.partialOf(resources, upserts.map((u) => u.resource), rejections, removed);
       return {
         outcome: 'nack',
         request: { ...request, error_detail: { code: NACK_STATUS_CODE, message } },
@@ -332,6 +435,8 @@ export class TypeProtocolState {
         resources,
         removed,
         message,
+        ...(rejections.length > 0 ? { rejected: rejections.map((r) => r.name) } : {}),
+        ...(partial !== undefined ? { partial } : {}),
       };
     }
     return { outcome: 'ack', request, versionInfo, nonce, resources, removed, upserts };
@@ -342,5 +447,11 @@ export class TypeProtocolState {
     this.answeredNonce = plan.nonce;
     for (const resource of plan.resources) this.deltaHeld.set(resource.name, resource.version);
     for (const name of plan.removed) this.deltaHeld.delete(name);
+    // What this ACK brought is applied and recorded alike again.
+    if (this.deltaApplied !== undefined) {
+      for (const resource of plan.resources) this.deltaApplied.delete(resource.name);
+      for (const name of plan.removed) this.deltaApplied.delete(name);
+      if (this.deltaApplied.size === 0) this.deltaApplied = undefined;
+    }
   }
 }

@@ -11,7 +11,7 @@
 // hostname `contour-<n>`, as a pod gets its name. docs/CONTOUR.md has what differs from the
 // reference control plane.
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
@@ -223,6 +223,8 @@ export interface ContourComponent extends Component {
 
 export interface ContourComponentOptions {
   replicas: number;
+  /** Have Contour process this Gateway too (`gateway.gatewayRef` in a config file written to `configDir`). */
+  gatewayApi?: { configDir: string };
   kubeUrl: string;
   kubeconfigPath: string;
   /** xDS port of replica `i` (0: a free one). */
@@ -255,6 +257,26 @@ export async function applyContourNamespace(kubeUrl: string): Promise<void> {
     kind: 'Service',
     metadata: { name: 'envoy', namespace: CONTOUR_NAMESPACE },
     spec: { type: 'LoadBalancer', selector: { app: 'envoy' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }, { name: 'https', port: 443, targetPort: 8443 }] },
+  });
+}
+
+/** Contour's controller name on Gateway API objects it processes (GatewayClass, route status.parents). */
+export const CONTOUR_GATEWAY_CONTROLLER = 'projectcontour.io/gateway-controller';
+export const CONTOUR_GATEWAY_NAME = 'contour';
+
+/** The GatewayClass and the Gateway Contour processes: one HTTP listener on 80, routes from every namespace. */
+export async function applyContourGateway(kubeUrl: string): Promise<void> {
+  await post(kubeUrl, '/apis/gateway.networking.k8s.io/v1/gatewayclasses', {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'GatewayClass',
+    metadata: { name: 'contour' },
+    spec: { controllerName: CONTOUR_GATEWAY_CONTROLLER },
+  });
+  await post(kubeUrl, `/apis/gateway.networking.k8s.io/v1/namespaces/${CONTOUR_NAMESPACE}/gateways`, {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'Gateway',
+    metadata: { name: CONTOUR_GATEWAY_NAME, namespace: CONTOUR_NAMESPACE },
+    spec: { gatewayClassName: 'contour', listeners: [{ name: 'http', protocol: 'HTTP', port: 80, allowedRoutes: { namespaces: { from: 'All' } } }] },
   });
 }
 
@@ -291,11 +313,17 @@ export async function startContourComponent(opts: ContourComponentOptions): Prom
     // Newest first, SIGTERM: each releases the Lease on the way out, as in a rollout.
     for (const replica of [...replicas].reverse()) await replica.process.stop(5000);
   };
-  const leaseArgs = [
+  const replicaArgs = [
     '--leader-election-lease-duration', `${opts.lease.leaseDurationSeconds}s`,
     '--leader-election-renew-deadline', `${opts.lease.renewDeadlineMs}ms`,
     '--leader-election-retry-period', `${opts.lease.retryPeriodMs}ms`,
   ];
+  if (opts.gatewayApi !== undefined) {
+    await applyContourGateway(opts.kubeUrl);
+    const configPath = join(opts.gatewayApi.configDir, 'contour-config.yaml');
+    writeFileSync(configPath, `gateway:\n  gatewayRef:\n    namespace: ${CONTOUR_NAMESPACE}\n    name: ${CONTOUR_GATEWAY_NAME}\n`);
+    replicaArgs.push('--config-path', configPath);
+  }
   const replicaOf = (holder: string): ContourReplica | undefined => replicas.find((replica) => holder.startsWith(`${replica.name}_`));
   try {
     for (let index = 0; index < opts.replicas; index++) {
@@ -303,7 +331,7 @@ export async function startContourComponent(opts: ContourComponentOptions): Prom
       const process = await startContourProcess({
         binary: install.binary,
         kubeconfig: opts.kubeconfigPath,
-        extraArgs: leaseArgs,
+        extraArgs: replicaArgs,
         hostname: name,
         xdsPort: opts.port(index),
         ...(opts.logDir === undefined ? {} : { logFile: join(opts.logDir, `${name}.log`) }),

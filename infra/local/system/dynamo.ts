@@ -21,6 +21,12 @@ export async function startDynamoComponent(opts: { port: number; tableName: stri
     // Default child: this component runs inside the whole-system process (docs/LOCAL-DYNAMO.md).
     dynaliteProcess: opts.dynaliteProcess ?? 'child',
   });
+  // This is the local system's first AWS SDK client, and the stand-ins run on the developer's Node:
+  // on Node < 22 the SDK would warn, once per process, that its releases after January 2027 need
+  // Node 22, which says nothing about the version package-lock.json pins (README, "The two
+  // commands"). So the SDK's own switch turns that off here, unless the user set it; the gateway
+  // child gets it in gateway.ts. Deployed code never sets it (Lambda runs nodejs24.x).
+  process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
   const clients = createStoreClients({ region: local.region, endpoint: local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
   try {
     await ensureTable(clients.client, opts.tableName);

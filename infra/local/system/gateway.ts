@@ -41,7 +41,7 @@ export interface GatewayComponentOptions {
    * `kubeconfigPath` and follows the holder of `leaderLease` (`namespace/name`), mapped to an xDS
    * address by `leaderTargets` (Contour's Lease carries no address; docs/GATEWAY.md, "Leader").
    */
-  barrier?: { kubeconfigPath: string; leaderLease: string; leaderTargets: Record<string, string>; leaderSettleMs?: number };
+  barrier?: { kubeconfigPath: string; leaderLease: string; leaderTargets: Record<string, string>; leaderSettleMs?: number; trackedKinds?: string };
   /** Idle Envoy `lastSeenAt` refresh (default 30 s); must stay below the functions' Envoy TTL. */
   envoyHeartbeatMs?: number;
   /** LINEAGE heartbeat (default 5 s). */
@@ -72,7 +72,7 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
       : {
           watermarks: 'barrier',
           kubeconfig: opts.barrier.kubeconfigPath,
-          'tracked-kinds': 'httpproxy',
+          'tracked-kinds': opts.barrier.trackedKinds ?? 'httpproxy',
           'leader-lease': opts.barrier.leaderLease,
           'leader-targets': JSON.stringify(opts.barrier.leaderTargets),
           ...(opts.barrier.leaderSettleMs === undefined ? {} : { 'leader-settle-ms': String(opts.barrier.leaderSettleMs) }),

@@ -6,6 +6,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { HTTPPROXY_CRD } from '../control-plane/httpproxy-crd';
+import { HTTPROUTE_CRD } from '../control-plane/httproute-crd';
 import { writeKubeconfig } from '../kube/kubeconfig';
 import { startKubeApiServer, type KubeApiServer } from '../kube/server';
 import type { Component } from './component';
@@ -59,7 +60,8 @@ export async function startKubeComponent(opts: KubeComponentOptions): Promise<Ku
     ...(opts.ingressControllerKinds === true ? { ingressControllerKinds: true } : {}),
   });
   try {
-    for (const crd of opts.crds ?? [HTTPPROXY_CRD]) await installCrd(server.url, crd);
+    // The reference control plane serves HTTPProxy and HTTPRoute; it looks for their CRDs at start.
+    for (const crd of opts.crds ?? [HTTPPROXY_CRD, HTTPROUTE_CRD]) await installCrd(server.url, crd);
     await waitServed(server.url, '/apis/projectcontour.io/v1', 'httpproxies', 10_000);
   } catch (error) {
     await server.close();

@@ -25,6 +25,14 @@ export const localSystemOptionsSchema = z
      */
     controlPlane: z.enum(['reference', 'contour']).default('reference'),
     /**
+     * With `controlPlane: 'contour'`: Gateway API too. The Gateway API CRDs Contour's go.mod pins are
+     * registered, a GatewayClass and the Gateway `projectcontour/contour` (one HTTP listener, routes
+     * from every namespace) are applied, Contour processes that Gateway (`gateway.gatewayRef` in its
+     * config file), and HTTPRoute is tracked next to HTTPProxy by the gateway's barrier and the
+     * functions (docs/CONVERGENCE.md, "Gateway API routes").
+     */
+    gatewayApi: z.boolean().default(false),
+    /**
      * With the reference control plane, the gateway's watermark source: 'provenance' (default) or
      * 'barrier' (the gateway watches HTTPProxy status and follows the control plane's Lease, as with
      * unmodified Contour): tests of the barrier path against a controller whose status we control.
@@ -96,7 +104,8 @@ export const localSystemOptionsSchema = z
      */
     convergenceBatchSize: z.number().int().min(1).max(10_000).optional(),
   })
-  .strict();
+  .strict()
+  .refine((options) => !options.gatewayApi || options.controlPlane === 'contour', { message: 'gatewayApi needs controlPlane: contour', path: ['gatewayApi'] });
 
 export type LocalSystemOptions = z.input<typeof localSystemOptionsSchema>;
 export type ResolvedSystemOptions = z.output<typeof localSystemOptionsSchema>;

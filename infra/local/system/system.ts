@@ -18,7 +18,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { closeAll, type Component } from './component';
-import { CONTOUR_LEASE, contourInstall, startContourComponent, yamlObjects, type ContourComponent } from './contour';
+import { CONTOUR_GATEWAY_CONTROLLER, CONTOUR_LEASE, contourInstall, startContourComponent, yamlObjects, type ContourComponent } from './contour';
+import { HTTPPROXY_KIND, HTTPROUTE_KIND } from '../../../xds-gateway/tracking/tracked-kinds';
+import { HTTPROUTE_GATEWAY_TRACKED_KIND, HTTPROUTE_TRACKED_KIND } from '../control-plane/gateway-api';
 import { DEFAULT_LEASE_TIMINGS, LEASE_NAME, LEASE_NAMESPACE, startControlPlaneComponent, type ControlPlaneComponent } from './control-plane';
 import { startDynamoComponent, type DynamoComponent } from './dynamo';
 import { startBackendComponent, startFleetComponentIn, type FleetComponentOf, type FleetProcessMode } from './fleet';
@@ -29,6 +31,8 @@ import { localSystemOptionsSchema, portLayout, type LocalSystemOptions, type Res
 import { applySampleBackends, applySamples, SAMPLE_NAMESPACE, sampleCanaryService, sampleService } from './samples';
 
 export const HTTPPROXY_TRACKED_KIND = { group: 'projectcontour.io', version: 'v1', kind: 'HTTPProxy', plural: 'httpproxies', namespaced: true };
+/** What the gateway's barrier tracks with Contour's Gateway API: HTTPRoute status entries of Contour's controller only. */
+const CONTOUR_GATEWAY_API_BARRIER_KINDS = [HTTPPROXY_KIND, { ...HTTPROUTE_KIND, signal: { ...HTTPROUTE_KIND.signal, controllerName: CONTOUR_GATEWAY_CONTROLLER } }];
 
 export interface SystemEndpoints {
   stateDir: string;
@@ -128,13 +132,20 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
   try {
     const dynamo = ready(await startDynamoComponent({ port: ports.dynamo, tableName: options.tableName, logger, dynaliteProcess: options.dynaliteProcess }));
     const kube = ready(
-      await startKubeComponent({ port: ports.kube, stateDir, logger, ...(contour === undefined ? {} : { ingressControllerKinds: true, crds: yamlObjects(contour.contourCrds) }) }),
+      await startKubeComponent({
+        port: ports.kube,
+        stateDir,
+        logger,
+        ...(contour === undefined
+          ? {}
+          : { ingressControllerKinds: true, crds: [...yamlObjects(contour.contourCrds), ...(options.gatewayApi ? contour.gatewayApiCrds.experimental.flatMap(yamlObjects) : [])] }),
+      }),
     );
     const backend = ready(await startBackendComponent());
     let controlPlane: ControlPlaneComponent | ContourComponent;
     let contourReplicas: ContourComponent | undefined;
     let upstream: string;
-    let referenceBarrier: { kubeconfigPath: string; leaderLease: string; leaderTargets: Record<string, string> } | undefined;
+    let referenceBarrier: { kubeconfigPath: string; leaderLease: string; leaderTargets: Record<string, string>; trackedKinds: string } | undefined;
     if (contour === undefined) {
       const endpoints = Array.from({ length: options.objects }, (_, index) =>
         [sampleService(index), sampleCanaryService(index)].map((service) => ({ service, namespace: SAMPLE_NAMESPACE, ip: backend.backend.host, port: backend.backend.port })),
@@ -146,14 +157,24 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
       upstream = reference.addresses[0] ?? '';
       if (options.gatewayWatermarks === 'barrier') {
         const leaderTargets = Object.fromEntries(reference.replicas.map((replica, slot) => [replica.replicaId, reference.addresses[slot] ?? '']));
-        referenceBarrier = { kubeconfigPath: kube.kubeconfigPath, leaderLease: `${LEASE_NAMESPACE}/${LEASE_NAME}`, leaderTargets };
+        referenceBarrier = { kubeconfigPath: kube.kubeconfigPath, leaderLease: `${LEASE_NAMESPACE}/${LEASE_NAME}`, leaderTargets, trackedKinds: JSON.stringify([HTTPPROXY_KIND, HTTPROUTE_GATEWAY_TRACKED_KIND]) };
       }
     } else {
       // Contour reads endpoints from the API server: the samples' Services and EndpointSlices
       // exist before it starts, so its first snapshot has their clusters.
       await applySampleBackends(kube.url, options.objects, { ip: backend.backend.host, port: backend.backend.port });
       const replicas = ready(
-        await startContourComponent({ replicas: options.controlPlaneReplicas, kubeUrl: kube.url, kubeconfigPath: kube.kubeconfigPath, port: ports.controlPlane, lease, logDir: stateDir, install: contour, logger }),
+        await startContourComponent({
+          replicas: options.controlPlaneReplicas,
+          kubeUrl: kube.url,
+          kubeconfigPath: kube.kubeconfigPath,
+          port: ports.controlPlane,
+          lease,
+          logDir: stateDir,
+          install: contour,
+          logger,
+          ...(options.gatewayApi ? { gatewayApi: { configDir: stateDir } } : {}),
+        }),
       );
       controlPlane = replicas;
       contourReplicas = replicas;
@@ -178,7 +199,14 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
             ? referenceBarrier === undefined
               ? {}
               : { barrier: referenceBarrier }
-            : { barrier: { kubeconfigPath: kube.kubeconfigPath, leaderLease: CONTOUR_LEASE, leaderTargets: contourReplicas.leaderTargets } }),
+            : {
+                barrier: {
+                  kubeconfigPath: kube.kubeconfigPath,
+                  leaderLease: CONTOUR_LEASE,
+                  leaderTargets: contourReplicas.leaderTargets,
+                  ...(options.gatewayApi ? { trackedKinds: JSON.stringify(CONTOUR_GATEWAY_API_BARRIER_KINDS) } : {}),
+                },
+              }),
           // An idle Envoy is refreshed well within the TTL (the defaults suit the default 120 s).
           envoyHeartbeatMs: Math.min(30_000, Math.floor(options.envoyTtlMs / 4)),
           lineageHeartbeatMs: Math.min(5000, Math.floor(options.envoyTtlMs / 4)),
@@ -197,7 +225,9 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
           tableStreams: dynamo.local.tableStreams,
           storeEnv: dynamo.storeEnv,
           kubeconfigPath: kube.kubeconfigPath,
-          trackedKinds: [HTTPPROXY_TRACKED_KIND],
+          // HTTPRoute: our verdict goes under status.parents (functions/kube/tracked-kinds.ts). The
+          // reference control plane always serves it; Contour only with its Gateway API.
+          trackedKinds: contour === undefined || options.gatewayApi ? [HTTPPROXY_TRACKED_KIND, HTTPROUTE_TRACKED_KIND] : [HTTPPROXY_TRACKED_KIND],
           conditionType: options.conditionType,
           ackTimeoutMs: options.ackTimeoutMs,
           envoyTtlMs: options.envoyTtlMs,

@@ -54,6 +54,8 @@ export class HeldConfig {
     readonly nodeId: string,
     /** Object name (`sample-0`) → the fqdn its virtual host serves. */
     private readonly objects: ReadonlyMap<string, string>,
+    /** The listener serving those hosts (Contour's Gateway API listeners are named `<protocol>-<port>`). */
+    private readonly listenerName: string = CONTOUR_HTTP_LISTENER,
   ) {}
 
   /** SimEnvoyOptions.onAccepted. */
@@ -109,8 +111,8 @@ export class HeldConfig {
   /** What this Envoy can route for `fqdn` with what it holds now. */
   view(fqdn: string): RoutableView {
     const missing = (what: string, clusters: string[] = [], generation?: number): RoutableView => ({ complete: false, clusters, generation, missing: what });
-    const listener = this.types.get(LDS_TYPE_URL)?.get(CONTOUR_HTTP_LISTENER);
-    if (listener === undefined) return missing(`listener ${CONTOUR_HTTP_LISTENER}`);
+    const listener = this.types.get(LDS_TYPE_URL)?.get(this.listenerName);
+    if (listener === undefined) return missing(`listener ${this.listenerName}`);
     const routeName = referencesOf(listener.any).RDS[0];
     const routes = routeName === undefined ? undefined : this.types.get(RDS_TYPE_URL)?.get(routeName);
     if (routes === undefined) return missing(`route configuration ${routeName ?? '(none named)'}`);

@@ -4,16 +4,24 @@
 // what the gateway needs), the Namespace applied with the real kubectl to the local API server (the
 // only manifest kind it serves), the kustomization built by the real kubectl with and without the
 // cert-manager component, and each bootstrap validated field by field against Envoy's own Bootstrap
-// proto.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// proto. Then what the real `kubectl kustomize` renders, the base and the base with the Contour
+// overlay (infra/kubernetes/overlays/contour, its patch on a stand-in for Contour's Envoy DaemonSet):
+// every Deployment sized, probed on the routes the real ops server serves, hardened, running the
+// image's ENTRYPOINT as the Dockerfile's USER; the patched Envoy bootstrap aimed at the gateway
+// Service's xDS port.
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import pino from 'pino';
+import { Registry } from 'prom-client';
 import * as protobuf from 'protobufjs';
 import '@grpc/proto-loader'; // registers descriptor.proto & co. that Envoy's annotation protos import
-import { parseAllDocuments, parse } from 'yaml';
+import { parseAllDocuments, parse, stringify } from 'yaml';
 
 import { xdsProtoIncludeDirs } from '../../../common/xds/protos';
 import { FLAGS, parseGatewayConfig } from '../../../xds-gateway/ops/config';
+import { startOpsServer } from '../../../xds-gateway/ops/ops-server';
 import { kubectl, startTestServer, type TestServer } from '../kube/helpers';
+import { readDockerfile, runtimeImage, type RuntimeImage } from './dockerfile';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const KUBE_DIR = join(ROOT, 'infra', 'kubernetes');
@@ -165,6 +173,143 @@ function networkPolicyProblems(policy: NetworkPolicySpec, podLabels: Record<stri
   if (toControlPlane !== undefined && (toControlPlane.to ?? []).some((peer) => Object.keys(peer.podSelector?.matchLabels ?? {}).length === 0)) problems.push('the control plane port is open to more than its pods');
   return problems;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Rendered by kubectl kustomize: every Deployment, and the Contour overlay's Envoy bootstrap
+
+const OVERLAY_DIR = join(KUBE_DIR, 'overlays', 'contour');
+
+/** The ops server's routes the kubelet probes (xds-gateway/ops/ops-server.ts; served for real below). */
+const OPS_ROUTES = { readiness: '/readyz', liveness: '/healthz' } as const;
+
+interface HttpProbe { httpGet?: { path?: string; port?: string | number } }
+interface RenderedContainer extends Container {
+  image?: string;
+  command?: string[];
+  args?: string[];
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  readinessProbe?: HttpProbe;
+  livenessProbe?: HttpProbe;
+}
+interface RenderedPodSpec extends PodSpec {
+  containers: RenderedContainer[];
+  initContainers?: RenderedContainer[];
+  securityContext?: PodSpec['securityContext'] & { runAsGroup?: number; fsGroup?: number };
+}
+type Workload = KubeDoc & { spec: { selector?: { matchLabels?: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: RenderedPodSpec } } };
+type ServiceDoc = KubeDoc & { spec: { ports: { name: string; port: number; targetPort: string | number }[] } };
+
+function renderedDocs(yamlText: string): KubeDoc[] {
+  return parseAllDocuments(yamlText).map((d) => {
+    if (d.errors.length > 0) throw new Error(d.errors.map((e) => e.message).join('; '));
+    return d.toJS() as KubeDoc;
+  });
+}
+
+/** A container's variables, a fieldRef INSTANCE_ID (the pod name) standing in as a lineage part. */
+function containerEnv(container: RenderedContainer): Record<string, string> {
+  return Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value ?? (e.name === 'INSTANCE_ID' ? 'xds-gateway-7d9f-abcde' : '')]));
+}
+
+/**
+ * What keeps a rendered gateway Deployment from being deployable as the image runs: requests (cpu,
+ * memory) and a memory limit; readiness and liveness on the ops server's routes, at the port the
+ * gateway's own configuration (xds-gateway/ops/config.ts) gives its ops server, on an address the
+ * kubelet reaches; the pod hardening above; the image's USER as the pod's user and group; the
+ * image's ENTRYPOINT and CMD not overridden. [] when nothing.
+ */
+function deploymentProblems(doc: Workload, image: RuntimeImage): string[] {
+  const problems: string[] = [];
+  const spec = doc.spec.template.spec;
+  const at = `Deployment ${doc.metadata.namespace ?? ''}/${doc.metadata.name}`;
+  problems.push(...podHardeningProblems(spec).map((problem) => `${at}: ${problem}`));
+  const pod = spec.securityContext ?? {};
+  if (pod.runAsUser !== image.user.uid || pod.runAsGroup !== image.user.gid) problems.push(`${at}: runs as ${String(pod.runAsUser)}:${String(pod.runAsGroup)}, the image's USER is ${image.user.uid}:${image.user.gid}`);
+  for (const container of spec.containers) {
+    const where = `${at} container ${container.name}`;
+    const requests = container.resources?.requests ?? {};
+    for (const resource of ['cpu', 'memory']) if (requests[resource] === undefined) problems.push(`${where}: no ${resource} request`);
+    if (container.resources?.limits?.['memory'] === undefined) problems.push(`${where}: no memory limit`);
+    if (container.command !== undefined || container.args !== undefined) problems.push(`${where}: overrides the image's ENTRYPOINT/CMD (${[...(container.command ?? []), ...(container.args ?? [])].join(' ')})`);
+    const parsed = parseGatewayConfig(container.args ?? [], containerEnv(container));
+    if (parsed.kind !== 'ok') {
+      problems.push(`${where}: the gateway would not start: ${parsed.kind === 'error' ? parsed.message : 'help'}`);
+      continue;
+    }
+    if (/^(127\.|localhost$|::1$)/.test(parsed.config.opsHost)) problems.push(`${where}: ops server on loopback (${parsed.config.opsHost}): the kubelet cannot reach it`);
+    for (const [kind, path] of Object.entries(OPS_ROUTES) as [keyof typeof OPS_ROUTES, string][]) {
+      const probe = container[`${kind}Probe`]?.httpGet;
+      if (probe === undefined) {
+        problems.push(`${where}: no ${kind} httpGet probe`);
+        continue;
+      }
+      if (probe.path !== path) problems.push(`${where}: ${kind} probe path ${String(probe.path)}, the ops server serves ${path}`);
+      const port = typeof probe.port === 'number' ? probe.port : container.ports?.find((p) => p.name === probe.port)?.containerPort;
+      if (port !== parsed.config.opsPort) problems.push(`${where}: ${kind} probe port ${String(probe.port)} (${String(port)}) is not the ops port ${parsed.config.opsPort}`);
+    }
+  }
+  return problems;
+}
+
+/** The value of `--flag=value` in a `contour bootstrap` argument list. */
+const flagValue = (args: readonly string[], flag: string): string | undefined => args.find((arg) => arg.startsWith(`${flag}=`))?.slice(flag.length + 1);
+
+/**
+ * What keeps Contour's patched Envoy DaemonSet from bootstrapping against the gateway: its
+ * `contour bootstrap` init container must name the gateway Service (by its cluster DNS name) and
+ * that Service's xDS port, whose target is the container port the gateway listens on; the
+ * gateway's NetworkPolicy must admit these Envoy pods to that port. [] when nothing.
+ */
+function envoyBootstrapProblems(envoy: Workload, service: ServiceDoc, gateway: Workload, policy: NetworkPolicySpec): string[] {
+  const problems: string[] = [];
+  const init = envoy.spec.template.spec.initContainers?.find((c) => c.args?.[0] === 'bootstrap');
+  if (init === undefined) return ['no `contour bootstrap` init container'];
+  const args = init.args ?? [];
+  const address = flagValue(args, '--xds-address');
+  const serviceName = `${service.metadata.name}.${service.metadata.namespace ?? ''}.svc.cluster.local`;
+  if (address !== serviceName) problems.push(`--xds-address is ${String(address)}, not the gateway Service ${serviceName}`);
+  const xds = service.spec.ports.find((p) => p.name === 'xds');
+  if (xds === undefined) return [...problems, 'the gateway Service has no xds port'];
+  if (flagValue(args, '--xds-port') !== String(xds.port)) problems.push(`--xds-port is ${String(flagValue(args, '--xds-port'))}, the Service's xds port is ${xds.port}`);
+  const container = gateway.spec.template.spec.containers[0];
+  const target = typeof xds.targetPort === 'number' ? xds.targetPort : container?.ports?.find((p) => p.name === xds.targetPort)?.containerPort;
+  const listen = container === undefined ? undefined : containerEnv(container)['XDS_LISTEN_PORT'];
+  if (String(target) !== listen) problems.push(`the Service's xds port targets ${String(target)}, the gateway listens on ${String(listen)}`);
+  const labels = envoy.spec.template.metadata.labels;
+  const admitted = (policy.ingress ?? []).some(
+    (rule) =>
+      portsOf(rule.ports).includes('xds/TCP') &&
+      (rule.from ?? []).some((peer) => selects(peer.podSelector?.matchLabels, labels) && peer.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'] === envoy.metadata.namespace),
+  );
+  if (!admitted) problems.push(`the gateway's NetworkPolicy does not admit ${envoy.metadata.namespace ?? ''} pods ${JSON.stringify(labels)} to xds`);
+  return problems;
+}
+
+/**
+ * A stand-in for Contour's Envoy DaemonSet as its example deployment names it (our own minimal
+ * object: the DaemonSet envoy in projectcontour, pods labelled app: envoy, the init container
+ * envoy-initconfig running `contour bootstrap` against Contour's Service, the flags
+ * infra/envoy/README.md lists).
+ */
+const CONTOUR_BOOTSTRAP_FLAGS = ['--xds-resource-version=v3', '--resources-dir=/config/resources', '--envoy-cafile=/certs/ca.crt', '--envoy-cert-file=/certs/tls.crt', '--envoy-key-file=/certs/tls.key'];
+const ENVOY_STAND_IN = {
+  apiVersion: 'apps/v1',
+  kind: 'DaemonSet',
+  metadata: { name: 'envoy', namespace: 'projectcontour', labels: { app: 'envoy' } },
+  spec: {
+    selector: { matchLabels: { app: 'envoy' } },
+    template: {
+      metadata: { labels: { app: 'envoy' } },
+      spec: {
+        initContainers: [
+          { name: 'envoy-initconfig', image: 'contour', command: ['contour'], args: ['bootstrap', '/config/envoy.json', '--xds-address=contour', '--xds-port=8001', ...CONTOUR_BOOTSTRAP_FLAGS], volumeMounts: [{ name: 'envoy-config', mountPath: '/config' }] },
+        ],
+        containers: [{ name: 'envoy', image: 'envoy', args: ['-c', '/config/envoy.json'], volumeMounts: [{ name: 'envoy-config', mountPath: '/config', readOnly: true }] }],
+        volumes: [{ name: 'envoy-config', emptyDir: {} }],
+      },
+    },
+  },
+};
 
 describe('infra/kubernetes manifests', () => {
   const docs = loadDocs();
@@ -377,6 +522,138 @@ describe('infra/kubernetes manifests', () => {
       expect(applied.stdout).toContain('namespace/xds-programmed created');
       const got = await kubectl(kube, ['get', 'namespace', 'xds-programmed', '-o', 'jsonpath={.metadata.labels.app\\.kubernetes\\.io/part-of}']);
       expect(got.stdout).toBe('xds-programmed');
+    });
+
+    describe('rendered by kubectl kustomize: the base, and the base with the Contour overlay', () => {
+      const image = runtimeImage(readDockerfile());
+      let base: KubeDoc[];
+      let overlayAlone: KubeDoc[];
+      let withContour: KubeDoc[];
+      let patchedByKubectl: Workload;
+      beforeAll(async () => {
+        const render = async (dir: string): Promise<KubeDoc[]> => {
+          const built = await kubectl(kube, ['kustomize', dir]);
+          if (built.code !== 0 || built.stderr !== '') throw new Error(`kubectl kustomize ${dir}: ${built.stderr}`);
+          return renderedDocs(built.stdout);
+        };
+        base = await render(KUBE_DIR);
+        // The two ways the overlay's kustomization.yaml describes: base and overlay in a
+        // kustomization of one's own, without Contour (installed on its own) and with Contour's
+        // manifests in the same build (the stand-in for its Envoy DaemonSet).
+        const dir = mkdtempSync(join(kube.dir, 'contour-overlay-'));
+        try {
+          for (const [name, contour] of [['alone', false], ['with-contour', true]] as const) {
+            const at = join(dir, name);
+            mkdirSync(at);
+            if (contour) writeFileSync(join(at, 'envoy.yaml'), stringify(ENVOY_STAND_IN));
+            const resources = [relative(at, KUBE_DIR), ...(contour ? ['envoy.yaml'] : [])];
+            writeFileSync(join(at, 'kustomization.yaml'), stringify({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources, components: [relative(at, OVERLAY_DIR)] }));
+          }
+          overlayAlone = await render(join(dir, 'alone'));
+          withContour = await render(join(dir, 'with-contour'));
+          // The other way: kubectl patch with the overlay's patch file, on the DaemonSet as it runs.
+          const patched = await kubectl(kube, ['patch', '--local', '-f', join(dir, 'with-contour', 'envoy.yaml'), '--type', 'strategic', '--patch-file', join(OVERLAY_DIR, 'envoy-xds-gateway.patch.yaml'), '-o', 'yaml']);
+          if (patched.code !== 0) throw new Error(`kubectl patch --local: ${patched.stderr}`);
+          patchedByKubectl = parse(patched.stdout) as Workload;
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      });
+      const workloads = (docs: KubeDoc[], kind: string): Workload[] => docs.filter((d) => d.kind === kind) as Workload[];
+      const one = <T extends KubeDoc>(docs: KubeDoc[], kind: string, name: string): T => {
+        const found = docs.filter((d) => d.kind === kind && d.metadata.name === name);
+        if (found.length !== 1) throw new Error(`${found.length} ${kind} ${name}`);
+        return found[0] as T;
+      };
+
+      it('the overlay keeps the base\'s gateway (Deployment, Service, PDB, RBAC, NetworkPolicy) and, without Contour in the build, changes nothing', () => {
+        expect(overlayAlone).toEqual(base);
+        for (const [kind, name] of [['Deployment', 'xds-gateway'], ['Service', 'xds-gateway'], ['PodDisruptionBudget', 'xds-gateway'], ['ServiceAccount', 'xds-gateway'], ['ClusterRole', 'xds-programmed-gateway'], ['ClusterRoleBinding', 'xds-programmed-gateway'], ['Role', 'xds-programmed-gateway-leases'], ['NetworkPolicy', 'xds-gateway']] as const) {
+          expect(one(withContour, kind, name)).toEqual(one(base, kind, name));
+        }
+      });
+
+      it('every Deployment in both renders: requests and a memory limit, probes on the ops routes and port, hardened, the image\'s USER and ENTRYPOINT', () => {
+        for (const docs of [base, withContour]) {
+          const deployments = workloads(docs, 'Deployment');
+          expect(deployments.length).toBeGreaterThan(0);
+          for (const deployment of deployments) {
+            expect(deploymentProblems(deployment, image)).toEqual([]);
+            expect(deployment.spec.template.spec.containers[0]?.image).toMatch(/\/xds-gateway:\d+\.\d+\.\d+$/);
+          }
+        }
+      });
+
+      it('the probe paths are the real ops server\'s: liveness 200, readiness 200 when ready and 503 when not, anything else 404', async () => {
+        let ready = true;
+        const ops = await startOpsServer({ host: '127.0.0.1', port: 0, registry: new Registry(), readiness: [{ name: 'test', ok: () => ready }], logger: pino({ level: 'silent' }) });
+        try {
+          const status = async (path: string): Promise<number> => (await fetch(`http://127.0.0.1:${ops.port}${path}`)).status;
+          const container = workloads(base, 'Deployment')[0]?.spec.template.spec.containers[0];
+          const liveness = container?.livenessProbe?.httpGet?.path ?? '(none)';
+          const readiness = container?.readinessProbe?.httpGet?.path ?? '(none)';
+          expect(await status(liveness)).toBe(200);
+          expect(await status(readiness)).toBe(200);
+          ready = false;
+          expect(await status(readiness)).toBe(503);
+          expect(await status(liveness)).toBe(200);
+          expect(await status('/ready')).toBe(404);
+        } finally {
+          await ops.close();
+        }
+      });
+
+      it('the overlay points Contour\'s Envoy bootstrap at the gateway Service\'s xDS port, changing only --xds-address and --xds-port; kubectl patch does the same', () => {
+        const envoy = one<Workload>(withContour, 'DaemonSet', 'envoy');
+        const service = one<ServiceDoc>(withContour, 'Service', 'xds-gateway');
+        const gateway = one<Workload>(withContour, 'Deployment', 'xds-gateway');
+        const policy = one<KubeDoc & { spec: NetworkPolicySpec }>(withContour, 'NetworkPolicy', 'xds-gateway').spec;
+        expect(envoyBootstrapProblems(envoy, service, gateway, policy)).toEqual([]);
+        const args = envoy.spec.template.spec.initContainers?.[0]?.args ?? [];
+        expect(args.filter((arg) => !/^--xds-(address|port)=/.test(arg))).toEqual(['bootstrap', '/config/envoy.json', ...CONTOUR_BOOTSTRAP_FLAGS]);
+        expect(patchedByKubectl.spec.template.spec).toEqual(envoy.spec.template.spec);
+        // Contour's own bootstrap checks the name `contour` on the xDS server: the base says to
+        // serve contourcert (valid for it), and the cert-manager component issues it (test above).
+        expect(readFileSync(join(KUBE_DIR, 'gateway.yaml'), 'utf8')).toContain('valid for the name `contour`');
+      });
+
+      it('the checks above can fail: an unsized, misprobed, overridden, root Deployment and a bootstrap aimed elsewhere are each reported', () => {
+        const deployment = structuredClone(workloads(base, 'Deployment')[0] as Workload);
+        const spec = deployment.spec.template.spec;
+        const container = spec.containers[0] as RenderedContainer;
+        container.resources = { requests: { memory: '1Gi' } };
+        container.readinessProbe = { httpGet: { path: '/ready', port: 'ops' } };
+        container.livenessProbe = { httpGet: { path: '/healthz', port: 'xds' } };
+        // What gateway.yaml once said: as args they follow the ENTRYPOINT, so the gateway refuses them.
+        container.args = ['node', '/app/xds-gateway/main.js'];
+        spec.securityContext = { ...spec.securityContext, runAsUser: 1000 };
+        expect(deploymentProblems(deployment, image)).toEqual([
+          'Deployment xds-programmed/xds-gateway: runs as 1000:65532, the image\'s USER is 65532:65532',
+          'Deployment xds-programmed/xds-gateway container gateway: no cpu request',
+          'Deployment xds-programmed/xds-gateway container gateway: no memory limit',
+          'Deployment xds-programmed/xds-gateway container gateway: overrides the image\'s ENTRYPOINT/CMD (node /app/xds-gateway/main.js)',
+          'Deployment xds-programmed/xds-gateway container gateway: the gateway would not start: error: too many arguments. Expected 0 arguments but got 2.',
+        ]);
+        container.args = undefined;
+        container.env = [...(container.env ?? []).filter((e) => e.name !== 'OPS_HOST'), { name: 'OPS_HOST', value: '127.0.0.1' }];
+        expect(deploymentProblems(deployment, image).slice(3)).toEqual([
+          'Deployment xds-programmed/xds-gateway container gateway: ops server on loopback (127.0.0.1): the kubelet cannot reach it',
+          'Deployment xds-programmed/xds-gateway container gateway: readiness probe path /ready, the ops server serves /readyz',
+          'Deployment xds-programmed/xds-gateway container gateway: liveness probe port xds (8001) is not the ops port 9090',
+        ]);
+        const service = one<ServiceDoc>(withContour, 'Service', 'xds-gateway');
+        const gateway = one<Workload>(withContour, 'Deployment', 'xds-gateway');
+        const policy = one<KubeDoc & { spec: NetworkPolicySpec }>(withContour, 'NetworkPolicy', 'xds-gateway').spec;
+        expect(envoyBootstrapProblems(ENVOY_STAND_IN as unknown as Workload, service, gateway, policy)).toEqual(['--xds-address is contour, not the gateway Service xds-gateway.xds-programmed.svc.cluster.local']);
+        const elsewhere = structuredClone(one<Workload>(withContour, 'DaemonSet', 'envoy'));
+        elsewhere.metadata.namespace = 'other';
+        const init = elsewhere.spec.template.spec.initContainers?.[0] as RenderedContainer;
+        init.args = (init.args ?? []).map((arg) => (arg.startsWith('--xds-port=') ? '--xds-port=18000' : arg));
+        expect(envoyBootstrapProblems(elsewhere, service, gateway, policy)).toEqual([
+          '--xds-port is 18000, the Service\'s xds port is 8001',
+          'the gateway\'s NetworkPolicy does not admit other pods {"app":"envoy"} to xds',
+        ]);
+      });
     });
   });
 });

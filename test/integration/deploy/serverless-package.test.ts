@@ -1,27 +1,67 @@
-// `serverless package` offline on serverless.yml, with artifacts built the way CI builds them
-// (esbuild bundle → reproducible zip), then checks on the generated CloudFormation: resources,
-// reserved concurrency on every function, function URL auth, stream mappings, and IAM limited to the
-// table, its index and its stream.
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// README.md's deploy steps, run as written: the commands of its "Deploying" → "Functions and table"
+// block that need no AWS account (install, `npm run package`: build, zip, `serverless package`
+// offline) run verbatim in a clean copy of the repository. Then checks on what they produced: the
+// artifacts serverless points at (each zip holds index.js bundled for the Lambda runtime, and the
+// handler resolves), and the CloudFormation template (runtime, resources, reserved concurrency on
+// every function, function URL auth, stream mappings, IAM limited to the table, its index and its
+// stream).
+import { execFile, execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { build } from 'esbuild';
+import { dirname, join } from 'node:path';
 
 import { tableDefinition } from '../../../common/store';
-import { zipFunctionBundles } from '../../../infra/serverless/zip-functions';
+import { readZipEntries } from '../../../infra/serverless/zip';
 import { CONVERGENCE_BATCH_SIZE, STATUS_BATCH_SIZE } from '../../../infra/local/system/functions';
 
 const ROOT = join(__dirname, '..', '..', '..');
 // Every handler is bundled for real, so a handler that does not bundle fails this test.
 const FUNCTIONS = ['convergence', 'expire', 'resync', 'status', 'query'];
+// The Lambda runtime serverless.yml deploys on, and the esbuild target scripts/build.mjs derives
+// from it (docs/FUNCTIONS.md, "Runtime and framework").
+const RUNTIME = 'nodejs24.x';
+const TARGET = 'node24';
 
-function run(command: string, args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(command: string, args: string[], opts: { cwd?: string; env: Record<string, string>; inherit?: boolean }, timeoutMs = 150_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = opts.inherit === false ? opts.env : { ...process.env, ...opts.env };
   return new Promise((resolve) => {
-    execFile(command, args, { cwd: ROOT, env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 20 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(command, args, { cwd: opts.cwd ?? ROOT, env, timeout: timeoutMs, maxBuffer: 20 * 1024 * 1024 }, (error, stdout, stderr) => {
       resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
     });
   });
+}
+
+/** The commands of README.md's "Functions and table" code block: continuation lines joined, comments and blank lines dropped. */
+function readmeDeployCommands(): string[] {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.split(/^## /m).find((part) => part.startsWith('Deploying\n'));
+  if (section === undefined) throw new Error('README.md has no "## Deploying" section');
+  const bullet = section.split(/^- /m).find((part) => part.startsWith('**Functions and table**'));
+  if (bullet === undefined) throw new Error('README.md\'s "Deploying" has no "Functions and table" bullet');
+  const block = /```sh\n([\s\S]*?)\n\s*```/.exec(bullet)?.[1];
+  if (block === undefined) throw new Error('README.md\'s "Functions and table" bullet has no ```sh block');
+  const commands: string[] = [];
+  let pending = '';
+  for (const line of block.split('\n').map((l) => l.trim())) {
+    if (pending === '' && (line === '' || line.startsWith('#'))) continue;
+    if (line.endsWith('\\')) pending += `${line.slice(0, -1).trimEnd()} `;
+    else {
+      commands.push(pending + line);
+      pending = '';
+    }
+  }
+  return commands;
+}
+
+/** A copy of the repository as git would check it out (tracked and new, not ignored, files): no dist/, .build/ or .serverless/ left over. */
+function cleanCopy(to: string): void {
+  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT }).toString('utf8').split('\0');
+  for (const file of files) {
+    const from = join(ROOT, file);
+    if (file === '' || !existsSync(from) || !statSync(from).isFile()) continue; // deleted in the work tree, or a submodule
+    mkdirSync(dirname(join(to, file)), { recursive: true });
+    copyFileSync(from, join(to, file));
+  }
 }
 
 type Resource = { Type: string; Properties: Record<string, unknown>; DependsOn?: unknown };
@@ -31,52 +71,70 @@ interface Statement {
   Resource: unknown;
 }
 
-describe('serverless package (offline)', () => {
+describe('README deploy steps: npm run package (offline)', () => {
   let dir: string;
+  let copy: string;
+  let stage: string;
+  let region: string;
+  let service: string;
   let resources: Record<string, Resource>;
+  let artifacts: Record<string, string>;
 
   beforeAll(async () => {
+    const offline = readmeDeployCommands().filter((command) => command.startsWith('npm '));
+    // Install, then package; everything after them in the block needs an AWS account.
+    expect(offline).toEqual(['npm ci', expect.stringMatching(/^npm run package -- --stage [a-z][a-z0-9-]* --region [a-z]+-[a-z]+-\d$/)]);
+    const packageCommand = offline[1] as string;
+    stage = /--stage (\S+)/.exec(packageCommand)?.[1] as string;
+    region = /--region (\S+)/.exec(packageCommand)?.[1] as string;
+    service = `xds-programmed-${stage}`;
+
     dir = mkdtempSync(join(tmpdir(), 'sls-package-'));
-    const dist = join(dir, 'dist');
-    for (const name of FUNCTIONS) {
-      await build({ entryPoints: [join(ROOT, 'functions', `${name}.ts`)], outfile: join(dist, name, 'index.js'), bundle: true, platform: 'node', target: 'node20', format: 'cjs', sourcemap: true, logLevel: 'error' });
-    }
-    zipFunctionBundles(dist, join(dir, 'artifacts'));
-    const packaged = await run(join(ROOT, 'node_modules', '.bin', 'serverless'), ['package', '--stage', 'ci', '--region', 'eu-west-1', '--package', join(dir, 'out')], {
-      SLS_TELEMETRY_DISABLED: '1',
-      SLS_NOTIFICATIONS_MODE: 'off',
-      XDS_ARTIFACT_DIR: join(dir, 'artifacts'),
-      HOME: join(dir, 'home'),
-      // No credentials anywhere: packaging must not need AWS.
-      AWS_ACCESS_KEY_ID: '',
-      AWS_SECRET_ACCESS_KEY: '',
-      AWS_PROFILE: '',
+    copy = join(dir, 'repo');
+    cleanCopy(copy);
+    // `npm ci`: this suite runs after `npm ci` of the same package-lock.json (.ci/run's first step),
+    // so the copy gets that tree instead of a second install (minutes and the registry, not offline).
+    symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'), 'dir');
+    mkdirSync(join(dir, 'home'));
+    const packaged = await run('/bin/sh', ['-c', packageCommand], {
+      cwd: copy,
+      inherit: false,
+      // Only PATH (node, npm) and a fresh HOME; no AWS credentials or profile: packaging must not need AWS.
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: join(dir, 'home') },
     });
-    if (packaged.code !== 0) throw new Error(`serverless package failed:\n${packaged.stdout}\n${packaged.stderr}`);
-    resources = (JSON.parse(readFileSync(join(dir, 'out', 'cloudformation-template-update-stack.json'), 'utf8')) as { Resources: Record<string, Resource> }).Resources;
-  }, 180_000);
+    if (packaged.code !== 0) throw new Error(`${packageCommand} failed in a clean copy:\n${packaged.stdout}\n${packaged.stderr}`);
+    resources = (JSON.parse(readFileSync(join(copy, '.serverless', 'cloudformation-template-update-stack.json'), 'utf8')) as { Resources: Record<string, Resource> }).Resources;
+    const state = JSON.parse(readFileSync(join(copy, '.serverless', 'serverless-state.json'), 'utf8')) as { service: { functions: Record<string, { package?: { artifact?: string } }> } };
+    artifacts = Object.fromEntries(Object.entries(state.service.functions).map(([name, fn]) => [name, join(copy, fn.package?.artifact ?? `(no artifact for ${name})`)]));
+    // Each artifact unpacked as Lambda unpacks it (into unzipped/<function>/), for the tests below.
+    for (const [name, artifact] of Object.entries(artifacts)) {
+      if (!existsSync(artifact)) continue;
+      mkdirSync(join(dir, 'unzipped', name), { recursive: true });
+      for (const entry of readZipEntries(readFileSync(artifact))) writeFileSync(join(dir, 'unzipped', name, entry.name), entry.data);
+    }
+  }, 240_000);
   afterAll(() => {
-    rmSync(dir, { recursive: true, force: true });
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
   const ofType = (type: string): [string, Resource][] => Object.entries(resources).filter(([, r]) => r.Type === type);
 
-  it('declares the five functions on nodejs20.x, each with its own role and the table name', () => {
+  it(`declares the five functions on ${RUNTIME}, each with its own role and the table name`, () => {
     const functions = ofType('AWS::Lambda::Function');
-    expect(functions.map(([, f]) => f.Properties['FunctionName']).sort()).toEqual(['convergence', 'expire', 'query', 'resync', 'status'].map((n) => `xds-programmed-ci-${n}`));
+    expect(functions.map(([, f]) => f.Properties['FunctionName']).sort()).toEqual(['convergence', 'expire', 'query', 'resync', 'status'].map((n) => `${service}-${n}`));
     for (const [name, fn] of functions) {
-      expect(fn.Properties['Runtime']).toBe('nodejs20.x');
+      expect(fn.Properties['Runtime']).toBe(RUNTIME);
       expect(fn.Properties['Handler']).toBe('index.handler');
       const role = name.replace('LambdaFunction', 'Role');
       expect(fn.Properties['Role']).toEqual({ 'Fn::GetAtt': [role, 'Arn'] });
       const variables = (fn.Properties['Environment'] as { Variables: Record<string, string> }).Variables;
-      expect(variables['TABLE_NAME']).toBe('xds-programmed-ci');
+      expect(variables['TABLE_NAME']).toBe(service);
       if (/^(Convergence|Expire|Resync)/.test(name)) expect(variables).toMatchObject({ ENVOY_TTL_MS: '300000', ACK_TIMEOUT_MS: '30000', AGGREGATE_SHARDS: '16' });
     }
   });
 
   it('every function has reserved concurrency (its cost ceiling), at the defaults docs/SECURITY.md gives', () => {
-    const reserved = Object.fromEntries(ofType('AWS::Lambda::Function').map(([, fn]) => [String(fn.Properties['FunctionName']).replace('xds-programmed-ci-', ''), fn.Properties['ReservedConcurrentExecutions']]));
+    const reserved = Object.fromEntries(ofType('AWS::Lambda::Function').map(([, fn]) => [String(fn.Properties['FunctionName']).replace(`${service}-`, ''), fn.Properties['ReservedConcurrentExecutions']]));
     expect(reserved).toEqual({ convergence: 10, status: 10, expire: 1, resync: 1, query: 10 });
     // The documented table must say the same (a default changed in one place only fails here).
     const security = readFileSync(join(ROOT, 'docs', 'SECURITY.md'), 'utf8');
@@ -86,9 +144,9 @@ describe('serverless package (offline)', () => {
   it('the table: pk/sk, the Envoy state index of common/store, stream NEW_AND_OLD_IMAGES, TTL on ttl, PITR, on demand', () => {
     const table = resources['EventTable'] as Resource & { DeletionPolicy?: string };
     expect(table.Type).toBe('AWS::DynamoDB::Table');
-    const expected = tableDefinition('xds-programmed-ci');
+    const expected = tableDefinition(service);
     expect(table.Properties).toMatchObject({
-      TableName: 'xds-programmed-ci',
+      TableName: service,
       BillingMode: 'PAY_PER_REQUEST',
       KeySchema: expected.KeySchema,
       StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
@@ -169,7 +227,7 @@ describe('serverless package (offline)', () => {
           } else if (action.startsWith('logs:')) {
             const joined = JSON.stringify(targets);
             const fn = name.replace('Role', '').toLowerCase();
-            expect(joined).toContain(`:log-group:/aws/lambda/xds-programmed-ci-${fn}:*`);
+            expect(joined).toContain(`:log-group:/aws/lambda/${service}-${fn}:*`);
           } else {
             expect(action).toBe('sqs:SendMessage');
             expect(targets).toEqual([{ 'Fn::GetAtt': ['StreamFailureQueue', 'Arn'] }]);
@@ -201,23 +259,52 @@ describe('serverless package (offline)', () => {
     }
   });
 
-  it('the packaged bundles load in plain Node and the query bundle answers /healthz', async () => {
+  it(`every function's artifact exists and holds index.js bundled for ${TARGET}, whose handler resolves`, async () => {
+    expect(Object.keys(artifacts).sort()).toEqual([...FUNCTIONS].sort());
+    const unzipped = join(dir, 'unzipped');
+    const handlers: Record<string, string> = {};
+    for (const [name, artifact] of Object.entries(artifacts)) {
+      // The default artifact directory of serverless.yml, filled by the zip step of `npm run package`.
+      expect(artifact).toBe(join(copy, '.build', 'functions', `${name}.zip`));
+      expect(existsSync(artifact)).toBe(true);
+      const entries = readZipEntries(readFileSync(artifact));
+      expect(entries.map((e) => e.name).sort()).toEqual(['index.js', 'index.js.map']);
+      const index = entries.find((e) => e.name === 'index.js')?.data.toString('utf8') ?? '';
+      // scripts/build.mjs names the esbuild target it bundled for in the first line.
+      expect(index.split('\n', 1)[0]).toBe(`// xds-programmed function bundle: esbuild target ${TARGET} for Lambda ${RUNTIME}`);
+      const fn = resources[`${name[0]?.toUpperCase() ?? ''}${name.slice(1)}LambdaFunction`];
+      handlers[name] = String(fn?.Properties['Handler']);
+    }
+    // The reader checks what it unpacks (a flipped byte in index.js's data fails), so the entries
+    // above are the zip's real content.
+    const corrupt = Buffer.from(readFileSync(artifacts['status'] ?? ''));
+    const at = 30 + 'index.js'.length + 100; // first entry (sorted): index.js, its data after the 30-byte header and the name
+    corrupt.writeUInt8(corrupt.readUInt8(at) ^ 0xff, at);
+    expect(() => readZipEntries(corrupt)).toThrow(/^ZIP entry index\.js /);
+    // Lambda resolves `<file>.<export>` against the zip's root: load each that way in plain Node.
+    // (The bundles run here on the test's Node, 20.19+: fine while esbuild emits the same code for
+    // node20 and node24, as it does for these sources; syntax only Node 24 parses would fail here first.)
     const script = `
-      const query = require(${JSON.stringify(join(dir, 'dist', 'query', 'index.js'))});
-      const status = require(${JSON.stringify(join(dir, 'dist', 'status', 'index.js'))});
-      if (typeof status.handler !== 'function') throw new Error('status.handler missing');
+      const { join } = require('node:path');
+      const handlers = ${JSON.stringify(handlers)};
+      const result = {};
+      for (const [name, handler] of Object.entries(handlers)) {
+        const [file, exported] = handler.split('.');
+        result[name] = typeof require(join(${JSON.stringify(unzipped)}, name, file + '.js'))[exported];
+      }
+      console.log(JSON.stringify(result));`;
+    const result = await run(process.execPath, ['-e', script], { env: { TABLE_NAME: service, AWS_REGION: region, DYNAMODB_ENDPOINT: 'http://127.0.0.1:9', LOG_LEVEL: 'silent' } });
+    expect(result.stderr).not.toMatch(/Error|Cannot find module/);
+    expect(JSON.parse(result.stdout.trim())).toEqual(Object.fromEntries(FUNCTIONS.map((name) => [name, 'function'])));
+  });
+
+  it('the packaged query bundle answers /healthz in plain Node', async () => {
+    const script = `
+      const query = require(${JSON.stringify(join(dir, 'unzipped', 'query', 'index.js'))});
       query.handler({ rawPath: '/healthz', requestContext: { http: { method: 'GET' } } }).then((r) => console.log(JSON.stringify(r)));`;
-    const result = await run(process.execPath, ['-e', script], { TABLE_NAME: 'xds-programmed-ci', AWS_REGION: 'eu-west-1', DYNAMODB_ENDPOINT: 'http://127.0.0.1:9', LOG_LEVEL: 'silent' });
+    const result = await run(process.execPath, ['-e', script], { env: { TABLE_NAME: service, AWS_REGION: region, DYNAMODB_ENDPOINT: 'http://127.0.0.1:9', LOG_LEVEL: 'silent' } });
     // (stderr may carry the AWS SDK's Node-version notice; no error may appear.)
     expect(result.stderr).not.toMatch(/Error|Cannot find module/);
     expect(JSON.parse(result.stdout.trim())).toMatchObject({ statusCode: 200, body: '{"ok":true}' });
-    // The zip's central directory names its entries (read without an unzip binary, which a fresh
-    // machine may lack): each entry header is 46 bytes, name length at offset 28, name at 46.
-    const zip = readFileSync(join(dir, 'artifacts', 'status.zip'));
-    const names: string[] = [];
-    for (let at = zip.indexOf('PK\x01\x02', 0, 'latin1'); at >= 0; at = zip.indexOf('PK\x01\x02', at + 46, 'latin1')) {
-      names.push(zip.toString('utf8', at + 46, at + 46 + zip.readUInt16LE(at + 28)));
-    }
-    expect(names.sort()).toEqual(['index.js', 'index.js.map']);
   });
 });

@@ -66,7 +66,7 @@ function connectFleet(gateway: Gateway, prefix: string): Fleet {
   const fleet = newFleet(gateway.xdsPort);
   fleets.push(fleet);
   // Wildcard: with Envoy-model clients a SotW subscription change carries the last ACKed nonce and
-  // version, which the relay counts as one more 'ack' request (xds_gateway_requests_total) although no
+  // version, which the relay counts as one more 'ack' request (xds_programmed_gateway_requests_total) although no
   // new ACK is stored, and the count is compared with the stored ACKs below.
   fleet.addMany(ENVOYS, adsSpec({ node: (i) => ({ id: `${prefix}-${i}`, cluster: 'edge' }), subscriptionModel: 'wildcard' }), 0);
   fleet.connectAll();
@@ -136,7 +136,7 @@ async function latestAcksStored(gateway: Gateway, fleet: Fleet): Promise<boolean
 }
 
 async function ackRequestsCounted(gateway: Gateway): Promise<number> {
-  const metric = await gateway.metrics.registry.getSingleMetric('xds_gateway_requests_total')?.get();
+  const metric = await gateway.metrics.registry.getSingleMetric('xds_programmed_gateway_requests_total')?.get();
   return (metric?.values ?? []).filter((v) => v.labels['class'] === 'ack').reduce((sum, v) => sum + v.value, 0);
 }
 
@@ -155,8 +155,8 @@ test('while DynamoDB throttles, paused streams keep the queue bounded; after, ev
     expect(allCurrent(fleet, gateway)).toBe(false);
     expect(gateway.backpressure?.isPaused()).toBe(true);
     const metricsWhilePaused = (await httpGet(gateway.opsPort, '/metrics')).body;
-    expect(metricsWhilePaused).toContain('xds_gateway_relay_paused 1');
-    expect(metricsWhilePaused).toMatch(/xds_gateway_relay_pauses_total [1-9]/);
+    expect(metricsWhilePaused).toContain('xds_programmed_gateway_relay_paused 1');
+    expect(metricsWhilePaused).toMatch(/xds_programmed_gateway_relay_pauses_total [1-9]/);
     expect((await httpGet(gateway.opsPort, '/readyz')).status).toBe(503);
   } finally {
     dynamo.faults.clear();
@@ -176,7 +176,7 @@ test('while DynamoDB throttles, paused streams keep the queue bounded; after, ev
   expect(maxQueued).toBeLessThanOrEqual(BOUND);
   expect(gateway.relay.control.paused()).toBe(false);
   expect(gateway.backpressure?.pauseCount()).toBeGreaterThanOrEqual(1);
-  expect((await httpGet(gateway.opsPort, '/metrics')).body).toContain('xds_gateway_relay_paused 0');
+  expect((await httpGet(gateway.opsPort, '/metrics')).body).toContain('xds_programmed_gateway_relay_paused 0');
 
   // Nothing lost: every ACK the gateway classified is an event in DynamoDB, including each Envoy's
   // ACK of the latest version of every type.

@@ -1,6 +1,6 @@
 // The relay's caps against a client that opens streams, node ids and node groups without end: streams
 // per peer address, live node ids, live node groups. Over a cap the new stream ends RESOURCE_EXHAUSTED
-// naming the limit and xds_gateway_streams_refused_total{reason} counts it; streams already served
+// naming the limit and xds_programmed_gateway_streams_refused_total{reason} counts it; streams already served
 // are untouched, and a legitimate client from another address keeps getting config throughout.
 import * as grpc from '@grpc/grpc-js';
 import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';

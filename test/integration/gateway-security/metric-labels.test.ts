@@ -26,13 +26,13 @@ describe('metric labels from Envoy-supplied strings are bounded', () => {
       metrics.barrier.reopened(group, 0.01);
     }
     metrics.lineageMoved(groups[0] as string);
-    const moves = await series(metrics, 'xds_gateway_lineage_moves_total');
+    const moves = await series(metrics, 'xds_programmed_gateway_lineage_moves_total');
     expect(moves).toHaveLength(GROUP_LABEL_LIMIT + 1);
     const labels = moves.map((s) => String(s.labels['group']));
     for (const label of labels) expect(label === OTHER_LABEL || /^[a-z0-9-]{1,63}$/.test(label)).toBe(true);
     expect(moves.find((s) => s.labels['group'] === lineageGroupId(groups[0] as string))?.value).toBe(2);
     expect(moves.find((s) => s.labels['group'] === OTHER_LABEL)?.value).toBe(50);
-    const reopenGroups = new Set((await series(metrics, 'xds_gateway_barrier_reopen_seconds')).map((s) => s.labels['group']));
+    const reopenGroups = new Set((await series(metrics, 'xds_programmed_gateway_barrier_reopen_seconds')).map((s) => s.labels['group']));
     expect(reopenGroups.size).toBe(GROUP_LABEL_LIMIT + 1);
   });
 
@@ -43,13 +43,13 @@ describe('metric labels from Envoy-supplied strings are bounded', () => {
       metrics.tracker.requestClassified('initial', `type.googleapis.com/attacker.v1.T${i}`);
       metrics.tracker.stuckDetected(`type.googleapis.com/attacker.v1.T${i}`);
     }
-    const requests = await series(metrics, 'xds_gateway_requests_total');
+    const requests = await series(metrics, 'xds_programmed_gateway_requests_total');
     const types = new Set(requests.map((s) => s.labels['type']));
     expect(types.size).toBe(1 + UNKNOWN_TYPE_LABEL_LIMIT + 1);
     expect(types.has('CDS')).toBe(true);
     expect(types.has('type.googleapis.com/attacker.v1.T0')).toBe(true);
     expect(requests.find((s) => s.labels['type'] === OTHER_LABEL)?.value).toBe(30);
-    expect(new Set((await series(metrics, 'xds_gateway_stuck_detected_total')).map((s) => s.labels['type'])).size).toBe(UNKNOWN_TYPE_LABEL_LIMIT + 1);
+    expect(new Set((await series(metrics, 'xds_programmed_gateway_stuck_detected_total')).map((s) => s.labels['type'])).size).toBe(UNKNOWN_TYPE_LABEL_LIMIT + 1);
   });
 
   test('gauges: upstream state and lineage seqs of many groups stay bounded; freed groups and retired lineages are not listed', async () => {
@@ -68,16 +68,16 @@ describe('metric labels from Envoy-supplied strings are bounded', () => {
     const recorder = { stats: () => ({}), pressure: () => false } as unknown as Recorder;
     metrics.attach({ tracker, recorder, liveGroups: () => live });
 
-    const ready = await series(metrics, 'xds_gateway_upstream_ready');
+    const ready = await series(metrics, 'xds_programmed_gateway_upstream_ready');
     expect(ready).toHaveLength(GROUP_LABEL_LIMIT + 1);
     // The shared value is 1 only if every group behind it is ready; one is connecting.
     expect(ready.find((s) => s.labels['group'] === OTHER_LABEL)).toMatchObject({ labels: { state: 'connecting' }, value: 0 });
-    const seqs = await series(metrics, 'xds_gateway_lineage_seq');
+    const seqs = await series(metrics, 'xds_programmed_gateway_lineage_seq');
     expect(seqs).toHaveLength(GROUP_LABEL_LIMIT);
 
     // The relay freed every group but the first: neither gauge lists them any more.
     live = new Set(groups.slice(0, 1));
-    expect(await series(metrics, 'xds_gateway_upstream_ready')).toHaveLength(1);
-    expect(await series(metrics, 'xds_gateway_lineage_seq')).toHaveLength(1);
+    expect(await series(metrics, 'xds_programmed_gateway_upstream_ready')).toHaveLength(1);
+    expect(await series(metrics, 'xds_programmed_gateway_lineage_seq')).toHaveLength(1);
   });
 });

@@ -115,7 +115,7 @@ describe('node id bound to the client certificate', () => {
       const connection = connect(gateway.xdsPort, envoyCert);
       expect((await clients.askClusters(connection, { id: 'envoy-a', cluster: 'bound' }).next()).resources?.length).toBeGreaterThan(0);
       expect((await statusOf(clients.askClusters(connection, { id: 'envoy-z', cluster: 'bound' })))[0]).toBe('PERMISSION_DENIED');
-      expect((await httpGet(gateway.opsPort, '/metrics')).body).toContain('xds_gateway_streams_refused_total{reason="node_id_not_in_cert"} 1');
+      expect((await httpGet(gateway.opsPort, '/metrics')).body).toContain('xds_programmed_gateway_streams_refused_total{reason="node_id_not_in_cert"} 1');
     } finally {
       await gateway.close();
       await dynamo.close();

@@ -161,7 +161,7 @@ describe('node id takeover (gateway: the tracker sees a disconnect, then a new c
     }, 'the new connection\'s state stored with its ACK');
     expect(stored.status).toBe('CONNECTED');
     const metricsText = (await httpGet(gateway.opsPort, '/metrics')).body;
-    expect(metricsText).toMatch(/^xds_gateway_node_id_takeovers_total 1$/m);
+    expect(metricsText).toMatch(/^xds_programmed_gateway_node_id_takeovers_total 1$/m);
   });
 
   test('the caps are wired from flags: refusals are counted by reason on /metrics', async () => {
@@ -183,8 +183,8 @@ describe('node id takeover (gateway: the tracker sees a disconnect, then a new c
       await clients.askClusters(connection, { id: 'only-1', cluster: 'edge' }).next();
       expect(await status(clients.askClusters(connection, { id: 'only-1', cluster: 'edge' }))).toEqual(['RESOURCE_EXHAUSTED', 'relay serves at most 2 streams per peer address (limit maxStreamsPerPeer)']);
       const metricsText = (await httpGet(capped.opsPort, '/metrics')).body;
-      for (const reason of ['node_ids', 'node_groups', 'peer_streams']) expect(metricsText).toContain(`xds_gateway_streams_refused_total{reason="${reason}"} 1`);
-      expect(metricsText).toContain('xds_gateway_streams_refused_total{reason="node_id_not_in_cert"} 0');
+      for (const reason of ['node_ids', 'node_groups', 'peer_streams']) expect(metricsText).toContain(`xds_programmed_gateway_streams_refused_total{reason="${reason}"} 1`);
+      expect(metricsText).toContain('xds_programmed_gateway_streams_refused_total{reason="node_id_not_in_cert"} 0');
     } finally {
       await capped.close();
     }
@@ -201,8 +201,8 @@ describe('node id takeover (gateway: the tracker sees a disconnect, then a new c
       await eventually(() => idle.relay.control.groups().length === 0, 'the group freed');
       expect(idle.tracker.lineageState(lineage)).toBeUndefined();
       const metricsText = (await httpGet(idle.opsPort, '/metrics')).body;
-      expect(metricsText).toMatch(/^xds_gateway_node_groups_freed_total 1$/m);
-      expect(metricsText).not.toContain('xds_gateway_lineage_moves_total{');
+      expect(metricsText).toMatch(/^xds_programmed_gateway_node_groups_freed_total 1$/m);
+      expect(metricsText).not.toContain('xds_programmed_gateway_lineage_moves_total{');
       expect(metricsText).not.toContain(`lineage="${lineage}"`);
     } finally {
       await idle.close();

@@ -62,7 +62,7 @@ test('the refused Envoy gets INVALID_ARGUMENT and no config; the other Envoy is 
   expect(gateway.ready()).toBe(true);
   expect(gateway.recorder.stats().consecutiveFailures).toBe(0);
   const metrics = await httpGet(gateway.opsPort, '/metrics');
-  expect(metrics.body).toMatch(/xds_gateway_store_writes_dropped_total\{operation="envoyState"\} 1\b/);
-  expect(metrics.body).not.toMatch(/xds_gateway_store_write_failures_total\{operation="envoyState"\} [1-9]/);
+  expect(metrics.body).toMatch(/xds_programmed_gateway_store_writes_dropped_total\{operation="envoyState"\} 1\b/);
+  expect(metrics.body).not.toMatch(/xds_programmed_gateway_store_write_failures_total\{operation="envoyState"\} [1-9]/);
   fine.call.cancel();
 }, 60_000);

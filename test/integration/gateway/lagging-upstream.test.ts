@@ -99,7 +99,7 @@ async function expectNewLineageFromBehind(converged: Converged): Promise<void> {
   }, 'a new lineage serving generation 1, with both Envoys on it', 20_000);
   expect(second.split('.')[1]).toBe(`${gateway.bootId}-l1`);
   expect(gateway.relay.lineageEpochs()).toEqual({ edge: 1 });
-  expect(await gateway.metrics.registry.getSingleMetricAsString('xds_gateway_lineage_moves_total')).toContain('xds_gateway_lineage_moves_total{group="edge"} 1');
+  expect(await gateway.metrics.registry.getSingleMetricAsString('xds_programmed_gateway_lineage_moves_total')).toContain('xds_programmed_gateway_lineage_moves_total{group="edge"} 1');
   // The older content never got a seq on the lineage that holds W(app, 2).
   expect(converged.appliedOnFirstAfterSwitch).toEqual([]);
   // The retired lineage is no longer heartbeated (it leaves the live set after the TTL).

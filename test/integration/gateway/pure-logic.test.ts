@@ -21,6 +21,8 @@ describe('processedGeneration', () => {
     ['parents: least advanced parent wins', parents, { parents: [{ conditions: [{ observedGeneration: 4 }, { observedGeneration: 5 }] }, { conditions: [{ observedGeneration: 6 }] }] }, 4],
     ['parents: a parent without conditions means unknown', parents, { parents: [{ conditions: [{ observedGeneration: 4 }] }, {}] }, undefined],
     ['parents: none', parents, { parents: [] }, undefined],
+    ['parents: our own entries are never the controller\'s signal', parents, { parents: [{ controllerName: 'xds-programmed.dev/status', conditions: [{ observedGeneration: 9 }] }, { controllerName: 'c', conditions: [{ observedGeneration: 3 }] }] }, 3],
+    ['parents: only our own entries: no signal', parents, { parents: [{ controllerName: 'xds-programmed.dev/status', conditions: [{ observedGeneration: 9 }] }] }, undefined],
   ])('%s', (_name, signal, status, expected) => {
     expect(processedGeneration(signal, status as Record<string, unknown> | undefined)).toBe(expected);
   });

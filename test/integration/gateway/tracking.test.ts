@@ -233,7 +233,7 @@ test('above the high-water mark the gateway reports not ready, and recovers with
       return r.status === 503 ? r : undefined;
     }, 'not ready under backpressure');
     expect(notReady.body).toContain('backpressure');
-    expect((await httpGet(small.opsPort, '/metrics')).body).toContain('xds_gateway_backpressure 1');
+    expect((await httpGet(small.opsPort, '/metrics')).body).toContain('xds_programmed_gateway_backpressure 1');
     dynamo.faults.setHook(undefined);
     await eventually(async () => (await httpGet(small.opsPort, '/readyz')).status === 200, 'ready again');
     for (const envoy of envoys.envoys()) {
@@ -282,12 +282,12 @@ test('/healthz, /readyz and /metrics answer', async () => {
   expect(ready.body).toContain('ready');
   const metrics = await httpGet(gateway.opsPort, '/metrics');
   expect(metrics.status).toBe(200);
-  expect(metrics.body).toMatch(/xds_gateway_events_written_total\{outcome="ACK",type="LDS"\} [1-9]/);
-  expect(metrics.body).toMatch(/xds_gateway_events_written_total\{outcome="NACK",type="RDS"\} [1-9]/);
-  expect(metrics.body).toContain('xds_gateway_queue_depth{kind="events"}');
-  expect(metrics.body).toContain('xds_gateway_dropped_total 0');
-  expect(metrics.body).toContain('xds_gateway_store_write_seconds_bucket');
-  expect(metrics.body).toMatch(/xds_gateway_upstream_ready\{group="edge",state="ready"\} 1/);
+  expect(metrics.body).toMatch(/xds_programmed_gateway_events_written_total\{outcome="ACK",type="LDS"\} [1-9]/);
+  expect(metrics.body).toMatch(/xds_programmed_gateway_events_written_total\{outcome="NACK",type="RDS"\} [1-9]/);
+  expect(metrics.body).toContain('xds_programmed_gateway_queue_depth{kind="events"}');
+  expect(metrics.body).toContain('xds_programmed_gateway_dropped_total 0');
+  expect(metrics.body).toContain('xds_programmed_gateway_store_write_seconds_bucket');
+  expect(metrics.body).toMatch(/xds_programmed_gateway_upstream_ready\{group="edge",state="ready"\} 1/);
   expect((await httpGet(gateway.opsPort, '/nope')).status).toBe(404);
 });
 

@@ -103,6 +103,7 @@ describe('local system (startLocalSystem)', () => {
     }, 'all Envoys SYNCED');
     expect(result.envoys.map((e) => e.nodeId).sort()).toEqual([...Array.from({ length: ENVOYS }, (_, i) => `envoy-${i}`), 'grpc-0', 'grpc-1'].sort());
     const text = await cli(['status'], cliEnv);
-    expect(text.stdout.split('\n')[0]).toMatch(/^NAME\s+CLUSTER\s+GATEWAY\s+CDS\s+EDS\s+LDS\s+RDS\s+STATUS$/);
+    // Like `istioctl proxy-status`: one column per type, then where and what each Envoy runs.
+    expect(text.stdout.split('\n')[0]).toMatch(/^NAME\s+CLUSTER\s+CDS\s+EDS\s+LDS\s+RDS\s+GATEWAY\s+LINEAGE\s+VERSION\s+STATUS$/);
   });
 });

@@ -65,7 +65,7 @@ describe('npm start --no-ui (child process)', () => {
     const healthz = await fetch(`${ready.queryUrl}/healthz`, { headers: { authorization: `Bearer ${ready.queryToken}` } });
     expect(await healthz.json()).toEqual({ ok: true });
     const metrics = await (await fetch(ready.metricsUrl)).text();
-    expect(metrics).toContain('xds_gateway_events_written_total');
+    expect(metrics).toContain('xds_programmed_gateway_events_written_total');
 
     // The plain live view reports both samples programmed into all 4 Envoys (3 simulated + 1 gRPC).
     await eventually(() => stdout.includes('PROGRAMMED all 2 objects'), 'PROGRAMMED line', 90_000);

@@ -123,12 +123,12 @@ describe('the write path ceiling table', () => {
 
 describe('gateway store-write metrics', () => {
   const text = [
-    '# HELP xds_gateway_store_write_seconds store call latency by operation',
-    'xds_gateway_store_write_seconds_bucket{le="0.1",operation="envoyState"} 3',
-    'xds_gateway_store_write_seconds_sum{operation="envoyState"} 12.5',
-    'xds_gateway_store_write_seconds_count{operation="envoyState"} 100',
-    'xds_gateway_store_write_seconds_sum{operation="putEvents"} 1',
-    'xds_gateway_store_write_seconds_count{operation="putEvents"} 2',
+    '# HELP xds_programmed_gateway_store_write_seconds store call latency by operation',
+    'xds_programmed_gateway_store_write_seconds_bucket{le="0.1",operation="envoyState"} 3',
+    'xds_programmed_gateway_store_write_seconds_sum{operation="envoyState"} 12.5',
+    'xds_programmed_gateway_store_write_seconds_count{operation="envoyState"} 100',
+    'xds_programmed_gateway_store_write_seconds_sum{operation="putEvents"} 1',
+    'xds_programmed_gateway_store_write_seconds_count{operation="putEvents"} 2',
   ].join('\n');
 
   it('reads one operation\'s totals and ignores the others', () => {

@@ -5,6 +5,7 @@
 // only takes a newer rev, the result must not depend on that order.
 import fc from 'fast-check';
 import {
+  attributedTo,
   applyMember,
   computeConvergence,
   emptyShard,
@@ -24,6 +25,8 @@ import { actionArb, fleetArb, LINEAGES, policy, SCENARIOS, Simulation, TYPES } f
 
 const SHARDS = 4;
 const object = { group: 'x.dev', kind: 'Route', namespace: 'ns', name: 'r' };
+/** The object the fleet model's NACKs blame when they blame another one. */
+const otherObject = { group: 'x.dev', kind: 'Route', namespace: 'ns', name: 'other' };
 
 interface StreamRecord {
   lineage: string;
@@ -108,6 +111,10 @@ describe('evaluateFromAggregates equals computeConvergence (fast-check)', () => 
         const envoys = [...recorder.states.values()];
         const expected = computeConvergence({ object, generation: 3, watermark: sim.watermark(), envoys, now: sim.now, policy });
         const actual = evaluateFromAggregates({ object, generation: 3, watermark: sim.watermark(), aggregates, now: sim.now, policy });
+        // Generations sharing a watermark share one evaluation (functions/lib/evaluate.ts): the result
+        // for another object (the one the model's NACKs may blame), re-attributed, is this object's.
+        const forOther = evaluateFromAggregates({ object: otherObject, generation: 3, watermark: sim.watermark(), aggregates, now: sim.now, policy });
+        expect(attributedTo(forOther, object)).toEqual(actual);
         expect(actual.total).toBe(expected.total);
         if (envoys.some(isSplit)) {
           // Split Envoys are blocked by the aggregates (documented limitation): safe, never more programmed.

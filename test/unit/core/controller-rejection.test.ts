@@ -44,9 +44,23 @@ describe('tracked kinds: reading a rejection', () => {
     expect({ processed: observed?.processed, ...(observed?.rejected === undefined ? {} : { rejected: observed.rejected }) }).toEqual(expected);
   });
 
-  it('Gateway API routes have no rejection signal (unchanged)', () => {
-    const route = { metadata: { name: 'r', namespace: 'default', generation: 2 }, status: { parents: [{ conditions: [{ type: 'Accepted', status: 'False', observedGeneration: 2, message: 'no' }] }] } };
-    expect(observeObject(HTTPROUTE_KIND, route)).toEqual({ ref: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'default', name: 'r' }, generation: 2, processed: 2 });
+  describe('Gateway API routes: Accepted or ResolvedRefs False on the controller\'s entries', () => {
+    const ref = { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'default', name: 'r' };
+    const route = (parents: unknown[]) => ({ metadata: { name: 'r', namespace: 'default', generation: 2 }, status: { parents } });
+    const entry = (controllerName: string, conditions: Array<{ type: string; status: string; observedGeneration: number; message?: string }>) => ({ controllerName, conditions });
+    const contour = 'projectcontour.io/gateway-controller';
+
+    it.each<[string, unknown[], { processed?: number; rejected?: string }]>([
+      ['Accepted=False at the processed generation', [entry(contour, [{ type: 'Accepted', status: 'False', observedGeneration: 2, message: 'no listener allows it' }])], { processed: 2, rejected: 'Accepted: no listener allows it' }],
+      ['ResolvedRefs=False (a missing Service)', [entry(contour, [{ type: 'Accepted', status: 'True', observedGeneration: 2 }, { type: 'ResolvedRefs', status: 'False', observedGeneration: 2, message: 'service "default/nope" not found' }])], { processed: 2, rejected: 'ResolvedRefs: service "default/nope" not found' }],
+      ['a False condition of another type is not a rejection', [entry(contour, [{ type: 'Accepted', status: 'True', observedGeneration: 2 }, { type: 'PartiallyInvalid', status: 'False', observedGeneration: 2 }])], { processed: 2 }],
+      ['all True: processed, not rejected', [entry(contour, [{ type: 'Accepted', status: 'True', observedGeneration: 2 }, { type: 'ResolvedRefs', status: 'True', observedGeneration: 2 }])], { processed: 2 }],
+      ['our own entries are neither progress nor rejection', [entry('xds-programmed.dev/status', [{ type: 'Accepted', status: 'False', observedGeneration: 2 }])], {}],
+    ])('%s', (_name, parents, expected) => {
+      const observed = observeObject(HTTPROUTE_KIND, route(parents));
+      expect(observed?.ref).toEqual(ref);
+      expect({ ...(observed?.processed === undefined ? {} : { processed: observed.processed }), ...(observed?.rejected === undefined ? {} : { rejected: observed.rejected }) }).toEqual(expected);
+    });
   });
 
   it('caps a long controller message', () => {

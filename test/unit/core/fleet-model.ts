@@ -21,6 +21,8 @@ import {
   type LineageWatermark,
   type SentRecord,
   type Watermark,
+  formatObjectRef,
+  type NackBlame,
 } from '../../../common/core';
 import { CDS, EDS, L1, L2, LDS, RDS, T0 } from './fixtures';
 
@@ -28,6 +30,12 @@ export const TYPES = [CDS, EDS, LDS, RDS] as const;
 export const LINEAGES = [L1, L2] as const;
 export const policy = { ttlMs: 60_000, ackTimeoutMs: 30_000 };
 const object = { group: 'x.dev', kind: 'Route', namespace: 'ns', name: 'r' };
+/** Blames a modelled NACK may carry: none (everyone's), this object's, another object's. */
+const BLAMES: ReadonlyArray<NackBlame | undefined> = [
+  undefined,
+  { basis: 'named', objects: [formatObjectRef(object)], resources: ['ns/svc-r/80'] },
+  { basis: 'changed', objects: ['x.dev/Route/ns/other'], resources: ['ns/svc-other/80'] },
+];
 const GENERATION = 3;
 
 export type Action =
@@ -87,7 +95,13 @@ export interface ModelEnvoy {
   /** Names added to the type's subscription and not yet in an ACKed response (`sent`: a response went out since). */
   namesPending: Record<string, { sent: boolean } | undefined>;
   /** Outcome of the latest answered response on the type. */
-  lastAnswer: Record<string, { outcome: 'ACK' } | { outcome: 'NACK'; message: string } | undefined>;
+  lastAnswer: Record<string, { outcome: 'ACK' } | { outcome: 'NACK'; message: string; elsewhere: boolean } | undefined>;
+  /**
+   * The type ACKed on its current lineage since it last moved there: what the gateway can vouch for
+   * when the Envoy resumes with that version (core requests.ts servedThrough). Moving to another
+   * lineage and back forgets it, so a resumed version is not taken on the Envoy's word alone.
+   */
+  ackedHere: Record<string, boolean>;
 }
 
 export class Simulation {
@@ -109,7 +123,7 @@ export class Simulation {
       const nodeId = `envoy-${i}`;
       this.model.push({
         nodeId, lineage, types: spec.types, connected: true, expired: false, vanished: false, lastSeen: this.now,
-        running: {}, outstanding: {}, sentRecords: {}, namesPending: {}, lastAnswer: {},
+        running: {}, outstanding: {}, sentRecords: {}, namesPending: {}, lastAnswer: {}, ackedHere: {},
       });
       let state = newEnvoyState({ identity: { nodeId, cluster: 'edge', metadata: {} }, group: 'edge', lineage, now: this.now });
       for (const typeUrl of spec.types) state = applySubscribe(state, { typeUrl, lineage, now: this.now });
@@ -181,7 +195,11 @@ export class Simulation {
         }
         // lineage 0/1 of the action: stay; 2: move to L1; 3: move to L2 (another gateway instance).
         const target = action.lineage < 2 ? m.lineage : LINEAGES[action.lineage - 2]!;
-        if (target !== m.lineage) m.lastAnswer = {}; // versions (and NACKs) of the old lineage mean nothing on the new one
+        if (target !== m.lineage) {
+          m.lastAnswer = {}; // versions (and NACKs) of the old lineage mean nothing on the new one
+          m.ackedHere = {};
+        }
+        if (action.restart) m.ackedHere = {};
         m.lineage = target;
         const now = this.now;
         this.update(m, (s) => {
@@ -244,6 +262,12 @@ export class Simulation {
           record,
         );
         const outcome = applyClassifiedRequest(this.core.get(m.nodeId)!, request, { typeUrl, lineage: m.lineage, now, eventRetentionMs: 3_600_000 });
+        // The gateway's attribution (nack-blame.ts), modelled by the message: none, this object, another.
+        const blame = outcome.event?.outcome === 'NACK' ? BLAMES[(action.k === 'nack' ? action.msg : 0) % BLAMES.length] : undefined;
+        const nackType = outcome.state.types[typeUrl];
+        if (blame !== undefined && nackType?.nack !== undefined) {
+          outcome.state = { ...outcome.state, types: { ...outcome.state.types, [typeUrl]: { ...nackType, nack: { ...nackType.nack, blame } } } };
+        }
         this.core.set(m.nodeId, outcome.state);
         this.seen(m);
         if (stale) {
@@ -255,10 +279,11 @@ export class Simulation {
         const version = { lineage: m.lineage, seq: seq! };
         if (rejects) {
           expect(outcome.event).toMatchObject({ outcome: 'NACK', seq: seq!, message });
-          m.lastAnswer[typeUrl] = { outcome: 'NACK', message };
+          m.lastAnswer[typeUrl] = { outcome: 'NACK', message, elsewhere: blame !== undefined && !blame.objects.includes(formatObjectRef(object)) };
         } else {
           expect(outcome.event).toMatchObject({ outcome: 'ACK', seq: seq! });
           m.running[typeUrl] = version;
+          m.ackedHere[typeUrl] = true;
           m.lastAnswer[typeUrl] = { outcome: 'ACK' };
           if (m.namesPending[typeUrl]?.sent === true) m.namesPending[typeUrl] = undefined;
         }
@@ -303,10 +328,10 @@ export class Simulation {
     return !m.expired && this.now - m.lastSeen <= policy.ttlMs;
   }
 
-  nackedTypes(m: ModelEnvoy): { typeUrl: string; message: string }[] {
+  nackedTypes(m: ModelEnvoy): { typeUrl: string; message: string; elsewhere: boolean }[] {
     return m.types.flatMap((typeUrl) => {
       const answer = m.lastAnswer[typeUrl];
-      return answer?.outcome === 'NACK' ? [{ typeUrl, message: answer.message }] : [];
+      return answer?.outcome === 'NACK' ? [{ typeUrl, message: answer.message, elsewhere: answer.elsewhere }] : [];
     });
   }
 
@@ -330,7 +355,7 @@ export class Simulation {
    * the truth, never looser.
    */
   knowablyProgrammed(m: ModelEnvoy): boolean {
-    return this.reallyProgrammed(m) && m.types.every((typeUrl) => m.running[typeUrl]?.lineage === m.lineage);
+    return this.reallyProgrammed(m) && m.types.every((typeUrl) => m.running[typeUrl]?.lineage === m.lineage && m.ackedHere[typeUrl] === true);
   }
 
   checkInvariants(): void {
@@ -353,10 +378,11 @@ export class Simulation {
       const nacks = this.nackedTypes(m);
       if (nacks.length > 0) {
         const blocker = result.blockers.find((b) => b.nodeId === m.nodeId);
-        expect(blocker?.reason).toBe('nacked');
-        if (blocker?.reason === 'nacked') {
+        // Attribution: blocked (not Rejected) exactly when every open NACK blames another object.
+        expect(blocker?.reason).toBe(nacks.every((nack) => nack.elsewhere) ? 'blocked' : 'nacked');
+        if (blocker?.reason === 'nacked' || blocker?.reason === 'blocked') {
           expect(blocker.nacks.map((n) => ({ typeUrl: n.typeUrl, message: n.message }))).toEqual(
-            [...nacks].sort((a, b) => (a.typeUrl < b.typeUrl ? -1 : 1)),
+            [...nacks].sort((a, b) => (a.typeUrl < b.typeUrl ? -1 : 1)).map(({ typeUrl, message }) => ({ typeUrl, message })),
           );
         }
       }
