@@ -1,5 +1,5 @@
-// DynamoDB item writes per ACK at the gateway (issue 9 target: ≤ 1 write per ACK, amortized), before
-// and after issue 9 in one run: the real Recorder writing into dynalite, driven by the core's
+// DynamoDB item writes per ACK at the gateway (target: ≤ 1 write per ACK, amortized: docs/GATEWAY.md, "The event log"), before
+// and after the event log in one run: the real Recorder writing into dynalite, driven by the core's
 // transitions for a fleet of Envoys (bench/support/recorder-workload.ts), for changes touching 1 type
 // (a route: RDS) and 3 types (a new service: CDS, EDS, RDS), at 100 and 1,000 Envoys.
 //   before = eventLogMode `items`: one EVENT item per ACK, written before the Envoy's STATE;

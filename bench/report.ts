@@ -1,4 +1,4 @@
-// The bench report (issue 9): runs, per size, the end-to-end bench (ours), the gateway-vs-direct
+// The bench report (docs/bench/README.md): runs, per size, the end-to-end bench (ours), the gateway-vs-direct
 // bench (baseline a), the Knative-style prober (b) and the Istio-style reporter (c), plus the
 // convergence per-batch bench; merges the rows into docs/bench/results.json (a size run again
 // replaces its row) and regenerates docs/bench/README.md and the SVG plots from the whole file.

@@ -1,5 +1,5 @@
 // How many Envoy state writes per second the local write path carries, with nothing else running: the
-// ceiling under the anchor's last ACK → True (issue 9). A writer process (the gateway's own store
+// ceiling under the anchor's last ACK → True (docs/bench/README.md). A writer process (the gateway's own store
 // code: one conditional put per Envoy state, `--concurrency` in flight, default the gateway's 64)
 // writes states shaped like the ones written when an Envoy reaches a watermark (~1.3 KB, four ACK
 // events carried), through the local front (stream capture) and, for comparison, straight to dynalite.

@@ -1,6 +1,6 @@
 // A gateway recorder workload without gRPC: a fleet of Envoy states driven by the core's transitions
 // (as the EnvoyTracker drives them) through the real Recorder into a real store, counting what the
-// store is asked to write. Used by bench/recorder-writes.ts (items per ACK before/after issue 9) and by
+// store is asked to write. Used by bench/recorder-writes.ts (items per ACK before/after the event log) and by
 // the recorder's integration test (every event durable and findable). Writes are counted at the
 // document-client seam, where DynamoDB bills: every item put is a write, changed or not.
 import type { Logger } from 'pino';

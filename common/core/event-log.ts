@@ -191,7 +191,7 @@ function typeWithoutAwaiting(type: TypeState): Omit<TypeState, 'pending' | 'name
  * that the Envoy has not answered yet. A change reaching an Envoy usually sends it several types at
  * once (ADS pushes CDS, EDS, LDS, RDS) and it answers them one after another within milliseconds.
  * Writing its state at every answer costs an item write per ACK and, at 1,000 Envoys, more writes than
- * the store path carries, so the last ACKs waited seconds behind the first ones (issue 9). The recorder
+ * the store path carries, so the last ACKs waited seconds behind the first ones (docs/bench/README.md). The recorder
  * holds such a state briefly so that the last answer's write records them all. Responses older than
  * `withinMs` are not awaited: an Envoy that is slow to answer (or stuck) is written at once.
  */

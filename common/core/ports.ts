@@ -75,7 +75,7 @@ export interface PutEventLogsResult {
 export interface EnvoyStore {
   /**
    * Writes events in batches (BatchWriteItem, 25 per request), one item per event: the format before
-   * issue 9 (the gateway now carries events in STATE writes and uses putEventLogs; see
+   * the event log (the gateway now carries events in STATE writes and uses putEventLogs; see
    * docs/GATEWAY.md, "The event log"). Idempotent: an event's key is a function of (nodeId, version,
    * typeUrl, outcome), so a replay overwrites the same item with the same content.
    */
@@ -102,7 +102,7 @@ export interface EnvoyStore {
 
   /**
    * An Envoy's events, optionally one lineage only, from every place the event log keeps them:
-   * single-event items (the format before issue 9), event-log items, and the events its STATE still
+   * single-event items (the format before the event log), event-log items, and the events its STATE still
    * carries (`unlogged`; on the first page when descending, on the last page otherwise). Pages follow
    * the items' sort-key order (lineage, then seq); the events of one page are sorted by identity
    * (lineage, seq, type, outcome) with duplicates removed. An event may appear twice across pages

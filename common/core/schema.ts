@@ -30,7 +30,7 @@ export const SCHEMA_VERSION = 1;
 export const ITEM_KIND = {
   envoyState: 'EnvoyState',
   envoyEvent: 'EnvoyEvent',
-  /** `ENVOY#<nodeId> / EVENT#<lineage>#<minSeq>#LOG#…`: several events of one Envoy on one lineage (the event log since issue 9). */
+  /** `ENVOY#<nodeId> / EVENT#<lineage>#<minSeq>#LOG#…`: several events of one Envoy on one lineage (the event log: docs/GATEWAY.md). */
   envoyEventLog: 'EnvoyEventLog',
   objectGeneration: 'ObjectGeneration',
   lineageState: 'LineageState',

@@ -61,7 +61,7 @@ export interface DynamoAggregateStoreOptions {
  * the same version and the same text is the content already validated, so its zod validation (~1 ms
  * per 1,000 members; comparing the text ~0.3 ms) is skipped. A batch reads each shard it updates and
  * then every shard again to evaluate; parsing them was the largest single cost of a convergence batch
- * at 1,000 Envoys (issue 9: ~6% of the local system process during a change). Any other item (a newer
+ * at 1,000 Envoys (~6% of the local system process during a change, docs/bench/README.md). Any other item (a newer
  * version, a corrupt one) differs in text and is validated as before. Cached shards are frozen: the
  * core never mutates them, and a mutation would now throw.
  */

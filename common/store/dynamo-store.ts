@@ -216,7 +216,7 @@ export class DynamoEventStore implements EventStore {
     const pk = envoyPartitionKey(nodeId);
     const prefix = envoyEventSkPrefix(options.lineage);
     const descending = options.descending === true;
-    // Both formats share the prefix: single-event items (written before issue 9, and by putEvents)
+    // Both formats share the prefix: single-event items (the older format, and putEvents)
     // and event-log items. The listing name is unchanged, so cursors handed out before stay valid.
     const page = await this.queryPartitionItems('EnvoyEvent', pk, prefix, options);
     const events: EnvoyEvent[] = [];

@@ -93,7 +93,7 @@ export function readAs<K extends ItemKind>(
 }
 
 /**
- * Validate an item of the event prefix: a single-event item (the format before issue 9) or an
+ * Validate an item of the event prefix: a single-event item (the format before the event log) or an
  * event-log item. Anything else is logged and reported like readAs does (expected kind EnvoyEvent).
  */
 export function readEventItem(raw: Record<string, unknown>, logger: StoreLogger, tableName: string): ReadOutcome<EnvoyEventItem | EnvoyEventLogItem> {

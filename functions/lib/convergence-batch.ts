@@ -195,7 +195,7 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
 
   // Steps 1-2 (aggregate shards, the lineage registry) and 3 (OBJECT/pending items) write disjoint
   // items, so they run concurrently: a batch's latency is the longer of the two, not their sum (each is
-  // a few sequential round trips; issue 9, docs/CONVERGENCE.md). Two orders are kept, because together
+  // a few sequential round trips; docs/CONVERGENCE.md). Two orders are kept, because together
   // they make concurrent batches on different stream shards see each other's work: the pending index is
   // listed only after this batch's shards are written, and the aggregates are read (evaluation, 4) only
   // after this batch's pending entries are written. Of two batches, the later reader sees the earlier
@@ -262,7 +262,7 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
     for (const ids of touchedLineages.values()) for (const id of ids) failedIds.add(id);
   }
   // The aggregates are read while each candidate's own item is read, not after the first of those
-  // reads: one round trip less before the first decision (issue 9). Both orders above still hold (this
+  // reads: one round trip less before the first decision (docs/bench/README.md). Both orders above still hold (this
   // batch's shards and pending entries are written). A failed read is reported by the evaluations.
   if (candidates.size > 0) snapshot.get().catch(() => undefined);
   const { failed } = await evaluateAll(evaluation, [...candidates.values()], snapshot);

@@ -244,7 +244,7 @@ const NEWEST_GENERATIONS_READ = 3;
 /**
  * The candidate's OBJECT item and the newest generation of its object, in one strongly consistent
  * Query (newest first) instead of a GetItem and, before writing, a second Query for a newer
- * generation: one round trip less on the path from the last ACK to the decision (issue 9). A
+ * generation: one round trip less on the path from the last ACK to the decision (docs/bench/README.md). A
  * generation not among the newest few (or corrupt: listings skip invalid items) is read by key.
  */
 async function readWithNewest(deps: EvaluationDeps, candidate: Candidate): Promise<{ read: ItemRead<ObjectGeneration>; newer: number | undefined }> {

@@ -1,4 +1,4 @@
-// Resync, second half (issue 6): re-assert conditions that drifted, and garbage-collect the items of
+// Resync, second half (docs/CONVERGENCE.md, "Drift and resync"): re-assert conditions that drifted, and garbage-collect the items of
 // objects Kubernetes no longer has.
 //
 // Another writer may replace the whole `status.conditions` list of an object and drop ours (a merge

@@ -1,8 +1,8 @@
-// Convergence hands a changed verdict straight to the status writer (DESIGN §5: convergence "hands
-// the result to the status writer"). Without it, the path from the last ACK to the condition is two
+// Convergence hands a changed verdict straight to the status writer (docs/FUNCTIONS.md, "The
+// handoff"). Without it, the path from the last ACK to the condition is two
 // DynamoDB stream hops (Envoy state → convergence → decision on the OBJECT item → status → Kubernetes),
 // and on AWS each hop averages ~125 ms (Lambda polls a shard about 4 times a second): two hops alone
-// would spend the issue-9 budget of 250 ms. So once convergence has durably written a decision whose
+// would spend the 250 ms budget of last ACK → True (docs/bench/README.md). So once convergence has durably written a decision whose
 // verdict changed, the same invocation applies the condition through the status function's own path
 // (functions/status/process.ts `applyDecision`: the one StatusWriter, re-read, pure mutator, no-op
 // skip, 409 retry, newer-generation skip, then recordCondition).

@@ -4,6 +4,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import pino from 'pino';
 import { runTruth, type ScheduleResult } from './runner';
+import { runContourTruth } from './contour-runner';
 import { DEFAULT_FLEET_MIX_TEXT, parseFleetMix, type FleetMix } from './fleet-mix';
 
 function fleetMix(value: string): FleetMix {
@@ -20,8 +21,13 @@ function positiveInt(value: string): number {
   return parsed;
 }
 
-function printFailure(result: ScheduleResult): void {
-  process.stdout.write(`\nFAILED schedule seed=${result.seed} (replay: npx tsx test/truth/run.ts --seed ${result.seed} --schedules 1)\n`);
+function controlPlaneMode(value: string): 'reference' | 'contour' {
+  if (value !== 'reference' && value !== 'contour') throw new InvalidArgumentError(`expected reference or contour, got "${value}"`);
+  return value;
+}
+
+function printFailure(result: ScheduleResult, extraArgs = ''): void {
+  process.stdout.write(`\nFAILED schedule seed=${result.seed} (replay: npx tsx test/truth/run.ts --seed ${result.seed} --schedules 1${extraArgs})\n`);
   process.stdout.write(`trace:\n${result.steps.map((step) => `  ${step}`).join('\n')}\n`);
   process.stdout.write(`violations:\n${result.violations.map((v) => `  [${v.invariant}] ${v.detail}`).join('\n')}\n`);
 }
@@ -45,11 +51,24 @@ async function main(): Promise<void> {
     .option('--go-clients <n>', 'real grpc-go clients (judged by their own CSDS dumps too)', positiveInt, 1)
     .option('--fleet-mix <mix>', 'Envoy modes and weights: ads-sotw, ads-delta, per-type-sotw, per-type-delta (e.g. "ads-sotw" alone)', fleetMix, parseFleetMix(DEFAULT_FLEET_MIX_TEXT))
     .option('--log-level <level>', 'pino level for the system under test', 'silent')
+    .option('--control-plane <mode>', 'reference, or unmodified Contour (content ground truth from route prefixes; no real gRPC clients, no tamper, no gateway kill)', controlPlaneMode, 'reference')
     .parse();
-  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; coreClients: number; goClients: number; logLevel: string }>();
+  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; coreClients: number; goClients: number; logLevel: string; controlPlane: 'reference' | 'contour' }>();
   process.stdout.write(`truth: ${opts.schedules} schedules from seed ${opts.seed}, ${opts.envoys} Envoys, ${opts.objects} objects, ${opts.steps} steps each\n`);
   const started = Date.now();
-  const report = await runTruth({
+  const onSchedule = (result: ScheduleResult): void => {
+    process.stdout.write(
+      `${result.seed < 0 ? 'NACK probe' : `seed ${result.seed}`}: ${result.faultsInjected} faults, ${result.nacksSeen} NACKs, ${result.trueWritesChecked} True writes checked (${result.clientContentChecked} ${opts.controlPlane === 'contour' ? "× Envoys by held content" : "against real clients' CSDS"}), ` +
+        `recovery ${result.recoveryMs} ms, max writes/gen ${result.maxWritesPerGeneration}, known races ${result.knownRaces.length}, violations ${result.violations.length}\n`,
+    );
+    if (result.violations.length > 0) printFailure(result, opts.controlPlane === 'contour' ? ' --control-plane contour' : '');
+  };
+  const logger = pino({ level: opts.logLevel });
+  const shape = { schedules: opts.schedules, seed: opts.seed, envoys: opts.envoys, objects: opts.objects, stepsPerSchedule: opts.steps, scheduleDurationMs: opts.durationMs, writeBound: opts.writeBound };
+  const budget = opts.recoveryBudgetMs === undefined ? {} : { recoveryBudgetMs: opts.recoveryBudgetMs };
+  const report = opts.controlPlane === 'contour'
+    ? await runContourTruth({ ...shape, ...budget, leaderChange: opts.leaderChange, fleetMix: opts.fleetMix, logger, onSchedule })
+    : await runTruth({
     schedules: opts.schedules,
     seed: opts.seed,
     envoys: opts.envoys,
@@ -63,17 +82,11 @@ async function main(): Promise<void> {
     realClients: opts.realClients,
     peers: { core: opts.coreClients, go: opts.goClients },
     ...(opts.recoveryBudgetMs === undefined ? {} : { recoveryBudgetMs: opts.recoveryBudgetMs }),
-    logger: pino({ level: opts.logLevel }),
-    onSchedule: (result) => {
-      process.stdout.write(
-        `${result.seed < 0 ? 'NACK probe' : `seed ${result.seed}`}: ${result.faultsInjected} faults, ${result.nacksSeen} NACKs, ${result.trueWritesChecked} True writes checked (${result.clientContentChecked} against real clients' CSDS), ` +
-          `recovery ${result.recoveryMs} ms, max writes/gen ${result.maxWritesPerGeneration}, known races ${result.knownRaces.length}, violations ${result.violations.length}\n`,
-      );
-      if (result.violations.length > 0) printFailure(result);
-    },
+    logger,
+    onSchedule,
   });
   process.stdout.write(
-    `\nschedules ${report.schedules.length}, faults injected ${report.faultsInjected}, True writes checked ${report.trueWritesChecked} (× real clients by content: ${report.clientContentChecked}), ` +
+    `\nschedules ${report.schedules.length}, faults injected ${report.faultsInjected}, True writes checked ${report.trueWritesChecked} (× ${opts.controlPlane === 'contour' ? 'Envoys by held content' : 'real clients by content'}: ${report.clientContentChecked}), ` +
       `violations ${report.violations}, known races ${report.knownRaces}, max recovery ${report.maxRecoveryMs} ms, ` +
       `max writes per object per generation ${report.maxWritesPerGeneration}, competing-writer 409s ${report.stormConflicts}, elapsed ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
   );

@@ -110,7 +110,7 @@ export interface RelayGroupInfo {
 }
 
 export interface RelayControl {
-  // Observed-generation barrier (DESIGN §3.3): close the group's upstream streams and open new ones to
+  // Observed-generation barrier (docs/GATEWAY.md, "Watermarks"): close the group's upstream streams and open new ones to
   // the same (or current) target; resolves with the lineage seq after the FIRST response on the new
   // streams has been applied for every type the group subscribes to. Concurrent calls share one re-open.
   reopenUpstream(group: string): Promise<ReopenResult>;

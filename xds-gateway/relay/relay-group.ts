@@ -406,7 +406,7 @@ export class RelayGroup {
   }
 
   /**
-   * The barrier (DESIGN §3.3). Callers that arrive before the re-open has started share it; a caller
+   * The barrier (docs/GATEWAY.md, "Watermarks"). Callers that arrive before the re-open has started share it; a caller
    * arriving after its new streams' requests went out gets the next one, because only a request sent
    * after the caller's moment is guaranteed to see what the control plane had at that moment.
    */

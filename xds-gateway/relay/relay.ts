@@ -1,4 +1,4 @@
-// startRelay: the gateway's xDS relay (DESIGN §3.1). Envoys connect downstream (ADS or per-type,
+// startRelay: the gateway's xDS relay (docs/ARCHITECTURE.md, "The gateway"). Envoys connect downstream (ADS or per-type,
 // SotW or Delta); per node group the relay holds one wildcard SotW subscription per type to the
 // control plane, caches the latest resources, stamps its own versions (one counter per lineage) and
 // serves every Envoy of the group from that cache. Everything observed goes to the RelayObserver;

@@ -1,4 +1,4 @@
-// The observed-generation barrier (DESIGN §3.3, source 2), for control planes that do not stamp
+// The observed-generation barrier (docs/GATEWAY.md, "Watermarks": the barrier), for control planes that do not stamp
 // provenance (unmodified Contour). Contour sets its xDS snapshot before it writes status, so once we
 // *see* the controller report X@G processed, any upstream response to a request sent after that
 // moment reflects G. We then re-open the group's upstream subscription and take the gateway version

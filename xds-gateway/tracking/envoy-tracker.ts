@@ -1,4 +1,4 @@
-// EnvoyTracker: the relay's observer for ACK/NACK/stuck (DESIGN §3.2) and what the gateway writes
+// EnvoyTracker: the relay's observer for ACK/NACK/stuck (docs/GATEWAY.md, "What is written when") and what the gateway writes
 // about Envoys and lineages (§3.4). Every callback is synchronous: it applies the core's pure
 // transitions to in-memory state and enqueues writes on the recorder; it never awaits I/O.
 //  - per Envoy: its streams, its EnvoyState (core transitions), STUCK events already emitted;
@@ -47,7 +47,7 @@ export interface EnvoyTrackerOptions {
   recorder: Recorder;
   logger: Logger;
   clock: Clock;
-  /** A response neither ACKed nor NACKed for this long is stuck (DESIGN §3.2). */
+  /** A response neither ACKed nor NACKed for this long is stuck (docs/GATEWAY.md, "What is written when"). */
   ackTimeoutMs?: number;
   stuckCheckIntervalMs?: number;
   /** How long ACK/NACK/STUCK events are kept (their DynamoDB ttl). */

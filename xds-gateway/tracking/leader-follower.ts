@@ -1,4 +1,4 @@
-// Follows the control plane's status writer (DESIGN §3.3): the barrier is only sound against the
+// Follows the control plane's status writer (docs/GATEWAY.md, "Watermarks"): the barrier is only sound against the
 // replica that writes status, which is the holder of the control plane's leader-election Lease
 // (Contour: `leader-elect` Lease; the reference control plane writes its replica id as
 // `spec.holderIdentity`, infra/local/control-plane/kube-lease-elector.ts). We watch that Lease

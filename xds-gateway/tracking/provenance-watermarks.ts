@@ -1,4 +1,4 @@
-// Watermarks from provenance (DESIGN §3.3, source 1): the control plane stamps Listener, Cluster,
+// Watermarks from provenance (docs/GATEWAY.md, "Watermarks": provenance): the control plane stamps Listener, Cluster,
 // RouteConfiguration and VirtualHost metadata with the `group/kind/namespace/name@generation` they
 // come from (common/xds/provenance.ts). From each upstreamApplied we keep, per lineage, which sources
 // each cached resource carries, and record W(X, G) at the first seq where the whole cache reflects

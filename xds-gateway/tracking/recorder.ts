@@ -1,4 +1,4 @@
-// The recorder: everything the gateway learns goes through here to the store port (DESIGN §3.4).
+// The recorder: everything the gateway learns goes through here to the store port (docs/GATEWAY.md, "What is written when").
 // Callers (the relay's synchronous observer callbacks) only enqueue; a flush loop writes:
 //   1. Envoy states, coalesced per node (many changes of one Envoy within a flush → one write),
 //      conditional on `rev`, each *carrying the node's new ACK/NACK/STUCK events* (`unlogged`): one
@@ -10,7 +10,7 @@
 //      has other responses out (`answersDueSoon`: ADS sends CDS, EDS, LDS, RDS at once and the ACKs
 //      follow one by one), is held up to `pendingStateHoldMs` from its first hold: the answers usually
 //      follow within milliseconds and one write then records them all (one write per Envoy per change,
-//      not one per ACK; issue 9). Urgent states are never held and go first (`flushOrder`): one that
+//      not one per ACK). Urgent states are never held and go first (`flushOrder`): one that
 //      reaches a recorded watermark, carries a NACK, or is awaited by a stream admission;
 //   2. lineage states (coalesced per lineage) and watermarks (first write wins in the store).
 // The denominator (docs/CONVERGENCE.md, "The denominator"): every Envoy state is stamped with its
@@ -106,7 +106,7 @@ export interface RecorderOptions {
   pendingStateHoldMs?: number;
   /**
    * `carried` (default): events ride in the STATE write and move to event-log items in groups.
-   * `items`: the format before issue 9, one item per event written before the state (and no state
+   * `items`: the format before the event log, one item per event written before the state (and no state
    * held); kept as a fallback and as the baseline the bench compares with (bench/recorder-writes.ts).
    */
   eventLogMode?: 'carried' | 'items';
@@ -116,7 +116,7 @@ export interface RecorderOptions {
    * Envoy states one flush writes at most (default 2 × stateWriteConcurrency), oldest queued first;
    * the next flush starts at once while more are ready. A flush of every queued state made a state
    * queued just after it began wait for the whole flush and then its turn in the next one: at 1,000
-   * Envoys a flush took ~2.5 s (issue 9). Coalescing is unchanged: a queued state is replaced in place.
+   * Envoys a flush took ~2.5 s (docs/bench/README.md). Coalescing is unchanged: a queued state is replaced in place.
    */
   maxStatesPerFlush?: number;
   retryBaseMs?: number;
@@ -218,7 +218,7 @@ interface EnvoyWrite {
 /**
  * How much more an urgent state may carry than the usual bounds before its events move to an
  * event-log item. Moving them means an event-log write *before* the state write, ~40% of a flush's
- * time at 1,000 Envoys (issue 9); the events are as durable in the STATE, and move with a later write
+ * time at 1,000 Envoys (docs/bench/README.md); the events are as durable in the STATE, and move with a later write
  * of the Envoy, more of them per log item. 4 × 8 compact events is ~3 KB, far below the 256-event
  * schema bound and the 400 KB item limit.
  */
@@ -601,7 +601,7 @@ export class Recorder {
   private async flushOnce(writeHeld: boolean): Promise<void> {
     // Watermarks first: a change's generation cannot be decided before its watermark is stored, and
     // they are few (one per changed object and lineage) while a fleet-wide push queues a state per
-    // Envoy. Behind 1,000 state writes a watermark waited ~29 s (bench/README.md, issue 9). No
+    // Envoy. Behind 1,000 state writes a watermark waited ~29 s (docs/bench/README.md). No
     // ordering is owed the other way: a state ahead of its watermark just waits to be evaluated.
     let failed = !(await this.flushObjectWrites());
     failed = !(await this.flushEnvoys(writeHeld)) || failed;
@@ -694,7 +694,7 @@ export class Recorder {
    * not urgent: it is a judgement already an ACK timeout late, and at 5,000 Envoys on this machine,
    * where a push takes longer than the local 10 s timeout, writing it first made objects go
    * Pending → Stuck → Pending → Programmed (4 Kubernetes writes) where a later state of the same Envoy,
-   * ACKed meanwhile, replaces it in the queue (issue 9).
+   * ACKed meanwhile, replaces it in the queue (docs/bench/README.md).
    */
   private carriesBadNews(nodeId: string): boolean {
     return this.nodeEvents.get(nodeId)?.some((event) => event.outcome === 'NACK') === true;

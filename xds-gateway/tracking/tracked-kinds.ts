@@ -1,5 +1,5 @@
 // Which Kubernetes kinds the gateway tracks, and how it reads "the controller has processed
-// generation G" from each (DESIGN §3.3, the observed-generation barrier). Validated with zod at the
+// generation G" from each (the observed-generation barrier: docs/GATEWAY.md, "Watermarks"). Validated with zod at the
 // edge (a JSON config flag); the readers are pure and never throw on whatever a status holds.
 import { z } from 'zod';
 import { STATUS_CONTROLLER_NAME, type ObjectRef } from '../../common/core';

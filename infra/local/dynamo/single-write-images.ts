@@ -9,7 +9,7 @@
 //   DeleteItem  ALL_OLD → the old image; there is no new image;
 //   UpdateItem  ALL_NEW → the new image; the old image is read before the write (one read, not two).
 // Before this, each write cost three dynalite requests (read, write, read); the front and dynalite
-// were most of the local system's CPU at 1,000 Envoys (issue 9, docs/bench/README.md). The reply the
+// were most of the local system's CPU at 1,000 Envoys (docs/bench/README.md). The reply the
 // client gets is what it asked for: Attributes are removed unless its own ReturnValues wanted them.
 // Writes whose ReturnValues we cannot serve this way (UPDATED_OLD, UPDATED_NEW, or ALL_OLD on an
 // update) keep the read-write-read path.

@@ -51,7 +51,7 @@ const SET_TAGS = new Set(['SS', 'NS', 'BS']);
 
 /**
  * Equality of two attribute values with the meaning canonicalJson gives them (key order and set
- * member order ignored), without building the strings: it runs on every captured write (issue 9).
+ * member order ignored), without building the strings: it runs on every captured write (docs/bench/README.md).
  */
 function sameValue(a: unknown, b: unknown, tag: string | undefined): boolean {
   if (a === b) return true;

@@ -66,7 +66,7 @@ export function ackCountFromTruth(truth: GroundTruth, nodeIds: Iterable<string>,
 
 /**
  * An object generation as the gateway stamped it: per type, the gateway seq (on `lineage`) from which
- * that type's content reflects it (the OBJECT item's watermark, DESIGN §4).
+ * that type's content reflects it (the OBJECT item's watermark, docs/ARCHITECTURE.md, "Data: one DynamoDB table").
  */
 export interface WatermarkTarget {
   key: string;

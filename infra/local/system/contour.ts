@@ -219,6 +219,13 @@ export interface ContourComponent extends Component {
   leaseHolder(): Promise<string>;
   /** The replica whose name the Lease holder carries, if any. */
   leader(): Promise<ContourReplica | undefined>;
+  /**
+   * Stops replica `index` (SIGTERM, if it still runs) and starts a new `contour serve` in its place:
+   * same hostname and xDS port, so `leaderTargets` stays right, but a new process (new Lease holder
+   * UUID, a fresh snapshot version space). Resolves once it serves xDS; `replicas[index]` is then the
+   * new replica.
+   */
+  restartReplica(index: number): Promise<ContourReplica>;
 }
 
 export interface ContourComponentOptions {
@@ -325,20 +332,21 @@ export async function startContourComponent(opts: ContourComponentOptions): Prom
     replicaArgs.push('--config-path', configPath);
   }
   const replicaOf = (holder: string): ContourReplica | undefined => replicas.find((replica) => holder.startsWith(`${replica.name}_`));
+  const startReplica = async (index: number, xdsPort: number): Promise<ContourReplica> => {
+    const name = contourReplicaName(index);
+    const process = await startContourProcess({
+      binary: install.binary,
+      kubeconfig: opts.kubeconfigPath,
+      extraArgs: replicaArgs,
+      hostname: name,
+      xdsPort,
+      ...(opts.logDir === undefined ? {} : { logFile: join(opts.logDir, `${name}.log`) }),
+    });
+    opts.logger.info({ component: 'contour', replica: name, pid: process.pid, xds: process.xdsAddress }, 'contour serve started');
+    return { name, xdsAddress: process.xdsAddress, process };
+  };
   try {
-    for (let index = 0; index < opts.replicas; index++) {
-      const name = contourReplicaName(index);
-      const process = await startContourProcess({
-        binary: install.binary,
-        kubeconfig: opts.kubeconfigPath,
-        extraArgs: replicaArgs,
-        hostname: name,
-        xdsPort: opts.port(index),
-        ...(opts.logDir === undefined ? {} : { logFile: join(opts.logDir, `${name}.log`) }),
-      });
-      replicas.push({ name, xdsAddress: process.xdsAddress, process });
-      opts.logger.info({ component: 'contour', replica: name, pid: process.pid, xds: process.xdsAddress }, 'contour serve started');
-    }
+    for (let index = 0; index < opts.replicas; index++) replicas.push(await startReplica(index, opts.port(index)));
     const deadline = Date.now() + 60_000;
     const pending = new Set(replicas);
     let holder = '';
@@ -368,6 +376,24 @@ export async function startContourComponent(opts: ContourComponentOptions): Prom
     leaderTargets: Object.fromEntries(replicas.map((replica) => [replica.name, replica.xdsAddress])),
     leaseHolder: () => readLeaseHolder(opts.kubeUrl),
     leader: async () => replicaOf(await readLeaseHolder(opts.kubeUrl)),
+    restartReplica: async (index) => {
+      const old = replicas[index];
+      if (old === undefined) throw new Error(`no Contour replica ${index} (there are ${replicas.length})`);
+      await old.process.stop(5000);
+      // The same port: the gateway's leader targets name it (the system's address book is fixed at start).
+      const port = Number(old.xdsAddress.slice(old.xdsAddress.lastIndexOf(':') + 1));
+      const replica = await startReplica(index, port);
+      replicas[index] = replica;
+      const deadline = Date.now() + 60_000;
+      while (!(await accepts(replica.xdsAddress))) {
+        const log = replica.process.log();
+        if (log.includes('spawn failed') || log.includes('level=fatal') || Date.now() > deadline) {
+          throw new Error(`Contour ${replica.name} did not serve xDS again after its restart:\n${log.slice(-3000)}`);
+        }
+        await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+      }
+      return replica;
+    },
     close,
   };
 }

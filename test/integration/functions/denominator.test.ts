@@ -1,4 +1,4 @@
-// The denominator race (DESIGN §8 invariant 1), deterministically, through the real pipeline: local
+// The denominator race (invariant 1, docs/ARCHITECTURE.md), deterministically, through the real pipeline: local
 // DynamoDB (with its sharded change log), Lambda-style stream delivery and the convergence handler.
 //
 // DynamoDB Streams order records per item only: an Envoy's STATE record can reach the aggregates after

@@ -1,5 +1,5 @@
 // Evaluating a pending generation reads its OBJECT item and the object's newest generation in one
-// Query (issue 9: one round trip less between the last ACK and the decision). A generation not among
+// Query (one round trip less between the last ACK and the decision). A generation not among
 // the newest few is read by key and found superseded, as before.
 import type { EventStore } from '../../../common/core';
 import { AggregateSnapshot, evaluateCandidate, type EvaluationDeps } from '../../../functions/lib/evaluate';

@@ -1,4 +1,4 @@
-// The query function's Envoy detail over the event log of issue 9: events in single-event items (the
+// The query function's Envoy detail over the event log (docs/GATEWAY.md): events in single-event items (the
 // format before it), in event-log items and still carried by the STATE are all shown, newest first,
 // at most 20, once each.
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';

@@ -1,4 +1,4 @@
-// The recorder's event log against DynamoDB (dynalite), issue 9: ACK events ride in the Envoy's STATE
+// The recorder's event log against DynamoDB (dynalite): ACK events ride in the Envoy's STATE
 // write and move to event-log items in groups. Whatever the faults (lost answers, failed log writes, a
 // restart, a second gateway writing the same STATE), every event stays durable and findable per Envoy
 // and version, no state is stored ahead of its ACK, and a replay changes nothing.
@@ -361,7 +361,7 @@ test('a NACK is never held for the Envoy\'s other answers: it is a verdict of it
   await recorder.close();
 });
 
-test('eventLogMode items (the format before issue 9) still writes one item per event before the state', async () => {
+test('eventLogMode items (the format before the event log) still writes one item per event before the state', async () => {
   const { store, operations } = await storeOn();
   const recorder = recorderOn(store, { eventLogMode: 'items' });
   recorder.enqueueLineageState(lineageStateFor(L1, 'edge', Date.now()));

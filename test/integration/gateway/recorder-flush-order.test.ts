@@ -1,5 +1,5 @@
 // The recorder writes Envoy states oldest-queued first, at most maxStatesPerFlush per flush, and starts
-// the next flush at once while more are ready (issue 9: a flush of every queued state made a state
+// the next flush at once while more are ready (a flush of every queued state made a state
 // queued just after it began wait for the whole flush, ~2.5 s at 1,000 Envoys, before its own turn).
 import { CDS_TYPE_URL, applyAck, applySubscribe, newEnvoyState, type EnvoyState } from '../../../common/core';
 import { DynamoEventStore } from '../../../common/store/dynamo-store';

@@ -1,6 +1,6 @@
 // The recorder writes a flush's watermarks before its Envoy states (recorder.ts `flushOnce`): a
 // generation cannot be decided before its watermark is stored, and during a fleet-wide push the
-// watermark used to wait behind one conditional state write per Envoy (issue 9: ~29 s at 1,000
+// watermark used to wait behind one conditional state write per Envoy (~29 s at 1,000
 // Envoys). Writes of one object generation keep their order, and a failed one holds the later ones.
 import { newEnvoyState, type ConditionalWriteResult, type EnvoyState, type LineageWatermark, type ObjectRef } from '../../../common/core';
 import { Recorder } from '../../../xds-gateway/tracking/recorder';

@@ -1,4 +1,4 @@
-// The event log in DynamoDB (dynalite) since issue 9: event-log items (many events of one Envoy on one
+// The event log in DynamoDB (dynalite) (docs/GATEWAY.md, "The event log"): event-log items (many events of one Envoy on one
 // lineage), events carried by the Envoy's STATE (`unlogged`), and the single-event items written
 // before it, all read back by listEnvoyEvents.
 import {

@@ -4,7 +4,7 @@
 // DynamoDB stream applying each item's records (in order per item, in any order across items), and of
 // evaluations (shards read, then the LINEAGE item read later). Property: an evaluation never says
 // Programmed while an Envoy the gateway had recorded, live at the time the shards were read, is below
-// the watermark (DESIGN §8 invariant 1).
+// the watermark (invariant 1, docs/ARCHITECTURE.md).
 //
 // The gateway model follows xds-gateway/tracking/recorder.ts: a state carrying a new incarnation (first
 // state, new connection, or less programmed than the last) is written only after a LINEAGE write whose

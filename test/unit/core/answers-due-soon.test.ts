@@ -1,4 +1,4 @@
-// answersDueSoon: whether the recorder may hold an Envoy's state for answers still due (issue 9).
+// answersDueSoon: whether the recorder may hold an Envoy's state for answers still due (docs/bench/README.md).
 import { answersDueSoon, crossesWatermark, type EnvoyState, type TypeState } from '../../../common/core';
 
 const LINEAGE = 'gw-a.boot1.edge';

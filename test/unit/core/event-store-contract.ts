@@ -88,7 +88,7 @@ export function describeEventStoreContract(name: string, open: () => Promise<Con
       expect(descending.items.map((e) => e.seq)).toEqual([1, 10, 9, 2]);
     });
 
-    it('event log (issue 9): log items, events carried by the STATE and single items, listed once each; a replayed batch is one item', async () => {
+    it('event log: log items, events carried by the STATE and single items, listed once each; a replayed batch is one item', async () => {
       const { store } = subject;
       await store.putEvents([event('e', L1, 1, CDS, 'ACK')]);
       const batch = { nodeId: 'e', lineage: L1, events: [event('e', L1, 2, RDS, 'NACK'), event('e', L1, 3, CDS, 'ACK')].map(toCarriedEvent) };
