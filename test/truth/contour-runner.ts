@@ -32,6 +32,7 @@ import { HeldConfig } from '../integration/contour/held-content';
 import { checkClientContent, type ClientUnderCheck } from './client-content';
 import { checkRejectedMessages, checkWriteCounts, heardTimes, JOIN_RACE_MS, liveAt, type Violation } from './checker';
 import { statusStorm } from './competitor';
+import { applyFleetFault } from './fleet-faults';
 import { checkRemovals } from './tamper';
 import { DEFAULT_FLEET_MIX, describeMix, modeForEnvoy, protocolOf, transportOf, type EnvoyMode, type FleetMix } from './fleet-mix';
 import { ConditionObserver } from './observer';
@@ -301,65 +302,21 @@ class ContourRun {
 
   /** Applies one step; returns whether it injected something (undefined: skipped with Contour). */
   private async apply(step: FaultStep): Promise<boolean | undefined> {
-    const faults = this.system.dynamo.local.faults;
-    const seedOf = (rate: number): number => Math.floor(rate * 1e6);
+    const shared = applyFleetFault(step, {
+      envoyAt: (index) => this.envoyAt(index),
+      baseline: (envoy) => this.baseline(envoy),
+      gone: this.gone,
+      partitioned: this.partitioned,
+      addEnvoy: () => this.addEnvoy(),
+      nackTypeUrl: CDS_TYPE_URL,
+      dynamoFaults: this.system.dynamo.local.faults,
+      setStreamFaults: (change) => this.setStreamFaults(change),
+      clearFaults: () => this.clearFaults(),
+    });
+    if (shared !== 'notShared') return shared;
     switch (step.kind) {
       case 'specChange':
         await this.changeSpec(step.object, step.canary);
-        return true;
-      case 'ackDelay':
-        this.envoyAt(step.envoy)?.setBehaviour(parseBehaviour({ ackDelayMs: step.ms }));
-        return true;
-      case 'nack': {
-        // Contour's cluster names start `<ns>/<service>/`: every CDS update carrying the canary is rejected.
-        const envoy = this.envoyAt(step.envoy);
-        envoy?.setBehaviour(parseBehaviour({ nackRules: [{ typeUrl: CDS_TYPE_URL, resourceName: `^${SAMPLE_NAMESPACE}/${sampleCanaryService(step.object)}/`, message: `truth-checker: cluster ${sampleCanaryService(step.object)} rejected` }] }));
-        return envoy !== undefined;
-      }
-      case 'hang':
-        this.envoyAt(step.envoy)?.setBehaviour(parseBehaviour({ hang: true }));
-        return true;
-      case 'heal': {
-        const envoy = this.envoyAt(step.envoy);
-        envoy?.setBehaviour(this.baseline(envoy));
-        return false;
-      }
-      case 'disconnect':
-        this.envoyAt(step.envoy)?.disconnect();
-        return true;
-      case 'reconnect': {
-        const envoy = this.envoyAt(step.envoy);
-        if (envoy?.status === 'disconnected') envoy.connect();
-        return false;
-      }
-      case 'vanish': {
-        const envoy = this.envoyAt(step.envoy);
-        if (!envoy) return false;
-        envoy.vanish(step.silent ? 'silent' : 'cancel');
-        this.gone.add(envoy.id);
-        if (step.silent) this.partitioned.push(envoy);
-        return true;
-      }
-      case 'join':
-        this.addEnvoy();
-        return true;
-      case 'dynamoThrottle':
-        faults.set({ throttleRate: step.rate, seed: seedOf(step.rate) });
-        return true;
-      case 'dynamoErrors':
-        faults.set(step.afterWrite ? { errorAfterWriteRate: step.rate, seed: seedOf(step.rate) } : { errorRate: step.rate, seed: seedOf(step.rate) });
-        return true;
-      case 'dynamoLatency':
-        faults.set({ latencyMs: step.ms });
-        return true;
-      case 'dynamoHeal':
-        this.clearFaults();
-        return false;
-      case 'streamDuplicate':
-        this.setStreamFaults({ duplicateRate: step.rate, seed: seedOf(step.rate) });
-        return true;
-      case 'streamReorder':
-        this.setStreamFaults({ reorderRate: step.rate, seed: seedOf(step.rate) });
         return true;
       case 'leaderKill':
         return this.leaderFault(true);
@@ -376,6 +333,8 @@ class ContourRun {
       case 'conditionTamper':
       case 'gatewayKill':
         return undefined;
+      default:
+        throw new Error(`fault step ${step.kind} is applied by applyFleetFault`);
     }
   }
 

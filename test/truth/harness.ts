@@ -1,12 +1,13 @@
 // The harness of one truth run: the objects and their generations, the fleet as the schedule sees it
 // (indexes over the Envoys still around), and the application of each fault step to the system.
 import type { Logger } from 'pino';
-import { DEFAULT_BEHAVIOUR, parseBehaviour, type SimEnvoy } from '../../infra/local/envoys';
+import { DEFAULT_BEHAVIOUR, type SimEnvoy } from '../../infra/local/envoys';
 import { HTTPPROXY_API_PATH, SAMPLE_NAMESPACE, sampleCanaryService, sampleName, sampleProxy, sampleService, SAMPLE_SERVICE_PORT } from '../../infra/local/system/samples';
 import { streamFaultsFor, type StreamFaultSeam, type StreamFaultSettings } from '../../infra/local/dynamo/stream-faults';
 import type { RebuildLog } from '../../infra/local/control-plane/rebuild-log';
 import type { ConditionResyncReport } from '../../functions/lib/resync-conditions';
 import { statusStorm, tamperCondition } from './competitor';
+import { applyFleetFault } from './fleet-faults';
 import type { ResponseContents } from './content';
 import type { ConditionObserver } from './observer';
 import type { FaultStep, TamperMode } from './schedule';
@@ -128,64 +129,24 @@ export class Harness {
 
   /** Applies one step; returns whether it injected something. */
   async apply(step: FaultStep): Promise<boolean> {
-    const faults = this.system.dynamo.local.faults;
+    const shared = applyFleetFault(step, {
+      envoyAt: (index) => this.envoyAt(index),
+      baseline: () => DEFAULT_BEHAVIOUR,
+      gone: this.gone,
+      partitioned: this.partitioned,
+      addEnvoy: () => this.addEnvoy(),
+      nackTypeUrl: SUBSCRIBED_TYPES[0] as string,
+      dynamoFaults: this.system.dynamo.local.faults,
+      setStreamFaults: (change) => this.setStreamFaults(change),
+      clearFaults: () => {
+        this.system.dynamo.local.faults.clear();
+        this.clearStreamFaults();
+      },
+    });
+    if (shared !== 'notShared') return shared;
     switch (step.kind) {
       case 'specChange':
         await this.changeSpec(step.object, step.canary);
-        return true;
-      case 'ackDelay':
-        this.envoyAt(step.envoy)?.setBehaviour(parseBehaviour({ ackDelayMs: step.ms }));
-        return true;
-      case 'nack': {
-        // Envoy rejects any CDS update carrying the object's canary cluster; as in Envoy, a SotW NACK
-        // rejects the whole update, so every object's CDS change is blocked on that Envoy too.
-        const envoy = this.envoyAt(step.envoy);
-        envoy?.setBehaviour(parseBehaviour({ nackRules: [{ typeUrl: SUBSCRIBED_TYPES[0], resourceName: `^${SAMPLE_NAMESPACE}/${sampleCanaryService(step.object)}/`, message: `truth-checker: cluster ${sampleCanaryService(step.object)} rejected` }] }));
-        return envoy !== undefined;
-      }
-      case 'hang':
-        this.envoyAt(step.envoy)?.setBehaviour(parseBehaviour({ hang: true }));
-        return true;
-      case 'heal':
-        this.envoyAt(step.envoy)?.setBehaviour(DEFAULT_BEHAVIOUR);
-        return false;
-      case 'disconnect':
-        this.envoyAt(step.envoy)?.disconnect();
-        return true;
-      case 'reconnect': {
-        const envoy = this.envoyAt(step.envoy);
-        if (envoy?.status === 'disconnected') envoy.connect();
-        return false;
-      }
-      case 'vanish': {
-        const envoy = this.envoyAt(step.envoy);
-        if (!envoy) return false;
-        envoy.vanish(step.silent ? 'silent' : 'cancel');
-        this.gone.add(envoy.id);
-        if (step.silent) this.partitioned.push(envoy);
-        return true;
-      }
-      case 'join':
-        this.addEnvoy();
-        return true;
-      case 'dynamoThrottle':
-        faults.set({ throttleRate: step.rate, seed: Math.floor(step.rate * 1e6) });
-        return true;
-      case 'dynamoErrors':
-        faults.set(step.afterWrite ? { errorAfterWriteRate: step.rate, seed: Math.floor(step.rate * 1e6) } : { errorRate: step.rate, seed: Math.floor(step.rate * 1e6) });
-        return true;
-      case 'dynamoLatency':
-        faults.set({ latencyMs: step.ms });
-        return true;
-      case 'dynamoHeal':
-        faults.clear();
-        this.clearStreamFaults();
-        return false;
-      case 'streamDuplicate':
-        this.setStreamFaults({ duplicateRate: step.rate, seed: Math.floor(step.rate * 1e6) });
-        return true;
-      case 'streamReorder':
-        this.setStreamFaults({ reorderRate: step.rate, seed: Math.floor(step.rate * 1e6) });
         return true;
       case 'leaderKill': {
         // The leader's pod replaced: stopped (Lease released, or left to expire as after a crash), a
@@ -223,6 +184,8 @@ export class Harness {
         if (!this.system.gatewayProcess) return false;
         await this.system.gatewayProcess.killAndRestart();
         return true;
+      default:
+        throw new Error(`fault step ${step.kind} is applied by applyFleetFault`);
     }
   }
 

@@ -30,17 +30,6 @@ export const HTTPROUTE_TRACKED_KIND = {
   namespaced: true,
 } as const;
 
-/**
- * The gateway's `--tracked-kinds` entry for HTTPRoutes served by this control plane: "processed G"
- * is read from our entries only, and Accepted/ResolvedRefs False at G means rejected.
- */
-export const HTTPROUTE_GATEWAY_TRACKED_KIND = {
-  group: HTTPROUTE_GROUP,
-  version: HTTPROUTE_VERSION,
-  kind: HTTPROUTE_KIND,
-  plural: HTTPROUTE_PLURAL,
-  signal: { type: 'parents', controllerName: REFERENCE_CONTROLLER_NAME, rejectedWhenFalse: ['Accepted', 'ResolvedRefs'] },
-} as const;
 
 /** An HTTPRoute as the control plane sees it: metadata validated, spec still unknown. */
 export const httpRouteObjectSchema = z.object({

@@ -49,82 +49,79 @@ export class KubeStatusWriter implements StatusWriter {
   }
 
   async writeProxyStatus(update: ProxyStatusUpdate): Promise<void> {
+    const object = `${update.namespace}/${update.name}`;
     const target = { group: HTTPPROXY_GROUP, version: 'v1', namespace: update.namespace, plural: HTTPPROXY_PLURAL, name: update.name };
-    for (let attempt = 0; ; attempt += 1) {
-      let stored: z.infer<typeof storedObjectSchema>;
-      try {
-        stored = storedObjectSchema.parse(await this.api.getNamespacedCustomObjectStatus(target));
-      } catch (error) {
-        if (error instanceof ApiException && error.code === 404) {
-          this.options.logger.info({ object: `${update.namespace}/${update.name}` }, 'object deleted before its status was written; skipped');
-          return;
-        }
-        throw error;
-      }
+    await this.patchStatus(target, object, 'object', (read) => {
+      const stored = storedObjectSchema.parse(read);
       const existing = stored.status?.conditions ?? [];
       const storedValid = existing.find(
         (c): c is { type: string; observedGeneration?: number } =>
           typeof c === 'object' && c !== null && (c as { type?: unknown }).type === VALID_CONDITION_TYPE,
       );
       if (storedValid?.observedGeneration !== undefined && storedValid.observedGeneration > update.generation) {
-        this.options.logger.info({ object: `${update.namespace}/${update.name}`, stored: storedValid.observedGeneration, update: update.generation }, 'stored status is newer; skipped');
-        return;
+        this.options.logger.info({ object, stored: storedValid.observedGeneration, update: update.generation }, 'stored status is newer; skipped');
+        return undefined;
       }
-      const body = {
-        metadata: { resourceVersion: stored.metadata.resourceVersion },
-        status: { ...contourStatusSummary(update), conditions: mergeValidCondition(existing, update, this.now()) },
-      };
-      if (existing.length !== body.status.conditions.length - (storedValid ? 0 : 1)) {
-        this.options.logger.warn({ object: `${update.namespace}/${update.name}` }, 'dropped stored conditions that are not metav1.Conditions');
+      const conditions = mergeValidCondition(existing, update, this.now());
+      if (existing.length !== conditions.length - (storedValid ? 0 : 1)) {
+        this.options.logger.warn({ object }, 'dropped stored conditions that are not metav1.Conditions');
       }
-      try {
-        await this.api.patchNamespacedCustomObjectStatus({ ...target, body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
-        this.patches += 1;
-        this.options.logger.debug({ object: `${update.namespace}/${update.name}`, generation: update.generation, valid: update.valid }, 'status written');
-        return;
-      } catch (error) {
-        if (error instanceof ApiException && error.code === 409 && attempt < this.maxConflictRetries) {
-          this.conflicts += 1;
-          continue;
-        }
-        throw error;
-      }
-    }
+      return { resourceVersion: stored.metadata.resourceVersion, status: { ...contourStatusSummary(update), conditions } };
+    });
   }
 
   async writeRouteStatus(update: RouteStatusUpdate): Promise<void> {
     const object = `${update.namespace}/${update.name}`;
     if (update.parentRefs.length === 0) return;
     const target = { group: HTTPROUTE_GROUP, version: HTTPROUTE_VERSION, namespace: update.namespace, plural: HTTPROUTE_PLURAL, name: update.name };
-    for (let attempt = 0; ; attempt += 1) {
-      let stored: z.infer<typeof storedRouteSchema>;
-      try {
-        stored = storedRouteSchema.parse(await this.api.getNamespacedCustomObjectStatus(target));
-      } catch (error) {
-        if (error instanceof ApiException && error.code === 404) {
-          this.options.logger.info({ object }, 'HTTPRoute deleted before its status was written; skipped');
-          return;
-        }
-        throw error;
-      }
+    await this.patchStatus(target, object, 'HTTPRoute', (read) => {
+      const stored = storedRouteSchema.parse(read);
       const existing = stored.status?.parents ?? [];
       // Never overwrite what we cannot read: the entries of other controllers would be lost.
       if (!Array.isArray(existing) || existing.some((entry) => entry === null || typeof entry !== 'object' || Array.isArray(entry))) {
         this.options.logger.warn({ object }, 'HTTPRoute status.parents is not a list of objects; not overwriting it');
-        return;
+        return undefined;
       }
       const storedGeneration = ourObservedGeneration(existing);
       if (storedGeneration !== undefined && storedGeneration > update.generation) {
         this.options.logger.info({ object, stored: storedGeneration, update: update.generation }, 'stored route status is newer; skipped');
-        return;
+        return undefined;
       }
       const { parents, truncated } = mergeRouteParents(existing, update, this.now());
       if (truncated > 0) this.options.logger.warn({ object, truncated }, 'status.parents is full (32 entries); some parentRefs get no entry of ours');
-      const body = { metadata: { resourceVersion: stored.metadata.resourceVersion }, status: { parents } };
+      return { resourceVersion: stored.metadata.resourceVersion, status: { parents } };
+    });
+  }
+
+  /**
+   * The one read-mutate-write loop of both kinds: read the object, let `mutate` compute the status
+   * to write from it (undefined: nothing to write), merge-patch it with the resourceVersion read, and
+   * on 409 (someone wrote in between) read again. A deleted object is skipped.
+   */
+  private async patchStatus(
+    target: { group: string; version: string; namespace: string; plural: string; name: string },
+    object: string,
+    kindName: string,
+    mutate: (stored: unknown) => { resourceVersion: string; status: Record<string, unknown> } | undefined,
+  ): Promise<void> {
+    for (let attempt = 0; ; attempt += 1) {
+      let stored: unknown;
+      try {
+        stored = await this.api.getNamespacedCustomObjectStatus(target);
+      } catch (error) {
+        if (error instanceof ApiException && error.code === 404) {
+          this.options.logger.info({ object }, `${kindName} deleted before its status was written; skipped`);
+          return;
+        }
+        throw error;
+      }
+      const next = mutate(stored);
+      if (next === undefined) return;
+      const body = { metadata: { resourceVersion: next.resourceVersion }, status: next.status };
       try {
         await this.api.patchNamespacedCustomObjectStatus({ ...target, body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
         this.patches += 1;
-        this.options.logger.debug({ object, generation: update.generation }, 'route status written');
+        this.options.logger.debug({ object }, `${kindName} status written`);
         return;
       } catch (error) {
         if (error instanceof ApiException && error.code === 409 && attempt < this.maxConflictRetries) {

@@ -62,9 +62,7 @@ export class InMemoryRouteSource implements RouteSource {
     const proxy = httpProxyObjectSchema.parse(object);
     const key = objectKeyString(proxy.metadata);
     const previous = this.proxies.get(key);
-    const previousGeneration = previous?.metadata.generation ?? 0;
-    const generation =
-      previous === undefined ? 1 : isDeepStrictEqual(previous.spec, proxy.spec) ? previousGeneration : previousGeneration + 1;
+    const generation = generationAfter(previous, proxy.spec);
     this.proxies.set(key, { ...proxy, metadata: { ...proxy.metadata, generation } });
     this.notify();
     return generation;
@@ -79,9 +77,7 @@ export class InMemoryRouteSource implements RouteSource {
     const route = httpRouteObjectSchema.parse(object);
     const key = objectKeyString(route.metadata);
     const previous = this.httpRoutes.get(key);
-    const previousGeneration = previous?.metadata.generation ?? 0;
-    const generation =
-      previous === undefined ? 1 : isDeepStrictEqual(previous.spec, route.spec) ? previousGeneration : previousGeneration + 1;
+    const generation = generationAfter(previous, route.spec);
     this.httpRoutes.set(key, { ...route, metadata: { ...route.metadata, generation } });
     this.notify();
     return generation;
@@ -125,4 +121,11 @@ export class InMemoryRouteSource implements RouteSource {
   private notify(): void {
     for (const listener of [...this.listeners]) listener();
   }
+}
+
+/** metadata.generation after an apply, as the API server counts it: +1 only when the spec changed. */
+function generationAfter(previous: { metadata: { generation?: number | undefined }; spec: unknown } | undefined, spec: unknown): number {
+  if (previous === undefined) return 1;
+  const generation = previous.metadata.generation ?? 0;
+  return isDeepStrictEqual(previous.spec, spec) ? generation : generation + 1;
 }

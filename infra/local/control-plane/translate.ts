@@ -99,44 +99,25 @@ const ADS_CONFIG_SOURCE = { ads: {}, resource_api_version: 'V3' };
  */
 const NACK_DOMAIN = '*.force-nack.*';
 
+/** The provenance stamp of an object of (group, kind): `group/kind/namespace/name@generation`. */
+function sourceRefOf(group: string, kind: string, metadata: { namespace: string; name: string; generation?: number | undefined }): string {
+  return formatSourceRef({ group, kind, namespace: metadata.namespace, name: metadata.name, generation: metadata.generation ?? 1 });
+}
+
 export function proxySourceRef(proxy: HTTPProxyObject): string {
-  return formatSourceRef({
-    group: HTTPPROXY_GROUP,
-    kind: HTTPPROXY_KIND,
-    namespace: proxy.metadata.namespace,
-    name: proxy.metadata.name,
-    generation: proxy.metadata.generation ?? 1,
-  });
+  return sourceRefOf(HTTPPROXY_GROUP, HTTPPROXY_KIND, proxy.metadata);
 }
 
 export function httpRouteSourceRef(route: HTTPRouteObject): string {
-  return formatSourceRef({
-    group: HTTPROUTE_GROUP,
-    kind: HTTPROUTE_KIND,
-    namespace: route.metadata.namespace,
-    name: route.metadata.name,
-    generation: route.metadata.generation ?? 1,
-  });
+  return sourceRefOf(HTTPROUTE_GROUP, HTTPROUTE_KIND, route.metadata);
 }
 
 export function endpointsSourceRef(endpoints: EndpointsObject): string {
-  return formatSourceRef({
-    group: '',
-    kind: 'Endpoints',
-    namespace: endpoints.metadata.namespace,
-    name: endpoints.metadata.name,
-    generation: endpoints.metadata.generation ?? 1,
-  });
+  return sourceRefOf('', 'Endpoints', endpoints.metadata);
 }
 
 function secretSourceRef(secret: TlsSecretObject): string {
-  return formatSourceRef({
-    group: '',
-    kind: 'Secret',
-    namespace: secret.metadata.namespace,
-    name: secret.metadata.name,
-    generation: secret.metadata.generation ?? 1,
-  });
+  return sourceRefOf('', 'Secret', secret.metadata);
 }
 
 export function clusterName(namespace: string, service: string, port: number): string {

@@ -20,7 +20,7 @@ import type { Logger } from 'pino';
 import { closeAll, type Component } from './component';
 import { CONTOUR_GATEWAY_CONTROLLER, CONTOUR_LEASE, contourInstall, startContourComponent, yamlObjects, type ContourComponent } from './contour';
 import { HTTPPROXY_KIND, HTTPROUTE_KIND } from '../../../xds-gateway/tracking/tracked-kinds';
-import { HTTPROUTE_GATEWAY_TRACKED_KIND, HTTPROUTE_TRACKED_KIND } from '../control-plane/gateway-api';
+import { HTTPROUTE_TRACKED_KIND, REFERENCE_CONTROLLER_NAME } from '../control-plane/gateway-api';
 import { DEFAULT_LEASE_TIMINGS, LEASE_NAME, LEASE_NAMESPACE, startControlPlaneComponent, type ControlPlaneComponent } from './control-plane';
 import { startDynamoComponent, type DynamoComponent } from './dynamo';
 import { startBackendComponent, startFleetComponentIn, type FleetComponentOf, type FleetProcessMode } from './fleet';
@@ -31,8 +31,13 @@ import { localSystemOptionsSchema, portLayout, type LocalSystemOptions, type Res
 import { applySampleBackends, applySamples, SAMPLE_NAMESPACE, sampleCanaryService, sampleService } from './samples';
 
 export const HTTPPROXY_TRACKED_KIND = { group: 'projectcontour.io', version: 'v1', kind: 'HTTPProxy', plural: 'httpproxies', namespaced: true };
-/** What the gateway's barrier tracks with Contour's Gateway API: HTTPRoute status entries of Contour's controller only. */
-const CONTOUR_GATEWAY_API_BARRIER_KINDS = [HTTPPROXY_KIND, { ...HTTPROUTE_KIND, signal: { ...HTTPROUTE_KIND.signal, controllerName: CONTOUR_GATEWAY_CONTROLLER } }];
+/**
+ * The gateway's `--tracked-kinds` when HTTPRoutes are served too: HTTPProxy, and HTTPRoute with
+ * "processed" read from the status.parents entries of `controllerName` only (the control plane's).
+ */
+function barrierKindsWithRoutes(controllerName: string): string {
+  return JSON.stringify([HTTPPROXY_KIND, { ...HTTPROUTE_KIND, signal: { ...HTTPROUTE_KIND.signal, controllerName } }]);
+}
 
 export interface SystemEndpoints {
   stateDir: string;
@@ -157,7 +162,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
       upstream = reference.addresses[0] ?? '';
       if (options.gatewayWatermarks === 'barrier') {
         const leaderTargets = Object.fromEntries(reference.replicas.map((replica, slot) => [replica.replicaId, reference.addresses[slot] ?? '']));
-        referenceBarrier = { kubeconfigPath: kube.kubeconfigPath, leaderLease: `${LEASE_NAMESPACE}/${LEASE_NAME}`, leaderTargets, trackedKinds: JSON.stringify([HTTPPROXY_KIND, HTTPROUTE_GATEWAY_TRACKED_KIND]) };
+        referenceBarrier = { kubeconfigPath: kube.kubeconfigPath, leaderLease: `${LEASE_NAMESPACE}/${LEASE_NAME}`, leaderTargets, trackedKinds: barrierKindsWithRoutes(REFERENCE_CONTROLLER_NAME) };
       }
     } else {
       // Contour reads endpoints from the API server: the samples' Services and EndpointSlices
@@ -204,7 +209,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
                   kubeconfigPath: kube.kubeconfigPath,
                   leaderLease: CONTOUR_LEASE,
                   leaderTargets: contourReplicas.leaderTargets,
-                  ...(options.gatewayApi ? { trackedKinds: JSON.stringify(CONTOUR_GATEWAY_API_BARRIER_KINDS) } : {}),
+                  ...(options.gatewayApi ? { trackedKinds: barrierKindsWithRoutes(CONTOUR_GATEWAY_CONTROLLER) } : {}),
                 },
               }),
           // An idle Envoy is refreshed well within the TTL (the defaults suit the default 120 s).

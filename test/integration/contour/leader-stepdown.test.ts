@@ -15,17 +15,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../../common/xds';
-import type { SimEnvoyOptions } from '../../../infra/local/envoys';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
-import { HTTPPROXY_API_PATH, SAMPLE_NAMESPACE, sampleFqdn, sampleName, sampleService } from '../../../infra/local/system/samples';
+import { sampleFqdn, sampleName } from '../../../infra/local/system/samples';
 import { waitFor } from '../../support/eventually';
-import { checkClientContent } from '../../truth/client-content';
 import { ConditionObserver, type ConditionWrite } from '../../truth/observer';
-import { HeldConfig } from './held-content';
+import { connectHeldEnvoys, ContourJudge, type HeldEnvoyMode } from './system-support';
 
 const CONDITION = 'EnvoyProgrammed';
-const SOURCE_PREFIX = `projectcontour.io/HTTPProxy/${SAMPLE_NAMESPACE}/`;
 const OBJECTS = 2;
 const ENVOY_TTL_MS = 6000;
 /** As through-gateway.test.ts: a 3 s Lease, so a lost leader is replaced within seconds. */
@@ -33,7 +29,7 @@ const LEASE = { leaseDurationSeconds: 3, renewDeadlineMs: 2000, retryPeriodMs: 5
 /** The bound a change in flight across a leader change must be True within. */
 const RECOVERY_BOUND_MS = ENVOY_TTL_MS + 5000;
 
-const ENVOYS: { id: string; cluster: string; transport: SimEnvoyOptions['transport']; protocol: SimEnvoyOptions['protocol']; ackDelayMs?: number }[] = [
+const ENVOYS: HeldEnvoyMode[] = [
   { id: 'envoy-per-type-sotw', cluster: 'ingress', transport: 'per-type', protocol: 'sotw' },
   { id: 'envoy-ads-delta', cluster: 'ingress', transport: 'ads', protocol: 'delta' },
   { id: 'envoy-slow', cluster: 'edge', transport: 'per-type', protocol: 'sotw', ackDelayMs: 1500 },
@@ -42,79 +38,29 @@ const ENVOYS: { id: string; cluster: string; transport: SimEnvoyOptions['transpo
 jest.setTimeout(240_000);
 const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
 
-interface ProxyJson {
-  metadata: { generation: number };
-  status?: unknown;
-}
-
 describe('unmodified Contour behind the gateway: leader step-down and a restart of every replica', () => {
   let system: LocalSystem<'inline', 'contour'>;
   let dir: string;
   let watch: ConditionObserver | undefined;
-  const held = new Map<string, HeldConfig>();
+  let judge: ContourJudge;
   const measured: Record<string, number | string> = {};
   const observer = (): ConditionObserver => {
     if (!watch) throw new Error('no condition watch');
     return watch;
   };
-
-  const kube = (path: string, init?: RequestInit): Promise<Response> => fetch(`${system.endpoints.kubeUrl}${path}`, init);
-  const proxyPath = (name: string): string => `${HTTPPROXY_API_PATH}/namespaces/${SAMPLE_NAMESPACE}/httpproxies/${name}`;
-  const getProxy = async (name: string): Promise<ProxyJson> => (await (await kube(proxyPath(name))).json()) as ProxyJson;
-
-  /** Moves `name`'s route to prefix `/gen-<next generation>` (held-content.ts reads it back); returns that generation. */
-  const changeRoute = async (index: number): Promise<number> => {
-    const name = sampleName(index);
-    const generation = (await getProxy(name)).metadata.generation + 1;
-    const response = await kube(proxyPath(name), {
-      method: 'PATCH',
-      headers: { 'content-type': 'application/merge-patch+json' },
-      body: JSON.stringify({ spec: { virtualhost: { fqdn: sampleFqdn(index) }, routes: [{ conditions: [{ prefix: `/gen-${generation}` }], services: [{ name: sampleService(index), port: 8080 }] }] } }),
-    });
-    expect(response.status).toBe(200);
-    expect(((await response.json()) as ProxyJson).metadata.generation).toBe(generation);
-    return generation;
-  };
-
-  const trueAt = (name: string, generation: number): ConditionWrite | undefined =>
-    observer().writes.find((w) => w.name === name && w.condition.status === 'True' && w.condition.observedGeneration === generation);
-
-  const waitTrue = async (name: string, generation: number, timeoutMs: number): Promise<ConditionWrite> => {
-    await observer().waitFor(() => trueAt(name, generation) !== undefined, Math.max(timeoutMs, 0), `${name} True at generation ${generation}`).catch(async (error: unknown) => {
-      const proxy = await getProxy(name);
-      throw new Error(`${String(error)}; status now ${JSON.stringify(proxy.status)}; envoys: ${[...held.values()].map((h) => `${h.nodeId} ${JSON.stringify(h.current(name))}`).join('; ')}`);
-    });
-    return trueAt(name, generation) as ConditionWrite;
-  };
-
-  /** When the last Envoy first held `generation` of `name` completely. */
-  const programmedEverywhereAt = (name: string, generation: number, since: number): number | undefined => {
-    let last = 0;
-    for (const envoy of held.values()) {
-      const at = envoy.firstCompleteAt(name, generation, since);
-      if (at === undefined) return undefined;
-      last = Math.max(last, at);
-    }
-    return last;
-  };
-
-  /** Every True write so far, judged by what the Envoys held. */
-  const contentViolations = (): { violations: string[]; checked: number } => {
-    const clients = [...held.values()].flatMap((envoy) => Array.from({ length: OBJECTS }, (_, index) => envoy.underCheck(sampleName(index), SOURCE_PREFIX)));
-    const result = checkClientContent(observer().writes, { clients, sourcePrefix: SOURCE_PREFIX, expectedClusters: () => undefined, slackMs: 0 });
-    return { violations: result.violations.map((v) => v.detail), checked: result.checked };
-  };
+  const changeRoute = (index: number): Promise<number> => judge.changeRoute(index);
+  const waitTrue = (name: string, generation: number, timeoutMs: number): Promise<ConditionWrite> => judge.waitTrue(name, generation, timeoutMs);
 
   /** A change True at its generation no earlier than every Envoy held it, and no false True so far. */
   const expectConverged = async (index: number, generation: number, since: number, timeoutMs: number): Promise<ConditionWrite> => {
     const name = sampleName(index);
     const write = await waitTrue(name, generation, timeoutMs);
-    const { violations } = contentViolations();
+    const { violations } = judge.contentViolations();
     if (violations.length > 0) {
       const history = observer().writes.filter((w) => w.name === name).map((w) => `${new Date(w.at).toISOString()} ${w.condition.status} G${String(w.condition.observedGeneration)} ${w.condition.message ?? ''}`);
       throw new Error(`false True: ${violations.join('; ')}\n${name}'s condition writes:\n${history.join('\n')}`);
     }
-    const everywhere = programmedEverywhereAt(name, generation, since);
+    const everywhere = judge.programmedEverywhereAt(name, generation, since);
     expect(everywhere).toBeDefined();
     expect(write.at).toBeGreaterThanOrEqual(everywhere ?? Number.POSITIVE_INFINITY);
     return write;
@@ -133,24 +79,8 @@ describe('unmodified Contour behind the gateway: leader step-down and a restart 
       { logger },
     );
     expect(system.unavailable).toEqual([]);
-    const objects = new Map(Array.from({ length: OBJECTS }, (_, index) => [sampleName(index), sampleFqdn(index)]));
-    for (const mode of ENVOYS) {
-      const config = new HeldConfig(mode.id, objects);
-      held.set(mode.id, config);
-      system.fleet.sim
-        .add({
-          node: { id: mode.id, cluster: mode.cluster, userAgentName: 'envoy' },
-          transport: mode.transport,
-          protocol: mode.protocol,
-          subscriptions: [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL].map((typeUrl) => ({ typeUrl })),
-          reconnectOnError: true,
-          reconnectDelayMs: 200,
-          ...(mode.ackDelayMs === undefined ? {} : { behaviour: { ackDelayMs: mode.ackDelayMs, nackRules: [], hang: false } }),
-          onAccepted: config.accept,
-        })
-        .connect();
-    }
-    for (const envoy of held.values()) {
+    judge = new ContourJudge(system, connectHeldEnvoys(system, ENVOYS, OBJECTS), OBJECTS, observer);
+    for (const envoy of judge.held.values()) {
       for (let index = 0; index < OBJECTS; index++) {
         await waitFor(`${envoy.nodeId} routing ${sampleFqdn(index)}`, () => envoy.current(sampleName(index))?.complete === true || undefined, { timeoutMs: 30_000 });
       }
@@ -259,7 +189,7 @@ describe('unmodified Contour behind the gateway: leader step-down and a restart 
       const changedWrite = await expectConverged(index, changed, changeSince, 30_000);
       measured[`restartedChange${index}ToTrueMs`] = changedWrite.at - changeSince;
     }
-    const { violations, checked } = contentViolations();
+    const { violations, checked } = judge.contentViolations();
     expect(violations).toEqual([]);
     expect(checked).toBeGreaterThan(0);
     expect(observer().writes.length).toBeGreaterThan(writesBefore);

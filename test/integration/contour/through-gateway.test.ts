@@ -16,32 +16,21 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../../common/xds';
-import type { SimEnvoyOptions } from '../../../infra/local/envoys';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
 import { HTTPPROXY_API_PATH, SAMPLE_NAMESPACE, sampleCanaryService, sampleFqdn, sampleName, sampleService } from '../../../infra/local/system/samples';
 import { waitFor } from '../../support/eventually';
-import { checkClientContent } from '../../truth/client-content';
 import { ConditionObserver, type ConditionWrite } from '../../truth/observer';
-import { HeldConfig } from './held-content';
+import type { HeldConfig } from './held-content';
+import { connectHeldEnvoys, ContourJudge, type HeldEnvoyMode } from './system-support';
 
 const CONDITION = 'EnvoyProgrammed';
-const SOURCE_PREFIX = `projectcontour.io/HTTPProxy/${SAMPLE_NAMESPACE}/`;
 const OBJECTS = 2;
 const ENVOY_TTL_MS = 6000;
 /** A 3 s Lease (renew deadline 2 s, retry 0.5 s): a killed leader is replaced in about 3–4 s. */
 const LEASE = { leaseDurationSeconds: 3, renewDeadlineMs: 2000, retryPeriodMs: 500 };
 const SLOW_ACK_MS = 1500;
 
-interface EnvoyMode {
-  id: string;
-  cluster: string;
-  transport: SimEnvoyOptions['transport'];
-  protocol: SimEnvoyOptions['protocol'];
-  ackDelayMs?: number;
-}
-
-const ENVOYS: EnvoyMode[] = [
+const ENVOYS: HeldEnvoyMode[] = [
   { id: 'envoy-per-type-sotw', cluster: 'ingress', transport: 'per-type', protocol: 'sotw' },
   { id: 'envoy-per-type-delta', cluster: 'ingress', transport: 'per-type', protocol: 'delta' },
   { id: 'envoy-ads-sotw', cluster: 'ingress', transport: 'ads', protocol: 'sotw' },
@@ -69,7 +58,7 @@ interface ProxyJson {
 describe('unmodified Contour behind the gateway (barrier mode, following the Lease)', () => {
   let system: LocalSystem<'inline', 'contour'>;
   let dir: string;
-  const held = new Map<string, HeldConfig>();
+  let held: ReadonlyMap<string, HeldConfig> = new Map();
   const observer = (): ConditionObserver => {
     if (!watch) throw new Error('no condition watch');
     return watch;
@@ -78,51 +67,13 @@ describe('unmodified Contour behind the gateway (barrier mode, following the Lea
   const measured: Record<string, number | string> = {};
 
   const kube = (path: string, init?: RequestInit): Promise<Response> => fetch(`${system.endpoints.kubeUrl}${path}`, init);
-  const proxyPath = (name: string): string => `${HTTPPROXY_API_PATH}/namespaces/${SAMPLE_NAMESPACE}/httpproxies/${name}`;
-  const getProxy = async (name: string): Promise<ProxyJson> => (await (await kube(proxyPath(name))).json()) as ProxyJson;
-
-  /** Moves `name`'s route to prefix `/gen-<next generation>` (and optionally another service); returns that generation. */
-  const changeRoute = async (name: string, index: number, service = sampleService(index)): Promise<number> => {
-    const generation = (await getProxy(name)).metadata.generation + 1;
-    const response = await kube(proxyPath(name), {
-      method: 'PATCH',
-      headers: { 'content-type': 'application/merge-patch+json' },
-      body: JSON.stringify({ spec: { virtualhost: { fqdn: sampleFqdn(index) }, routes: [{ conditions: [{ prefix: `/gen-${generation}` }], services: [{ name: service, port: 8080 }] }] } }),
-    });
-    expect(response.status).toBe(200);
-    // Only this test changes specs, so the generation the prefix encodes is the one the server gives.
-    expect(((await response.json()) as ProxyJson).metadata.generation).toBe(generation);
-    return generation;
-  };
-
-  const trueAt = (name: string, generation: number): ConditionWrite | undefined =>
-    observer().writes.find((w) => w.name === name && w.condition.status === 'True' && w.condition.observedGeneration === generation);
-
-  const waitTrue = async (name: string, generation: number, timeoutMs: number): Promise<ConditionWrite> => {
-    await observer().waitFor(() => trueAt(name, generation) !== undefined, timeoutMs, `${name} True at generation ${generation}`).catch(async (error: unknown) => {
-      const proxy = await getProxy(name);
-      throw new Error(`${String(error)}; status now ${JSON.stringify(proxy.status)}; envoys: ${[...held.values()].map((h) => `${h.nodeId} ${JSON.stringify(h.current(name))}`).join('; ')}`);
-    });
-    return trueAt(name, generation) as ConditionWrite;
-  };
-
-  /** When the last Envoy first held `generation` of `name` completely (the moment the change was programmed everywhere). */
-  const programmedEverywhereAt = (name: string, generation: number, since: number): number | undefined => {
-    let last = 0;
-    for (const envoy of held.values()) {
-      const at = envoy.firstCompleteAt(name, generation, since);
-      if (at === undefined) return undefined;
-      last = Math.max(last, at);
-    }
-    return last;
-  };
-
-  /** Every True write so far judged by what the Envoys held: none may precede the content. */
-  const contentViolations = (): { violations: string[]; checked: number } => {
-    const clients = [...held.values()].flatMap((envoy) => Array.from({ length: OBJECTS }, (_, index) => envoy.underCheck(sampleName(index), SOURCE_PREFIX)));
-    const result = checkClientContent(observer().writes, { clients, sourcePrefix: SOURCE_PREFIX, expectedClusters: () => undefined, slackMs: 0 });
-    return { violations: result.violations.map((v) => v.detail), checked: result.checked };
-  };
+  let judge: ContourJudge;
+  const getProxy = (name: string): Promise<ProxyJson> => judge.getProxy<ProxyJson>(name);
+  /** Moves sample `index`'s route to `/gen-<next generation>` (and optionally another service); returns that generation. */
+  const changeRoute = (index: number, service?: string): Promise<number> => judge.changeRoute(index, service);
+  const waitTrue = (name: string, generation: number, timeoutMs: number): Promise<ConditionWrite> => judge.waitTrue(name, generation, timeoutMs);
+  const programmedEverywhereAt = (name: string, generation: number, since: number): number | undefined => judge.programmedEverywhereAt(name, generation, since);
+  const contentViolations = (): { violations: string[]; checked: number } => judge.contentViolations();
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'contour-gw-'));
@@ -141,23 +92,8 @@ describe('unmodified Contour behind the gateway (barrier mode, following the Lea
       { logger },
     );
     expect(system.unavailable).toEqual([]);
-    const objects = new Map(Array.from({ length: OBJECTS }, (_, index) => [sampleName(index), sampleFqdn(index)]));
-    for (const mode of ENVOYS) {
-      const config = new HeldConfig(mode.id, objects);
-      held.set(mode.id, config);
-      system.fleet.sim
-        .add({
-          node: { id: mode.id, cluster: mode.cluster, userAgentName: 'envoy' },
-          transport: mode.transport,
-          protocol: mode.protocol,
-          subscriptions: [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL].map((typeUrl) => ({ typeUrl })),
-          reconnectOnError: true,
-          reconnectDelayMs: 200,
-          ...(mode.ackDelayMs === undefined ? {} : { behaviour: { ackDelayMs: mode.ackDelayMs, nackRules: [], hang: false } }),
-          onAccepted: config.accept,
-        })
-        .connect();
-    }
+    judge = new ContourJudge(system, connectHeldEnvoys(system, ENVOYS, OBJECTS), OBJECTS, observer);
+    held = judge.held;
   }, 120_000);
 
   afterAll(async () => {
@@ -200,7 +136,7 @@ describe('unmodified Contour behind the gateway (barrier mode, following the Lea
     for (const change of changes) {
       const name = sampleName(change.index);
       const since = Date.now();
-      const generation = await changeRoute(name, change.index, change.service);
+      const generation = await changeRoute(change.index, change.service);
       const write = await waitTrue(name, generation, 30_000);
       // Judged at once, so a violation names the Envoy that did not hold the change.
       expect(contentViolations().violations).toEqual([]);
@@ -230,7 +166,7 @@ describe('unmodified Contour behind the gateway (barrier mode, following the Lea
     const lineagesBefore = new Set(gateway.relay.control.groups().map((g) => g.lineage));
 
     const name = sampleName(0);
-    const generation = await changeRoute(name, 0);
+    const generation = await changeRoute(0);
     const killedAt = Date.now();
     await leader.process.kill();
     const takenAt = await waitFor('the other replica holding the Lease', async () => ((await system.controlPlane.leaseHolder()).startsWith(`${survivor.name}_`) ? Date.now() : undefined), { timeoutMs: 20_000, intervalMs: 50 });
@@ -242,7 +178,7 @@ describe('unmodified Contour behind the gateway (barrier mode, following the Lea
     expect(lineagesAfter.some((lineage) => lineagesBefore.has(lineage))).toBe(false);
 
     // One more change, served by the survivor alone.
-    const next = await changeRoute(name, 0, sampleService(0));
+    const next = await changeRoute(0, sampleService(0));
     await waitTrue(name, next, 30_000);
 
     const { violations } = contentViolations();

@@ -8,27 +8,24 @@ import { GATEWAY_API_CONDITION_TYPE, STATUS_CONTROLLER_NAME, type ConditionDraft
 import { createKubeAccess, type KubeAccess, type KubeClients } from '../../../functions/kube/access';
 import { StatusWriter } from '../../../functions/kube/status-writer';
 import { parseTrackedKinds, TrackedKinds } from '../../../functions/kube/tracked-kinds';
+import { HTTPROUTE_CRD } from '../../../infra/local/control-plane/httproute-crd';
 import { request, startTestServer, type TestServer } from '../kube/helpers';
 import { silentLogger } from './status-support';
 
 const GROUP = 'gateway.networking.k8s.io';
 const ROUTES = `/apis/${GROUP}/v1/namespaces/default/httproutes`;
 
-/** A route CRD shaped like Gateway API's where it matters here: status.parents, no status.conditions. */
-function routeCrd(withParents: boolean): Record<string, unknown> {
-  const status = withParents ? { type: 'object', properties: { parents: { type: 'array', items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } } } : { type: 'object', properties: { other: { type: 'string' } } };
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `httproutes.${GROUP}` },
-    spec: {
-      group: GROUP,
-      names: { plural: 'httproutes', singular: 'httproute', kind: 'HTTPRoute', listKind: 'HTTPRouteList' },
-      scope: 'Namespaced',
-      versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, status } } } }],
-    },
-  };
-}
+/** The route CRD without status.parents in its schema: the API server would prune our entries. */
+const CRD_WITHOUT_PARENTS = {
+  ...HTTPROUTE_CRD,
+  spec: {
+    ...HTTPROUTE_CRD.spec,
+    versions: HTTPROUTE_CRD.spec.versions.map((version) => ({
+      ...version,
+      schema: { openAPIV3Schema: { type: 'object', properties: { spec: version.schema.openAPIV3Schema.properties.spec, status: { type: 'object', properties: { other: { type: 'string' } } } } } },
+    })),
+  },
+};
 
 interface Route {
   metadata: { name: string; generation: number; resourceVersion: string };
@@ -74,7 +71,7 @@ describe('status writer, status.parents placement', () => {
 
   beforeAll(async () => {
     kube = await startTestServer();
-    expect((await request(kube, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', routeCrd(true))).status).toBe(201);
+    expect((await request(kube, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', HTTPROUTE_CRD)).status).toBe(201);
     access = createKubeAccess({ source: 'kubeconfigFile', path: kube.kubeconfig });
     writer = new StatusWriter({ access, kinds, logger: silentLogger });
   });
@@ -141,7 +138,7 @@ describe('status writer, status.parents placement', () => {
 
     const other = await startTestServer();
     try {
-      expect((await request(other, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', routeCrd(false))).status).toBe(201);
+      expect((await request(other, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', CRD_WITHOUT_PARENTS)).status).toBe(201);
       const strict = new StatusWriter({ access: createKubeAccess({ source: 'kubeconfigFile', path: other.kubeconfig }), kinds, logger: silentLogger });
       expect(await strict.write(ref('any'), draft(1))).toMatchObject({ outcome: 'unsupported', detail: expect.stringContaining('no status.parents in its schema') });
     } finally {
