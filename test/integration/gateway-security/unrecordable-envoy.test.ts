@@ -62,7 +62,9 @@ test('the refused Envoy gets INVALID_ARGUMENT and no config; the other Envoy is 
   expect(gateway.ready()).toBe(true);
   expect(gateway.recorder.stats().consecutiveFailures).toBe(0);
   const metrics = await httpGet(gateway.opsPort, '/metrics');
-  expect(metrics.body).toMatch(/xds_programmed_gateway_store_writes_dropped_total\{operation="envoyState"\} 1\b/);
+  // One dropped write per state of the refused Envoy that reached the store: 1, or 2 when its
+  // connect and its subscriptions were not coalesced into one write (timing; seen once in CI).
+  expect(metrics.body).toMatch(/xds_programmed_gateway_store_writes_dropped_total\{operation="envoyState"\} [12]\b/);
   expect(metrics.body).not.toMatch(/xds_programmed_gateway_store_write_failures_total\{operation="envoyState"\} [1-9]/);
   fine.call.cancel();
 }, 60_000);
