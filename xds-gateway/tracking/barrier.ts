@@ -7,8 +7,13 @@
 //    observations first, then re-opens). Re-opens are serialised here: a re-open that started before
 //    an observation must never be used for it.
 //  - Leader: only the status writer's snapshot is known to contain G (followers build their own and
-//    may be behind). If the leader changed while a barrier ran, its result is thrown away and the
-//    barrier is re-done after re-targeting (and a settle delay).
+//    may be behind). The Lease and the object's status reach us on different watches, in no common
+//    order: a new leader's status write can arrive before the Lease change that made it leader, while
+//    we still point at the old leader, now a follower that may be behind. So every round confirms the
+//    leader with a fresh read of the Lease, taken after the observations it serves: the new holder
+//    acquired the Lease before it wrote the status we saw, so the read names it (or a later one). If
+//    the leader changed before or while a barrier ran, its result is thrown away and the barrier is
+//    re-done after re-targeting (and a settle delay).
 //  - New lineages (a group whose first Envoy arrives later) get barriers for everything known.
 //  - Kinds with no signal: each generation is marked not observable instead.
 //  - A generation the controller reports processed but rejected (HTTPProxy `Valid=False`) gets no
@@ -27,10 +32,16 @@ export interface LeaderView {
   /** False while there is no known leader we point at (barriers wait). */
   trusted(): boolean;
   onChange(listener: () => void): void;
+  /**
+   * Reads the leadership now (not from a watch, which may be behind) and applies it before
+   * resolving, so the leader known afterwards is at least as new as anything observed before the
+   * call. Rejects when it cannot read (the barrier retries).
+   */
+  confirm(): Promise<void>;
 }
 
 /** Without leader following (single upstream, or provenance), the upstream is always trusted. */
-export const ALWAYS_LEADER: LeaderView = { epoch: () => 0, trusted: () => true, onChange: () => undefined };
+export const ALWAYS_LEADER: LeaderView = { epoch: () => 0, trusted: () => true, onChange: () => undefined, confirm: () => Promise.resolve() };
 
 export interface BarrierMetrics {
   reopened(group: string, seconds: number): void;
@@ -171,14 +182,31 @@ export class ObservedGenerationBarrier {
   private async loop(): Promise<void> {
     while (this.dirty && !this.stopped) {
       this.dirty = false;
+      // Everything observed up to here; the leader is confirmed and re-opens start after this line.
+      const observed = [...this.objects.values()];
+      const epochBefore = this.leader.epoch();
+      try {
+        await this.leader.confirm();
+      } catch (error) {
+        this.logger.warn({ err: describeError(error) }, 'could not confirm the control plane leader; barriers retry');
+        this.dirty = true;
+        await sleep(this.retryMs);
+        continue;
+      }
       if (!this.leader.trusted()) {
         // No leader to trust; the leader's change callback triggers us again.
         this.logger.info('no trusted leader; barriers wait');
         return;
       }
       const epoch = this.leader.epoch();
-      // Everything observed up to here; re-opens start after this line.
-      const observed = [...this.objects.values()];
+      if (epoch !== epochBefore) {
+        // The read found a leader the Lease watch had not shown yet: we now point at it; let it settle.
+        this.metrics?.redone();
+        this.logger.info({ epoch: epochBefore, now: epoch }, 'leader confirmed newer than the watch showed; barriers wait for it to settle');
+        this.dirty = true;
+        await sleep(this.leaderSettleMs);
+        continue;
+      }
       const work: { group: string; lineage: string; due: Tracked[] }[] = [];
       for (const group of this.relay.groups()) {
         const done = this.recorded.get(group.lineage);

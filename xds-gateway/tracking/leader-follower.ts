@@ -3,7 +3,10 @@
 // (Contour: `leader-elect` Lease; the reference control plane writes its replica id as
 // `spec.holderIdentity`, infra/local/control-plane/kube-lease-elector.ts). We watch that Lease
 // (read-only), map the holder to an upstream address, point the relay there, and bump an epoch so
-// barriers that raced with the change are re-done.
+// barriers that raced with the change are re-done. The watch can be behind the object watches the
+// barrier reacts to, so the barrier also asks for a fresh read (`confirm`); observations of the Lease
+// from either path are applied only if newer than the last one applied (resourceVersion), so a
+// late watch event never takes the gateway back to a former leader.
 // Pointing the relay at another replica moves every node group to a new lineage (relay.ts,
 // setUpstreamTarget): the new leader may be behind, and its content must never be relayed at higher
 // seqs of a lineage whose watermarks the old leader's content earned (docs/PROVENANCE.md §6).
@@ -67,6 +70,9 @@ export class LeaderFollower implements LeaderView {
   private currentEpoch = 0;
   private readonly listeners: Array<() => void> = [];
   private informer: ReturnType<typeof makeInformer<V1Lease>> | undefined;
+  private api: CoordinationV1Api | undefined;
+  /** resourceVersion of the last Lease observation applied (watch or read). */
+  private appliedVersion: string | undefined;
   private stopped = false;
   private restartTimer: NodeJS.Timeout | undefined;
 
@@ -95,6 +101,7 @@ export class LeaderFollower implements LeaderView {
   async start(): Promise<void> {
     const { kubeConfig, namespace } = this.options;
     const api = kubeConfig.makeApiClient(CoordinationV1Api);
+    this.api = api;
     // client-node 1.4 informers take no field selector: watch the namespace's Leases, use ours.
     const informer = makeInformer<V1Lease>(kubeConfig, `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`, () =>
       api.listNamespacedLease({ namespace }),
@@ -102,7 +109,7 @@ export class LeaderFollower implements LeaderView {
     this.informer = informer;
     for (const verb of ['add', 'update'] as const) informer.on(verb, (lease) => this.leaseSeen(lease));
     informer.on('delete', (lease) => {
-      if (lease.metadata?.name === this.options.leaseName) this.holderChanged('', {});
+      if (lease.metadata?.name === this.options.leaseName && this.newer(lease)) this.holderChanged('', {});
     });
     informer.on('error', (error: unknown) => {
       if (this.stopped) return;
@@ -120,8 +127,34 @@ export class LeaderFollower implements LeaderView {
     await this.informer?.stop();
   }
 
+  async confirm(): Promise<void> {
+    if (this.api === undefined) throw new Error('the leader follower has not started');
+    const { namespace, leaseName } = this.options;
+    // A list without resourceVersion is a consistent read (the apiserver serves it at etcd's current
+    // revision), unlike the watch; list (not get) keeps the gateway's Lease RBAC to list/watch.
+    const found = await this.api.listNamespacedLease({ namespace, fieldSelector: `metadata.name=${leaseName}` });
+    const lease = found.items.find((item) => item.metadata?.name === leaseName);
+    if (lease !== undefined) this.leaseSeen(lease);
+    else if (this.holder !== '') this.holderChanged('', {});
+  }
+
+  /** Whether `lease` is newer than the last observation applied; records it if so. */
+  private newer(lease: V1Lease): boolean {
+    const version = lease.metadata?.resourceVersion;
+    if (version === undefined) return true;
+    const applied = this.appliedVersion;
+    // resourceVersions are etcd revisions in every apiserver; if one is not a number, do not guess.
+    if (applied !== undefined && /^\d+$/.test(applied) && /^\d+$/.test(version) && BigInt(version) < BigInt(applied)) return false;
+    this.appliedVersion = version;
+    return true;
+  }
+
   private leaseSeen(lease: V1Lease): void {
     if (lease.metadata?.name !== this.options.leaseName) return;
+    if (!this.newer(lease)) {
+      this.options.logger.debug({ resourceVersion: lease.metadata?.resourceVersion, applied: this.appliedVersion }, 'an older Lease observation arrived late; ignored');
+      return;
+    }
     this.holderChanged(lease.spec?.holderIdentity ?? '', lease.metadata?.annotations ?? {});
   }
 

@@ -43,6 +43,8 @@ export interface HandlerContext {
   maxWatchTimeoutSeconds: number;
   maxWatchBufferBytes: number;
   watches: Set<ActiveWatch>;
+  /** Injected watch lag per resource key (KubeApiServer.setWatchLag). */
+  watchLagMs: Map<string, number>;
 }
 
 export async function handleResource(ctx: HandlerContext, req: IncomingMessage, res: ServerResponse, query: QueryValues, request: ResourceRequest): Promise<void> {
@@ -271,11 +273,12 @@ function watch(ctx: HandlerContext, res: ServerResponse, options: ListOptions, r
   const requested = options.timeoutSeconds;
   const timeoutSeconds = requested === undefined || requested === 0 ? ctx.maxWatchTimeoutSeconds : Math.max(0, Math.min(requested, ctx.maxWatchTimeoutSeconds));
   const holder: { watch?: ActiveWatch } = {};
+  const key = resourceKey(request.type.group, request.type.plural);
   const active = startWatch(
     res,
     ctx.store,
     {
-      resourceKey: resourceKey(request.type.group, request.type.plural),
+      resourceKey: key,
       namespace: request.namespace,
       labels: options.labelSelector,
       fields: options.fieldSelector,
@@ -289,6 +292,7 @@ function watch(ctx: HandlerContext, res: ServerResponse, options: ListOptions, r
       render,
       kind: request.type.kind,
       apiVersion: apiVersionOf(request.group, request.version),
+      lagMs: () => ctx.watchLagMs.get(key) ?? 0,
     },
     () => {
       if (holder.watch) ctx.watches.delete(holder.watch);

@@ -54,6 +54,12 @@ export interface KubeApiServer {
   port: number;
   /** Writes `<dir>/kubeconfig` pointing at this server and returns its path. */
   kubeconfigPath(dir: string): string;
+  /**
+   * Fault injection: from now on, watch events of `resource` (`<plural>` or `<plural>.<group>`,
+   * e.g. `leases.coordination.k8s.io`) reach watchers `ms` late, in order; 0 ends the lag. Reads
+   * and writes are unaffected, as when one of kube-apiserver's watch caches falls behind.
+   */
+  setWatchLag(resource: string, ms: number): void;
   /** Ends all watches and connections, writes the state file, stops listening. */
   close(): Promise<void>;
 }
@@ -112,6 +118,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
     maxWatchTimeoutSeconds: options.maxWatchTimeoutSeconds ?? 1800,
     maxWatchBufferBytes: options.maxWatchBufferBytes ?? 16 * 1024 * 1024,
     watches,
+    watchLagMs: new Map(),
   };
   let serverAddress = '';
 
@@ -217,6 +224,10 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
     url,
     port,
     kubeconfigPath: (dir: string) => writeKubeconfig(dir, url),
+    setWatchLag: (resource: string, ms: number) => {
+      if (ms > 0) ctx.watchLagMs.set(resource, ms);
+      else ctx.watchLagMs.delete(resource);
+    },
     close: () => {
       closing ??= new Promise<void>((resolve) => {
         for (const watch of [...watches]) watch.close();

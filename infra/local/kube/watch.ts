@@ -33,6 +33,12 @@ export interface WatchRequest {
   /** The kind/apiVersion stamped on BOOKMARK objects. */
   kind: string;
   apiVersion: string;
+  /**
+   * How far this resource's watch stream is behind the store right now (a fault the tests inject:
+   * kube-apiserver has one watch cache per resource, so watches of different resources can be
+   * behind by different amounts, and a client sees their events in no common order). Read per event.
+   */
+  lagMs: () => number;
 }
 
 export type WatchStart = { kind: 'initialState' } | { kind: 'since'; resourceVersion: number } | { kind: 'now' };
@@ -82,17 +88,34 @@ export function startWatch(res: ServerResponse, store: ObjectStore, request: Wat
   };
 
   let unsubscribe: () => void = () => undefined;
-  const timers: { timeout?: NodeJS.Timeout; bookmark?: NodeJS.Timeout } = {};
+  const timers: { timeout?: NodeJS.Timeout; bookmark?: NodeJS.Timeout; lag?: NodeJS.Timeout } = {};
   const finish = (): void => {
     if (closed) return;
     closed = true;
     unsubscribe();
     clearTimeout(timers.timeout);
     clearTimeout(timers.bookmark);
+    clearTimeout(timers.lag);
     res.end();
     onEnd();
   };
   res.on('close', finish);
+
+  // Lagged delivery keeps the stream's order: an event is never due before the one ahead of it.
+  const lagged: Array<{ due: number; event: StoredEvent }> = [];
+  const drainLagged = (): void => {
+    timers.lag = undefined;
+    const now = Date.now();
+    while (lagged.length > 0 && lagged[0]!.due <= now) deliver(lagged.shift()!.event);
+    if (lagged.length > 0 && !closed) timers.lag = setTimeout(drainLagged, lagged[0]!.due - now);
+  };
+  const deliverLive = (event: StoredEvent): void => {
+    const lag = request.lagMs();
+    if (lag <= 0 && lagged.length === 0) return deliver(event);
+    const due = Math.max(Date.now() + lag, lagged.at(-1)?.due ?? 0);
+    lagged.push({ due, event });
+    if (timers.lag === undefined) timers.lag = setTimeout(drainLagged, Math.max(0, lagged[0]!.due - Date.now()));
+  };
 
   const start = request.start;
   if (start.kind === 'since') {
@@ -112,12 +135,13 @@ export function startWatch(res: ServerResponse, store: ObjectStore, request: Wat
   }
   if (closed) return { close: finish }; // the replay itself ended the watch
   // Same tick as the replay above: no write can slip between the replay and the subscription.
-  unsubscribe = store.subscribe(deliver);
+  unsubscribe = store.subscribe(deliverLive);
 
   timers.timeout = setTimeout(finish, request.timeoutSeconds * 1000);
   if (request.allowBookmarks) {
     const tick = (): void => {
-      bookmark();
+      // A bookmark must not announce a resourceVersion past events still held back by a lag.
+      if (lagged.length === 0) bookmark();
       timers.bookmark = setTimeout(tick, request.bookmarkIntervalMs);
     };
     timers.bookmark = setTimeout(tick, request.bookmarkIntervalMs);
