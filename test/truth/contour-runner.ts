@@ -40,6 +40,7 @@ import { checkAggregatesMatchRecount } from './recount';
 import { describeStep, generateSchedule, type FaultStep } from './schedule';
 import type { ScheduleResult, TruthRunReport } from './runner';
 import { CONDITION_TYPE, DEFAULT_TIMINGS, TRUTH_LEASE_TIMINGS } from './system';
+import { describeDecisions, describeStoredStates } from './diagnostics';
 import { DEFAULT_MESSAGE_REFRESH_MS } from '../../common/core/status-update';
 
 export interface ContourTruthOptions {
@@ -425,7 +426,11 @@ class ContourRun {
     await this.observer.waitFor(() => this.allProgrammed(), budget + 10_000, 'recovery').catch(() => undefined);
     const recoveryMs = Date.now() - healedAt;
     if (!this.allProgrammed() || recoveryMs > budget) {
-      violations.push({ invariant: 'I3-recovery', detail: `not every object True at its final generation within ${budget} ms (took ${recoveryMs} ms):\n  ${this.describeObjects()}` });
+      const refs = Array.from({ length: this.options.objects }, (_, index) => ({ group: 'projectcontour.io', kind: 'HTTPProxy', namespace: SAMPLE_NAMESPACE, name: sampleName(index) }));
+      violations.push({
+        invariant: 'I3-recovery',
+        detail: `not every object True at its final generation within ${budget} ms (took ${recoveryMs} ms):\n  ${this.describeObjects()}\n  states (stored | gateway's tracker where it differs): ${await describeStoredStates(this.resync.deps, this.system.gateway?.gateway?.tracker)}\n  decisions: ${await describeDecisions(this.resync.deps, refs)}`,
+      });
     }
     violations.push(...(await checkAggregatesMatchRecount(this.resync.deps)));
     // No competitor here touches our condition: any removal of it (Contour writes status too) is lost.

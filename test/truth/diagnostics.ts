@@ -1,10 +1,56 @@
 // What a failing schedule's dump shows of the convergence side, so a recovery failure can be told
-// apart at a glance: the gateway still reporting an Envoy (states, in runner.ts), expire not acting,
-// or a newer decision refused as stale (the stored decision's freshness per lineage against the
+// apart at a glance: the gateway still reporting an Envoy, its stored state behind the gateway's own
+// (a write that never landed) or the gateway's own behind the Envoy (a missed ACK), expire not
+// acting, or a newer decision refused as stale (the stored decision's freshness per lineage against the
 // lineages evaluation reads now: docs/RELIABILITY.md, "Findings").
-import { formatObjectRef, snapshotRevs, type ObjectRef } from '../../common/core';
+import { formatObjectRef, snapshotRevs, type EnvoyState, type ObjectRef } from '../../common/core';
+import { iteratePages } from '../../common/store';
 import type { ConvergenceDeps } from '../../functions/lib/convergence-batch';
 import { AggregateSnapshot } from '../../functions/lib/evaluate';
+
+/** The in-process gateway's view of an Envoy, when the run has one. */
+export interface TrackerView {
+  envoyState(nodeId: string): EnvoyState | undefined;
+}
+
+/** Per type: lineage (its last part), acked seq, pending seq and age, NACK seq, a names change awaited. */
+export function describeTypes(state: EnvoyState, now: number): string {
+  return Object.entries(state.types)
+    .map(([typeUrl, type]) => {
+      const parts = [`${typeUrl.split('.').pop() ?? typeUrl}@${type.lineage.split('.').pop() ?? type.lineage}`, type.subscribed ? '' : 'unsubscribed', `acked ${type.acked ?? '-'}`];
+      if (type.pending !== undefined) parts.push(`pending ${type.pending.seq} for ${now - type.pending.sentAt} ms`);
+      if (type.nack !== undefined) parts.push(`nack ${type.nack.seq}`);
+      if (type.namesChange !== undefined) parts.push(`names change${type.namesChange.sent ? ' sent' : ''}`);
+      return parts.filter((part) => part !== '').join(' ');
+    })
+    .join(', ');
+}
+
+function describeState(state: EnvoyState, now: number): string {
+  return `${state.status} seen ${now - state.lastSeenAt} ms ago on ${state.lineage} rev ${state.rev} through ${state.programmedThrough ?? '-'} [${describeTypes(state, now)}]`;
+}
+
+/** The system's own view of the fleet (ENVOY STATE items) and, where it differs, the gateway's. */
+export async function describeStoredStates(deps: ConvergenceDeps, tracker?: TrackerView): Promise<string> {
+  const now = Date.now();
+  const parts: string[] = [];
+  try {
+    // Unreadable states are shown too: convergence skips them, so they can hold the denominator open.
+    const onCorrupt = (corrupt: ReadonlyArray<{ key?: { pk: string; sk: string }; error: string }>): void => {
+      for (const item of corrupt) parts.push(`UNREADABLE ${item.key === undefined ? '?' : `${item.key.pk}/${item.key.sk}`}: ${item.error.slice(0, 300)}`);
+    };
+    for await (const state of iteratePages((cursor) => deps.store.listEnvoyStates(cursor === undefined ? {} : { cursor }), onCorrupt)) {
+      const held = tracker?.envoyState(state.nodeId);
+      // rev is left out of the comparison: the gateway's count runs ahead of what it has written.
+      const live = held === undefined ? (tracker === undefined ? undefined : 'not tracked') : describeState({ ...held, rev: state.rev }, now);
+      const stored = describeState(state, now);
+      parts.push(`${state.nodeId} ${stored}${live !== undefined && live !== stored ? ` | gateway: ${live}` : ''}`);
+    }
+  } catch (error) {
+    parts.push(`(reading states failed: ${String(error)})`);
+  }
+  return parts.join('\n    ');
+}
 
 function describeRevs(revs: Readonly<Record<string, number>> | undefined): string {
   if (revs === undefined) return '-';

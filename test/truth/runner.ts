@@ -6,12 +6,11 @@ import pino, { type Logger } from 'pino';
 import { buildFunctionContext } from '../../functions/lib/context';
 import type { ConvergenceDeps } from '../../functions/lib/convergence-batch';
 import { checkAggregatesMatchRecount } from './recount';
-import { describeDecisions } from './diagnostics';
+import { describeDecisions, describeStoredStates } from './diagnostics';
 import { runConditionResync } from '../../functions/lib/resync-conditions';
 import { buildConditionResync } from '../../functions/lib/resync-conditions-context';
 import { LEASE_NAME, LEASE_NAMESPACE } from '../../infra/local/system/control-plane';
 import { checkRemovals, isRepair, ourWrites, tamperAndRepair } from './tamper';
-import { iteratePages } from '../../common/store';
 import { sampleCanaryService, sampleName } from '../../infra/local/system/samples';
 import { HTTPPROXY_TRACKED_KIND } from '../../infra/local/system/system';
 import { DEFAULT_BEHAVIOUR } from '../../infra/local/envoys';
@@ -312,24 +311,6 @@ async function nackProbe(harness: Harness, targetEnvoys: number, timings: TruthT
   };
 }
 
-/** The system's own view of the fleet (ENVOY STATE items), for a failure's trace. */
-async function describeStoredStates(deps: ConvergenceDeps): Promise<string> {
-  const now = Date.now();
-  const parts: string[] = [];
-  try {
-    // Unreadable states are shown too: convergence skips them, so they can hold the denominator open.
-    const onCorrupt = (corrupt: ReadonlyArray<{ key?: { pk: string; sk: string }; error: string }>): void => {
-      for (const item of corrupt) parts.push(`UNREADABLE ${item.key === undefined ? '?' : `${item.key.pk}/${item.key.sk}`}: ${item.error.slice(0, 300)}`);
-    };
-    for await (const state of iteratePages((cursor) => deps.store.listEnvoyStates(cursor === undefined ? {} : { cursor }), onCorrupt)) {
-      parts.push(`${state.nodeId} ${state.status} seen ${now - state.lastSeenAt} ms ago on ${state.lineage} rev ${state.rev}`);
-    }
-  } catch (error) {
-    parts.push(`(reading states failed: ${String(error)})`);
-  }
-  return parts.join('; ');
-}
-
 /** The real clients of a run, by harness (the harness itself knows only simulated Envoys). */
 const realClientsOf = new WeakMap<Harness, RealClients>();
 /** The real C-core / grpc-go peers of a run, and the object (sample index) each resolves. */
@@ -448,7 +429,7 @@ async function runSchedule(harness: Harness, schedule: Schedule, options: TruthR
   if (!harness.allProgrammed() || recoveryMs > recoveryBudgetMs) {
     violations.push({
       invariant: 'I3-recovery',
-      detail: `not every object True at its final generation within ${recoveryBudgetMs} ms (took ${recoveryMs} ms):\n  ${harness.describeObjects()}\n  ${harness.describeEnvoys()}\n  stored states: ${await describeStoredStates(resyncDeps)}\n  decisions: ${await describeDecisions(resyncDeps, Array.from({ length: options.objects }, (_, index) => ({ group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: sampleName(index) })))}`,
+      detail: `not every object True at its final generation within ${recoveryBudgetMs} ms (took ${recoveryMs} ms):\n  ${harness.describeObjects()}\n  ${harness.describeEnvoys()}\n  states (stored | gateway's tracker where it differs): ${await describeStoredStates(resyncDeps, harness.system.gateway?.tracker)}\n  decisions: ${await describeDecisions(resyncDeps, Array.from({ length: options.objects }, (_, index) => ({ group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: sampleName(index) })))}`,
     });
   }
   // Invariant 5: the aggregates equal a from-scratch recount of the Envoy states (read-only; the
