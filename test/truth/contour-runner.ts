@@ -40,7 +40,7 @@ import { checkAggregatesMatchRecount } from './recount';
 import { describeStep, generateSchedule, type FaultStep } from './schedule';
 import type { ScheduleResult, TruthRunReport } from './runner';
 import { CONDITION_TYPE, DEFAULT_TIMINGS, TRUTH_LEASE_TIMINGS } from './system';
-import { describeDecisions, describeStoredStates } from './diagnostics';
+import { describeDecisions, describeStoredStates, withTrueEvidence } from './diagnostics';
 import { DEFAULT_MESSAGE_REFRESH_MS } from '../../common/core/status-update';
 
 export interface ContourTruthOptions {
@@ -446,7 +446,7 @@ class ContourRun {
       // Held views are recorded at the ACK itself, not polled.
       slackMs: 0,
     });
-    violations.push(...content.violations.filter((v) => !v.known));
+    violations.push(...(await withTrueEvidence(content.violations.filter((v) => !v.known), this.resync.deps)));
     violations.push(...checkRejectedMessages(writes, this.system.fleet.sim.truth));
     const counts = checkWriteCounts(writes, this.options.writeBound, DEFAULT_MESSAGE_REFRESH_MS);
     violations.push(...counts.violations);

@@ -6,6 +6,7 @@
 import { formatObjectRef, snapshotRevs, type EnvoyState, type ObjectRef } from '../../common/core';
 import { iteratePages } from '../../common/store';
 import type { ConvergenceDeps } from '../../functions/lib/convergence-batch';
+import type { Violation } from './checker';
 import { AggregateSnapshot } from '../../functions/lib/evaluate';
 
 /** The in-process gateway's view of an Envoy, when the run has one. */
@@ -81,4 +82,54 @@ export async function describeDecisions(deps: ConvergenceDeps, refs: readonly Ob
     parts.push(`(reading decisions failed: ${String(error)})`);
   }
   return parts.join('; ');
+}
+
+/**
+ * For a true-only-when-programmed failure: the object generation's watermarks and decision, and the
+ * named Envoy's stored state and newest recorded events, so the dump shows which recorded ACK (or
+ * which missing member) let the decision count that Envoy as programmed.
+ */
+export async function describeTrueEvidence(deps: ConvergenceDeps, ref: ObjectRef, generation: number, nodeId: string): Promise<string> {
+  const now = Date.now();
+  const parts: string[] = [`evidence for ${ref.name}@${generation} and ${nodeId}:`];
+  try {
+    const read = await deps.store.getObjectGeneration(ref, generation);
+    if (read.status === 'found') {
+      const item = read.value;
+      parts.push(`watermarks ${Object.entries(item.watermarks).map(([lineage, mark]) => `${lineage}: seq ${mark.seq} types ${JSON.stringify(mark.types)}`).join('; ') || 'none'}`);
+      const decision = item.decision;
+      if (decision !== undefined) parts.push(`decision ${decision.state} ${decision.programmed}/${decision.total} ${now - decision.decidedAt} ms ago (${describeRevs(decision.evaluatedRevs)})`);
+    } else parts.push(`generation ${read.status}`);
+    const state = await deps.store.getEnvoyState(nodeId);
+    parts.push(state.status === 'found' ? `state ${describeState(state.value, now)}` : `state ${state.status}`);
+    const events = await deps.store.listEnvoyEvents(nodeId, { descending: true, limit: 40 });
+    parts.push(`newest events: ${events.items.map((e) => `${e.outcome} ${e.typeUrl.split('.').pop() ?? e.typeUrl}@${e.lineage.split('.').pop() ?? e.lineage}:${e.seq} ${now - e.at} ms ago`).join(', ')}`);
+  } catch (error) {
+    parts.push(`(reading evidence failed: ${String(error)})`);
+  }
+  return parts.join('\n    ');
+}
+
+/** The (object, generation, Envoy) a true-only-when-programmed violation names, if it names them. */
+export function namedInTrueViolation(detail: string): { name: string; generation: number; nodeId: string } | undefined {
+  const match = /^(\S+) True at generation (\d+) .*? but (\S+) (?:had|held)/.exec(detail);
+  return match === null ? undefined : { name: match[1]!, generation: Number(match[2]), nodeId: match[3]! };
+}
+
+/** The violations, each true-only-when-programmed one followed by the evidence for what it names (once per object, generation and Envoy). */
+export async function withTrueEvidence(violations: readonly Violation[], deps: ConvergenceDeps): Promise<Violation[]> {
+  const seen = new Set<string>();
+  const result: Violation[] = [];
+  for (const violation of violations) {
+    const named = violation.invariant.startsWith('I1') ? namedInTrueViolation(violation.detail) : undefined;
+    const key = named === undefined ? undefined : `${named.name}@${named.generation}/${named.nodeId}`;
+    if (named === undefined || key === undefined || seen.has(key)) {
+      result.push(violation);
+      continue;
+    }
+    seen.add(key);
+    const ref: ObjectRef = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: named.name };
+    result.push({ ...violation, detail: `${violation.detail}\n    ${await describeTrueEvidence(deps, ref, named.generation, named.nodeId)}` });
+  }
+  return result;
 }

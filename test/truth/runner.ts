@@ -6,7 +6,7 @@ import pino, { type Logger } from 'pino';
 import { buildFunctionContext } from '../../functions/lib/context';
 import type { ConvergenceDeps } from '../../functions/lib/convergence-batch';
 import { checkAggregatesMatchRecount } from './recount';
-import { describeDecisions, describeStoredStates } from './diagnostics';
+import { describeDecisions, describeStoredStates, withTrueEvidence } from './diagnostics';
 import { runConditionResync } from '../../functions/lib/resync-conditions';
 import { buildConditionResync } from '../../functions/lib/resync-conditions-context';
 import { LEASE_NAME, LEASE_NAMESPACE } from '../../infra/local/system/control-plane';
@@ -447,7 +447,7 @@ async function runSchedule(harness: Harness, schedule: Schedule, options: TruthR
   const trueChecks = [...checkTrueWrites(writes, inputs)];
   const content = clientContent(harness, writes, timings);
   trueChecks.push(...content.violations);
-  violations.push(...trueChecks.filter((v) => !v.known));
+  violations.push(...(await withTrueEvidence(trueChecks.filter((v) => !v.known), resyncDeps)));
   violations.push(...checkRejectedMessages(writes, system.fleet.truth));
   const counts = checkWriteCounts(writes, options.writeBound, DEFAULT_MESSAGE_REFRESH_MS, (write) => isRepair(harness, write));
   violations.push(...counts.violations);
