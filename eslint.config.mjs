@@ -9,6 +9,12 @@ const ioModules = [
   'cluster', 'worker_threads', 'os', 'process', 'readline', 'stream', 'timers', 'perf_hooks',
 ];
 
+/** The DynamoDB packages: the table itself (common/store). */
+const tableSdk = ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/util-dynamodb'];
+/** AWS credentials and SigV4 signing (not the table), and the files that use them: EKS tokens, the CLI's signed queries. */
+const credentialPackages = ['@aws-sdk/credential-provider-node', '@smithy/signature-v4', '@smithy/types'];
+const credentialFiles = ['common/aws/**/*.ts', 'common/cli/**/*.ts', 'functions/kube/access.ts', 'functions/kube/eks-token.ts'];
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', '.serverless/**', '.build/**', 'coverage/**', '**/*.cjs', '**/*.mjs', '**/*.js'] },
   js.configs.recommended,
@@ -18,6 +24,35 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': 'off',
+    },
+  },
+  // One table boundary (docs/ARCHITECTURE.md, "Store adapter"): only common/store talks to DynamoDB,
+  // plus the local DynamoDB stand-in and the tests that check it; everything else uses the store's
+  // ports. The AWS packages allowed elsewhere are the credential and signing ones, in the files that
+  // sign requests (the block after this one). common/core has its own, stricter block.
+  {
+    files: ['common/**/*.ts', 'functions/**/*.ts', 'xds-gateway/**/*.ts', 'infra/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts'],
+    ignores: ['common/core/**', 'common/store/**', 'infra/local/dynamo/**'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: tableSdk, message: 'Only common/store reaches the DynamoDB table: use its ports (openTable).' },
+          { group: ['@aws-sdk/*', '@smithy/*', ...tableSdk.map((name) => `!${name}`)],
+            message: 'AWS SDK packages outside common/store are for credentials and signing only, in the files listed in eslint.config.mjs.' },
+        ],
+      }],
+    },
+  },
+  {
+    files: credentialFiles,
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: tableSdk, message: 'Only common/store reaches the DynamoDB table: use its ports (openTable).' },
+          { group: ['@aws-sdk/*', '@smithy/*', ...tableSdk.map((name) => `!${name}`), ...credentialPackages.map((name) => `!${name}`)],
+            message: `Outside common/store only these AWS packages are allowed, for credentials and signing: ${credentialPackages.join(', ')}.` },
+        ],
+      }],
     },
   },
   {

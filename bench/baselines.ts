@@ -26,7 +26,8 @@ import { Fleet, type SimEnvoy } from '../infra/local/envoys';
 import { startControlPlaneComponent, type ControlPlaneComponent } from '../infra/local/system/control-plane';
 import { startKubeComponent, type KubeComponent } from '../infra/local/system/kube';
 import { applySamples, SAMPLE_NAMESPACE, sampleCanaryService, sampleFqdn, sampleService } from '../infra/local/system/samples';
-import { canaryCluster, HTTPPROXIES_PATH, inBatches, patchToCanary, programmedAt } from './support/changes';
+import { forEachIndexConcurrently } from '../common/worker-pool';
+import { canaryCluster, HTTPPROXIES_PATH, patchToCanary, programmedAt } from './support/changes';
 import { KNATIVE_PROBER, KnativeRetryLimiter } from './support/knative-queue';
 import { round, summarize, waitFor, type Summary } from './support/stats';
 import { positiveInteger } from './support/args';
@@ -92,7 +93,7 @@ async function startRig(options: BaselineOptions): Promise<Rig> {
 
 async function changeObjects(rig: Rig, count: number): Promise<Map<number, number>> {
   const changedAt = new Map<number, number>();
-  await inBatches(count, 16, async (index) => {
+  await forEachIndexConcurrently(count, 16, async (index) => {
     changedAt.set(index, Date.now());
     await patchToCanary(rig.kube.url, index);
   });

@@ -9,7 +9,6 @@
 // `--batch-size` takes a list to compare stream batch sizes in one session (the Lambda mapping's
 // batchSize; infra/local/system/functions.ts and serverless.yml are set from it); each batch is
 // processed `--repeat` times (fresh records each time) and the median is reported.
-import { marshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as LambdaAttributeValue, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
@@ -21,16 +20,11 @@ import {
   LDS_TYPE_URL,
   memberFromEnvoyState,
   shardOf,
-  toEnvoyStateItem,
   type AggregateShard,
   type EnvoyState,
   type ObjectRef,
 } from '../common/core';
-import { DynamoAggregateStore } from '../common/store/aggregates';
-import { createStoreClients } from '../common/store/client';
-import { DynamoEventStore } from '../common/store/dynamo-store';
-import { documentOperations, type DocumentOperations } from '../common/store/operations';
-import { ensureTable } from '../common/store/table';
+import { envoyStateKey, openTable, streamImageOf, toEnvoyStateItem, type DocumentOperations } from '../common/store';
 import { processConvergenceBatch, type ConvergenceDeps } from '../functions/lib/convergence-batch';
 import { lineageStateFor } from '../xds-gateway/tracking/lineage-mirror';
 import { createStreamDelivery, startLocalDynamo } from '../infra/local/dynamo';
@@ -111,8 +105,7 @@ function envoyState(nodeId: string, acked: number, rev: number, now: number): En
 }
 
 function streamRecord(oldState: EnvoyState, newState: EnvoyState, sequence: number): DynamoDBRecord {
-  const image = (state: EnvoyState): Record<string, LambdaAttributeValue> =>
-    marshall(toEnvoyStateItem(state), { removeUndefinedValues: true }) as unknown as Record<string, LambdaAttributeValue>;
+  const image = (state: EnvoyState): Record<string, LambdaAttributeValue> => streamImageOf(toEnvoyStateItem(state));
   return {
     eventID: `bench-${sequence}`,
     eventName: 'MODIFY',
@@ -120,7 +113,7 @@ function streamRecord(oldState: EnvoyState, newState: EnvoyState, sequence: numb
     eventSource: 'aws:dynamodb',
     awsRegion: 'us-east-1',
     dynamodb: {
-      Keys: { pk: { S: `ENVOY#${newState.nodeId}` }, sk: { S: 'STATE' } },
+      Keys: streamImageOf({ ...envoyStateKey(newState.nodeId) }),
       OldImage: image(oldState),
       NewImage: image(newState),
       SequenceNumber: String(sequence).padStart(21, '0'),
@@ -133,12 +126,17 @@ async function measureFleet(envoys: number, options: ConvergenceBenchOptions): P
   const dynaliteProcess = options.dynaliteProcess ?? 'inline';
   const dynamo = await startLocalDynamo({ logger, shardCount: 2, dynaliteProcess });
   const tableName = `bench-convergence-${envoys}`;
-  const clients = createStoreClients({ region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 10 });
+  // Every read the functions do is counted: openTable wraps the operations all its ports share.
+  const wrapped: { operations?: ReturnType<typeof counting> } = {};
+  const table = openTable(
+    { tableName, logger, client: { region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 10 } },
+    { wrapOperations: (plain) => (wrapped.operations = counting(plain)) },
+  );
+  const operations = wrapped.operations;
+  if (operations === undefined) throw new Error('openTable did not wrap the document operations');
   try {
-    await ensureTable(clients.client, tableName);
-    const operations = counting(documentOperations(clients.documentClient));
-    const store = new DynamoEventStore({ tableName, operations, logger, clock: { now: () => Date.now() } });
-    const aggregates = new DynamoAggregateStore({ tableName, operations, logger });
+    await table.ensureTable();
+    const { store, aggregates } = table;
     const now = Date.now();
     const deps: ConvergenceDeps = { aggregates, store, logger, now: () => Date.now(), policy: { ttlMs: 3_600_000, ackTimeoutMs: 30_000 }, shardCount: options.shards };
 
@@ -233,7 +231,7 @@ async function measureFleet(envoys: number, options: ConvergenceBenchOptions): P
       await delivery.stop();
     }
   } finally {
-    clients.client.destroy();
+    table.close();
     await dynamo.close();
   }
 }

@@ -2,10 +2,11 @@
 // straight to dynalite, and stream-delivery lag (write acknowledged -> handler receives).
 //   npx tsx bench/dynamo.ts [--writers 4] [--batches 40] [--puts 200] [--dynalite-process child|inline]
 //   (or npm run bench -- dynamo)
-import { BatchWriteItemCommand, PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
+import { CDS_TYPE_URL } from '../common/core';
+import { envoyEventKey, envoyStateKey, openTable, type TableAccess } from '../common/store';
 import { createStreamDelivery, startLocalDynamo } from '../infra/local/dynamo';
-import { clientFor, createTestTable, silentLogger } from '../test/support/dynamo-local';
+import { silentLogger } from '../test/support/dynamo-local';
 
 export interface DynamoBenchOptions {
   /** Concurrent BatchWriteItem loops. */
@@ -46,6 +47,9 @@ export interface DynamoBenchResult {
 }
 
 const ITEMS_PER_BATCH = 25; // BatchWriteItem's limit
+/** The event the written items stand for (their content is never read back, only their stream records' keys). */
+const BENCH_VERSION = { lineage: 'bench.boot.group', seq: 1 };
+const BENCH_TYPE_URL = CDS_TYPE_URL;
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
@@ -59,8 +63,7 @@ function lagStats(lags: number[]): LagStats {
 
 /** Runs `writers` loops of BatchWriteItem; returns items/s and each item's ack time. */
 async function batchedWrites(
-  client: DynamoDBClient,
-  table: string,
+  table: TableAccess,
   writers: number,
   batches: number,
 ): Promise<{ itemsPerSec: number; ackedAt: Map<string, number>; sentAt: Map<string, number> }> {
@@ -70,20 +73,12 @@ async function batchedWrites(
   await Promise.all(
     Array.from({ length: writers }, async (_, w) => {
       for (let b = 0; b < batches; b++) {
-        const keys = Array.from({ length: ITEMS_PER_BATCH }, (_, i) => `ENVOY#w${w}-b${b}-i${i}`);
+        const keys = Array.from({ length: ITEMS_PER_BATCH }, (_, i) => envoyEventKey(`w${w}-b${b}-i${i}`, BENCH_VERSION, BENCH_TYPE_URL, 'ACK'));
         const sent = performance.now();
-        for (const pk of keys) sentAt.set(pk, sent);
-        await client.send(
-          new BatchWriteItemCommand({
-            RequestItems: {
-              [table]: keys.map((pk) => ({
-                PutRequest: { Item: { pk: { S: pk }, sk: { S: 'EVENT#lineage#1#type#ACK' }, at: { N: String(Date.now()) }, outcome: { S: 'ACK' } } },
-              })),
-            },
-          }),
-        );
+        for (const { pk } of keys) sentAt.set(pk, sent);
+        await table.rawItems.batchWriteItems(keys.map((key) => ({ ...key, at: Date.now(), outcome: 'ACK' })));
         const now = performance.now();
-        for (const pk of keys) ackedAt.set(pk, now);
+        for (const { pk } of keys) ackedAt.set(pk, now);
       }
     }),
   );
@@ -96,8 +91,10 @@ export async function runDynamoBench(opts: DynamoBenchOptions = {}): Promise<Dyn
   const batches = opts.batchesPerWriter ?? 40;
   const lightPuts = opts.lightLoadPuts ?? 200;
   const dynamo = await startLocalDynamo({ logger: silentLogger, dynaliteProcess: opts.dynaliteProcess ?? 'inline' });
-  const front = clientFor(dynamo.endpoint);
-  const direct = clientFor(dynamo.dynaliteEndpoint);
+  const open = (endpoint: string, tableName: string): TableAccess =>
+    openTable({ tableName, logger: silentLogger, client: { region: 'us-east-1', endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 3 } });
+  const frontTables = { direct: open(dynamo.endpoint, 'bench-direct'), front: open(dynamo.endpoint, 'bench-front'), light: open(dynamo.endpoint, 'bench-light') };
+  const direct = open(dynamo.dynaliteEndpoint, 'bench-direct');
   const receivedAt = new Map<string, number>();
   const handler = async (event: DynamoDBStreamEvent): Promise<void> => {
     const now = performance.now();
@@ -107,16 +104,14 @@ export async function runDynamoBench(opts: DynamoBenchOptions = {}): Promise<Dyn
     }
   };
   try {
-    await createTestTable(front, 'bench-direct');
-    await createTestTable(front, 'bench-front');
-    await createTestTable(front, 'bench-light');
+    for (const table of Object.values(frontTables)) await table.ensureTable();
     // Warm-up: connections, dynalite's first-write paths.
-    await batchedWrites(direct, 'bench-direct', 1, 2);
+    await batchedWrites(direct, 1, 2);
 
-    const directRun = await batchedWrites(direct, 'bench-direct', writers, batches);
+    const directRun = await batchedWrites(direct, writers, batches);
 
     const delivery = createStreamDelivery({ source: dynamo.tableStreams.get('bench-front'), handler, batchSize: 100, logger: silentLogger });
-    const frontRun = await batchedWrites(front, 'bench-front', writers, batches);
+    const frontRun = await batchedWrites(frontTables.front, writers, batches);
     await delivery.stop({ drainTimeoutMs: 60_000 });
     const lagsFrom = (times: Map<string, number>): number[] => [...times].map(([pk, t]) => (receivedAt.get(pk) ?? Number.NaN) - t);
 
@@ -124,9 +119,10 @@ export async function runDynamoBench(opts: DynamoBenchOptions = {}): Promise<Dyn
     const lightAcked = new Map<string, number>();
     const lightSent = new Map<string, number>();
     for (let i = 0; i < lightPuts; i++) {
-      const pk = `LIGHT#${i}`;
+      const key = envoyStateKey(`light-${i}`);
+      const pk = key.pk;
       lightSent.set(pk, performance.now());
-      await front.send(new PutItemCommand({ TableName: 'bench-light', Item: { pk: { S: pk }, sk: { S: 'STATE' } } }));
+      await frontTables.light.rawItems.putItem({ ...key });
       lightAcked.set(pk, performance.now());
       await lightDelivery.idle();
     }
@@ -143,8 +139,8 @@ export async function runDynamoBench(opts: DynamoBenchOptions = {}): Promise<Dyn
       lagLightLoadFromSend: lagStats(lagsFrom(lightSent)),
     };
   } finally {
-    front.destroy();
-    direct.destroy();
+    for (const table of Object.values(frontTables)) table.close();
+    direct.close();
     await dynamo.close();
   }
 }

@@ -17,7 +17,8 @@ import { createEventStoreFromEnv, createStoreClients, ensureTable } from '../com
 import type { ObjectGeneration } from '../common/core';
 import type { WatermarkTarget } from '../infra/local/envoys/fleet-queries';
 import { CONVERGENCE_BATCH_SIZE } from '../infra/local/system/functions';
-import { canaryCluster, HTTPPROXIES_PATH, inBatches, patchToCanary } from './support/changes';
+import { forEachIndexConcurrently } from '../common/worker-pool';
+import { canaryCluster, HTTPPROXIES_PATH, patchToCanary } from './support/changes';
 import { startConditionWatch } from './support/condition-watch';
 import { meanWriteLatencyMs, storeWriteTotals, type StoreWriteTotals } from './support/gateway-metrics';
 import { CHILD_PROCESSES, cpuPercentBetween, cpuSecondsNow, processCpuSeconds, processRssMiB, type ChildPids, type ProcessCpuPercent } from './support/proc';
@@ -346,7 +347,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     };
     const sampler = setInterval(sample, 250);
     const changedAt = new Map<string, number>();
-    await inBatches(names.length, options.patchConcurrency, async (index) => {
+    await forEachIndexConcurrently(names.length, options.patchConcurrency, async (index) => {
       changedAt.set(`sample-${index}`, Date.now());
       await patchToCanary(system.kube.url, index);
     });

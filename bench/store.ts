@@ -6,7 +6,8 @@
 import { Command } from 'commander';
 import pino from 'pino';
 
-import { LDS_TYPE_URL, toEnvoyEventItem, type EnvoyEvent } from '../common/core';
+import { LDS_TYPE_URL, type EnvoyEvent } from '../common/core';
+import { toEnvoyEventItem } from '../common/store';
 import { createStoreClients } from '../common/store/client';
 import { DynamoEventStore } from '../common/store/dynamo-store';
 import { iteratePages } from '../common/store/listing';

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Command } from 'commander';
 import pino from 'pino';
 
-import { createStoreClients, ensureTable } from '../common/store';
+import { openTable } from '../common/store';
 import { startLocalDynamo } from '../infra/local/dynamo';
 import { describeExit, watchStderr } from '../infra/local/child-process';
 import { cpuSecondsNow, type ChildPids, type CpuReading } from './support/proc';
@@ -104,11 +104,11 @@ export interface WriteCeilingRow extends WriteCeilingResult {
 /** Standalone: a local DynamoDB as the local system runs it (dynalite in a child), each path `repeats` times, alternating. */
 export async function runWriteCeiling(options: { writes: number; concurrency: number; repeats: number }): Promise<WriteCeilingRow[]> {
   const local = await startLocalDynamo({ dynaliteProcess: 'child', logger: pino({ level: 'warn' }) });
-  const clients = createStoreClients({ region: local.region, endpoint: local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const tableName = 'write-ceiling';
+  const table = openTable({ tableName, logger: pino({ level: 'warn' }), client: { region: local.region, endpoint: local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } });
   const rows: WriteCeilingRow[] = [];
   try {
-    const tableName = 'write-ceiling';
-    await ensureTable(clients.client, tableName);
+    await table.ensureTable();
     for (let run = 1; run <= options.repeats; run++) {
       for (const via of ['front', 'direct'] as const) {
         const result = await measureWriteCeiling({
@@ -123,7 +123,7 @@ export async function runWriteCeiling(options: { writes: number; concurrency: nu
       }
     }
   } finally {
-    clients.client.destroy();
+    table.close();
     await local.close();
   }
   return rows;

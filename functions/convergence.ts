@@ -12,8 +12,7 @@
 //   STATUS_MESSAGE_REFRESH_MS (10000)                    the handoff's sweep rewrites stale not-True messages
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent, DynamoDBStreamHandler } from 'aws-lambda';
 import pino from 'pino';
-import { z } from 'zod';
-
+import { DECISION_REFRESH_SETTINGS, functionsConfig, FunctionsConfig } from './lib/config';
 import { buildFunctionContext, type FunctionContext } from './lib/context';
 import { processConvergenceBatch } from './lib/convergence-batch';
 import { GenerationCache } from './lib/evaluate';
@@ -21,18 +20,9 @@ import { buildStatusHandoff, type StatusHandoffBuildOptions } from './lib/status
 
 let context: FunctionContext | undefined;
 
-/**
- * Default of DECISION_REFRESH_MS: off, so a decision's counts are always current. The local system
- * turns it on (1000 ms): the condition never waits for it (verdict changes are written at once).
- */
-export const DEFAULT_DECISION_REFRESH_MS = 0;
-
-const refreshSchema = z.object({ DECISION_REFRESH_MS: z.coerce.number().int().min(0).max(600_000).default(DEFAULT_DECISION_REFRESH_MS) });
-
 /** DECISION_REFRESH_MS from the environment (validated; empty means the default). */
-export function decisionRefreshFromEnv(env: Record<string, string | undefined>): number {
-  const value = env['DECISION_REFRESH_MS'];
-  return refreshSchema.parse(value === undefined || value === '' ? {} : { DECISION_REFRESH_MS: value }).DECISION_REFRESH_MS;
+export function decisionRefreshFromEnv(source: Record<string, string | undefined> | FunctionsConfig): number {
+  return functionsConfig(source).slice(DECISION_REFRESH_SETTINGS).DECISION_REFRESH_MS;
 }
 
 /** Sets DECISION_REFRESH_MS on a convergence context: the rewrite throttle and the item cache's lifetime. */
@@ -48,7 +38,7 @@ export function configureDecisionRefresh(context: FunctionContext, refreshMs: nu
  * logged and convergence runs without the handoff (the status function still writes every condition).
  * Returns whether the handoff is on.
  */
-export function configureStatusHandoff(context: FunctionContext, env: Record<string, string | undefined>, options: Partial<StatusHandoffBuildOptions> = {}): boolean {
+export function configureStatusHandoff(context: FunctionContext, env: Record<string, string | undefined> | FunctionsConfig, options: Partial<StatusHandoffBuildOptions> = {}): boolean {
   const { logger } = context.deps;
   delete context.deps.statusHandoff;
   try {
@@ -67,9 +57,11 @@ export function configureStatusHandoff(context: FunctionContext, env: Record<str
 
 export function convergenceContext(): FunctionContext {
   if (context === undefined) {
-    const built = buildFunctionContext(process.env, pino({ name: 'convergence', level: process.env['LOG_LEVEL'] ?? 'info' }));
-    configureDecisionRefresh(built, decisionRefreshFromEnv(process.env));
-    configureStatusHandoff(built, process.env);
+    // The environment is parsed once; each part takes its slice of it.
+    const config = FunctionsConfig.fromEnv(process.env);
+    const built = buildFunctionContext(config, pino({ name: 'convergence', level: process.env['LOG_LEVEL'] ?? 'info' }));
+    configureDecisionRefresh(built, decisionRefreshFromEnv(config));
+    configureStatusHandoff(built, config);
     context = built;
   }
   return context;

@@ -2,25 +2,16 @@
 // fleet. See docs/FUNCTIONS.md for the routes. Configuration: TABLE_NAME, AWS_REGION,
 // DYNAMODB_ENDPOINT (local), ENVOY_TTL_MS, ACK_TIMEOUT_MS, QUERY_NAMESPACES (allow-list of namespaces
 // whose objects may be shown; unset or "*" = all, see query/namespaces.ts).
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import pino, { type Logger } from 'pino';
-import { z } from 'zod';
 
-import { objectGenerationKey, type ConvergencePolicy } from '../common/core';
-import { createEventStoreFromEnv, InvalidPageTokenError, InvalidStoreInputError } from '../common/store';
+import { type ConvergencePolicy } from '../common/core';
+import { openTableFromEnv, InvalidPageTokenError, InvalidStoreInputError } from '../common/store';
+import { FunctionsConfig, QUERY_SETTINGS } from './lib/config';
 import { HttpError, json, problem, type QueryResponse } from './query/http';
 import { namespaceAllowed, parseNamespaceScope, type NamespaceScope } from './query/namespaces';
 import { route } from './query/routes';
 import { envoyDetail, fleetPage, objectView, type QueryStore, type ViewContext } from './query/views';
-
-const queryEnvSchema = z.object({
-  TABLE_NAME: z.string().min(3),
-  ENVOY_TTL_MS: z.coerce.number().int().positive().default(300_000),
-  ACK_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
-  QUERY_MAX_FLEET_SCAN: z.coerce.number().int().positive().default(20_000),
-  QUERY_NAMESPACES: z.string().optional(),
-});
 
 export interface QueryHandlerOptions {
   env?: Record<string, string | undefined>;
@@ -33,15 +24,13 @@ export type QueryHandler = (event: APIGatewayProxyEventV2) => Promise<QueryRespo
 export function createQueryHandler(options: QueryHandlerOptions = {}): QueryHandler {
   const env = options.env ?? process.env;
   const logger = options.logger ?? pino({ name: 'query', level: env['LOG_LEVEL'] ?? 'info' });
-  const settings = queryEnvSchema.parse(env);
+  // As given: the query function has always read an empty value as that value (QUERY_NAMESPACES="" is every namespace).
+  const settings = FunctionsConfig.fromEnv(env, { emptyIsUnset: false }).slice(QUERY_SETTINGS);
   const namespaces = parseNamespaceScope(settings.QUERY_NAMESPACES);
-  const { store, clients } = createEventStoreFromEnv(env, logger);
+  const { store, objectItems } = openTableFromEnv(env, logger);
   const policy: ConvergencePolicy = { ttlMs: settings.ENVOY_TTL_MS, ackTimeoutMs: settings.ACK_TIMEOUT_MS };
   const now = options.now ?? Date.now;
-  const rawObjectItem: ViewContext['rawObjectItem'] = async (ref, generation) => {
-    const output = await clients.documentClient.send(new GetCommand({ TableName: settings.TABLE_NAME, Key: objectGenerationKey(ref, generation) }));
-    return output.Item;
-  };
+  const rawObjectItem: ViewContext['rawObjectItem'] = (ref, generation) => objectItems.getObjectGenerationItem(ref, generation);
   return (event) => handleQuery(event, { store, policy, now: now(), maxFleetScan: settings.QUERY_MAX_FLEET_SCAN, maxBlockersListed: 100, rawObjectItem }, logger, namespaces);
 }
 

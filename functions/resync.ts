@@ -6,23 +6,31 @@
 import type { ScheduledHandler } from 'aws-lambda';
 import pino from 'pino';
 
+import { FunctionsConfig } from './lib/config';
 import { buildFunctionContext, type FunctionContext } from './lib/context';
 import { runConditionResync, type ConditionResyncReport } from './lib/resync-conditions';
 import { buildConditionResync, type ConditionResync } from './lib/resync-conditions-context';
 import { runResync, type ResyncReport } from './lib/resync-run';
 
+let config: FunctionsConfig | undefined;
 let context: FunctionContext | undefined;
 let conditions: ConditionResync | null | undefined;
 
+/** The environment, parsed once per container for both passes. */
+function resyncConfig(): FunctionsConfig {
+  config ??= FunctionsConfig.fromEnv(process.env);
+  return config;
+}
+
 export function resyncContext(): FunctionContext {
-  context ??= buildFunctionContext(process.env, pino({ name: 'resync', level: process.env['LOG_LEVEL'] ?? 'info' }));
+  context ??= buildFunctionContext(resyncConfig(), pino({ name: 'resync', level: process.env['LOG_LEVEL'] ?? 'info' }));
   return context;
 }
 
 /** The condition pass from the environment, once per container; null when TRACKED_KINDS is unset. */
 export function resyncConditions(ctx: FunctionContext = resyncContext()): ConditionResync | null {
   if (conditions === undefined) {
-    conditions = buildConditionResync(process.env, ctx.deps.logger, { aggregates: ctx.aggregates }) ?? null;
+    conditions = buildConditionResync(resyncConfig(), ctx.deps.logger, { aggregates: ctx.aggregates }) ?? null;
     if (conditions === null) ctx.deps.logger.info('TRACKED_KINDS is not set: resync does not re-assert conditions');
   }
   return conditions;

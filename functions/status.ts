@@ -9,26 +9,13 @@
 //                                                        at most this often (0: never; docs/FUNCTIONS.md)
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import pino, { type Logger } from 'pino';
-import { z } from 'zod';
-import { conditionSettingsShape } from './kube/condition-settings';
-import { messageRefreshSettingsShape } from './status/refresh-settings';
 
-import { createEventStoreFromEnv } from '../common/store';
-import { createKubeAccess, kubeAccessConfigFromEnv, type KubeAccess } from './kube/access';
-import { StatusWriter } from './kube/status-writer';
-import { parseTrackedKinds, TrackedKinds } from './kube/tracked-kinds';
-import { dynamoObjectCleanup } from './status/object-cleanup';
+import { openTableFromEnv } from '../common/store';
+import type { KubeAccess } from './kube/access';
+import { conditionWritingFromConfig } from './kube/condition-writing';
+import { TRACKED_KINDS_NOT_SET } from './kube/tracked-kinds';
+import { FunctionsConfig, STATUS_SETTINGS, withoutEmpty } from './lib/config';
 import { processStatusBatch, type StatusProcessorDeps } from './status/process';
-
-const statusEnvSchema = z.object({
-  ...conditionSettingsShape,
-  ...messageRefreshSettingsShape,
-});
-
-/** Empty strings (serverless params left blank) mean "not set". */
-function withoutEmpty(env: Record<string, string | undefined>): Record<string, string | undefined> {
-  return Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
-}
 
 export interface StatusHandlerOptions {
   env?: Record<string, string | undefined>;
@@ -42,20 +29,18 @@ export interface StatusHandlerOptions {
 export function createStatusHandler(options: StatusHandlerOptions = {}): (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse> {
   const env = withoutEmpty(options.env ?? process.env);
   const logger = options.logger ?? pino({ name: 'status', level: env['LOG_LEVEL'] ?? 'info' });
-  const settings = statusEnvSchema.parse(env);
-  const kinds = new TrackedKinds(parseTrackedKinds(env['TRACKED_KINDS']));
-  const access = options.access ?? createKubeAccess(kubeAccessConfigFromEnv(env));
-  const { store, clients } = createEventStoreFromEnv(env, logger);
+  const config = FunctionsConfig.fromEnv(env);
+  const settings = config.slice([...STATUS_SETTINGS, 'TRACKED_KINDS']);
+  if (settings.TRACKED_KINDS === undefined) throw new Error(TRACKED_KINDS_NOT_SET);
   const now = options.now ?? Date.now;
-  const writer = new StatusWriter({ access, kinds, logger, now, writeOnMessageChange: settings.STATUS_WRITE_ON_MESSAGE_CHANGE === 'true' });
+  const writing = conditionWritingFromConfig(config, settings.TRACKED_KINDS, logger, { ...(options.access === undefined ? {} : { access: options.access }), now });
+  const { writer } = writing;
+  const { store, objectCleanup } = openTableFromEnv(env, logger);
   const deps: StatusProcessorDeps = {
-    writer,
+    ...writing,
     store,
-    cleanup: dynamoObjectCleanup(clients.documentClient, z.string().parse(env['TABLE_NAME'])),
+    cleanup: objectCleanup,
     logger,
-    conditionType: settings.CONDITION_TYPE,
-    kinds,
-    writeOnMessageChange: settings.STATUS_WRITE_ON_MESSAGE_CHANGE === 'true',
     messageRefreshMs: settings.STATUS_MESSAGE_REFRESH_MS,
     now,
   };

@@ -30,15 +30,3 @@ export function programmedAt(truth: GroundTruth, envoyId: string, cluster: strin
   }
   return latest;
 }
-
-/** Runs `task(0..count-1)` with at most `concurrency` in flight. */
-export async function inBatches(count: number, concurrency: number, task: (index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < count) {
-      const index = next++;
-      await task(index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
-}

@@ -8,6 +8,7 @@ import pino from 'pino';
 import { z } from 'zod';
 
 import { createEventStore } from '../../common/store';
+import { forEachConcurrently } from '../../common/worker-pool';
 import { ceilingStates } from './ceiling-states';
 
 const optionsSchema = z.object({
@@ -36,17 +37,11 @@ async function writeAll(options: WriterOptions): Promise<WriterReply> {
   });
   const states = ceilingStates({ count: options.warmup + options.writes, nodeIdPrefix: options.nodeIdPrefix, lineage: options.lineage, seq: 1, now: Date.now() });
   const run = async (batch: typeof states): Promise<number> => {
-    let next = 0;
     let written = 0;
-    const worker = async (): Promise<void> => {
-      while (next < batch.length) {
-        const state = batch[next++];
-        if (state === undefined) return;
-        const result = await store.updateEnvoyState(state, undefined);
-        if (result.ok) written++;
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(options.concurrency, batch.length) }, worker));
+    await forEachConcurrently(batch, options.concurrency, async (state) => {
+      const result = await store.updateEnvoyState(state, undefined);
+      if (result.ok) written++;
+    });
     return written;
   };
   try {

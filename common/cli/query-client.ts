@@ -5,6 +5,7 @@
 import { z } from 'zod';
 // untrusted-text directly, not the core's index: the CLI starts in the time kubectl does only if it
 // loads what it uses (the index pulls in every schema).
+import type { ObjectRef } from '../core/identity';
 import { displaySafe } from '../core/untrusted-text';
 import { functionUrlRegion } from './function-url';
 
@@ -118,12 +119,8 @@ export class QueryApiError extends Error {
   }
 }
 
-export interface ObjectRef {
-  group: string;
-  kind: string;
-  namespace: string;
-  name: string;
-}
+/** The object an answer is about: the core's reference (group '' is the core API group). */
+export type { ObjectRef };
 
 export interface QueryClientOptions {
   url: string;

@@ -1,7 +1,7 @@
 // Port for the convergence aggregates (docs/CONVERGENCE.md): lineage shards, the lineage registry,
 // the pending index and decisions. common/store/aggregates.ts implements it for DynamoDB.
-import type { AggregateShard } from './schema';
-import type { Decision } from './decision';
+import type { AggregateShard } from './aggregate-shard';
+import type { Decision } from './stored-decision';
 import type { ObjectRef } from './identity';
 import type { Cursor, ItemRead, Page, PageRequest } from './ports';
 import type { Lineage } from './version';

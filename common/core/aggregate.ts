@@ -6,14 +6,16 @@
 //
 // Updates are ordered by rev: a member is replaced only by a summary of a strictly newer state, so
 // redelivered or reordered stream records are no-ops (idempotent) and never double-counted.
-import { convergenceState, nackBlocker, sortBlockers, unobservableConvergence, unresolvedNacks, type Blocker, type Convergence, type ConvergencePolicy } from './convergence';
+import type { Blocker } from './blocker';
+import { convergenceState, nackBlocker, sortBlockers, unobservableConvergence, unresolvedNacks, type Convergence, type ConvergencePolicy } from './convergence';
 import type { ObjectRef } from './identity';
 import { shortTypeName } from './type-urls';
-import { ITEM_KIND, MEMBER_MESSAGE_LENGTH, NOT_PROGRAMMED, type AggregateShard, type EnvoyState, type LineageWatermark, type Member } from './schema';
+import { MEMBER_MESSAGE_LENGTH, NOT_PROGRAMMED, type AggregateShard, type Member } from './aggregate-shard';
+import { type EnvoyState } from './envoy-record';
+import { type LineageWatermark } from './object-generation';
 import type { Watermark } from './watermark';
 import type { Lineage } from './version';
 
-export const AGGREGATE_SHARD_KIND = ITEM_KIND.aggregateShard;
 export const DEFAULT_SHARD_COUNT = 16;
 
 /** FNV-1a (32 bit): stable across processes and runtimes, unlike any built-in hash. */

@@ -3,8 +3,9 @@
 // it was (Contour and others keep their own conditions there). `lastTransitionTime` is "the last time
 // the condition transitioned from one status to another" (metav1.Condition), so it changes only when
 // status flips, not when reason or message change.
-import type { Blocker, BlockingNack, Convergence } from './convergence';
-import type { Condition, ConditionStatus } from './schema';
+import type { Blocker, BlockingNack } from './blocker';
+import type { Convergence } from './convergence';
+import type { Condition, ConditionStatus } from './metav1-condition';
 import { truncateUtf8 } from './truncate';
 import { shortTypeName } from './type-urls';
 import { displaySafe } from './untrusted-text';

@@ -3,11 +3,12 @@
 // lineage(s). No NACK laundering (invariant 2): an unresolved NACK on any subscribed type blocks the
 // Envoy and its message is carried in the result. Liveness (invariant 3): expired Envoys and Envoys
 // not seen for the TTL leave the denominator.
+import type { Blocker, BlockingNack } from './blocker';
+import type { ConvergenceState } from './convergence-state';
 import { formatObjectRef, type ObjectRef } from './identity';
-import type { EnvoyState } from './schema';
+import type { EnvoyState } from './envoy-record';
 import { isLive, stuckTypesAsStored, waitingSince } from './staleness';
 import { watermarkProgress, type Watermark } from './watermark';
-import type { Lineage } from './version';
 
 export interface ConvergencePolicy {
   /** An Envoy not seen for this long is out of the denominator. */
@@ -17,35 +18,6 @@ export interface ConvergencePolicy {
   /** Types every Envoy must have subscribed before it can count as programmed. */
   requiredTypeUrls?: readonly string[];
 }
-
-/** A NACK as a blocker carries it: `objects`/`resources` are its blame when it has one (schema NackBlame). */
-export interface BlockingNack {
-  typeUrl: string;
-  seq: number;
-  message: string;
-  at: number;
-  objects?: string[];
-  resources?: string[];
-}
-
-/**
- * `nacked`: the Envoy rejected a response, and the rejection is this object's (its blame names the
- * object) or nobody's in particular (no blame): Rejected. `blocked`: every NACK holding the Envoy back
- * blames other objects only; the object's change is caught in a response the Envoy rejected because of
- * them (docs/CONVERGENCE.md, "NACK attribution"). Both keep the object from counting as programmed.
- */
-export type Blocker =
-  | { nodeId: string; reason: 'nacked'; nacks: BlockingNack[] }
-  | { nodeId: string; reason: 'blocked'; nacks: BlockingNack[] }
-  | { nodeId: string; reason: 'stuck'; typeUrls: string[]; since: number }
-  | { nodeId: string; reason: 'noWatermark'; lineages: Lineage[] }
-  | { nodeId: string; reason: 'pending'; typeUrls: string[] };
-
-/**
- * Invalid: the controller rejected the generation (its status says so), so no Envoy can program it.
- * Blocked: not programmed because Envoys rejected other objects' resources (no NACK is this object's).
- */
-export type ConvergenceState = 'Programmed' | 'Pending' | 'Rejected' | 'Blocked' | 'Stuck' | 'NoEnvoys' | 'GenerationNotObservable' | 'Invalid';
 
 export interface Convergence {
   object: ObjectRef;

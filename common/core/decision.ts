@@ -1,87 +1,15 @@
 // The convergence function's decision for one object generation, stored on its
-// `OBJECT#<ref> / GEN#<g>` item under the attribute `decision` (docs/CONVERGENCE.md). This is the
+// object generation record (object-generation.ts; docs/CONVERGENCE.md). This is the
 // hand-off to the status function: convergence writes it, status turns it into the Kubernetes
 // condition with `conditionForDecision` (core buildCondition + the true count of omitted blockers).
 //
 // The blocker list is capped so the item stays far below DynamoDB's 400 KB item limit whatever the
 // fleet size; `blockersOmitted` keeps the real count so the condition can still say "and N more".
-import { z } from 'zod';
+import type { Blocker } from './blocker';
 import { buildCondition, type BuildConditionOptions, type ConditionDraft } from './conditions';
-import type { Blocker, Convergence, ConvergenceState } from './convergence';
+import type { Convergence } from './convergence';
 import type { ObjectRef } from './identity';
-import { MAX_BLAMED, MAX_BLAMED_NAME_LENGTH } from './nack-blame';
-
-/** Item attribute holding the decision. */
-export const DECISION_ATTRIBUTE = 'decision';
-
-/** Blockers stored per decision (the condition names at most a few; the rest are counted). */
-export const MAX_DECISION_BLOCKERS = 20;
-
-/** Longest NACK message kept in a stored blocker, in characters (the condition quotes ≤ 1 KiB). */
-export const MAX_DECISION_MESSAGE_LENGTH = 1024;
-
-const CONVERGENCE_STATES = ['Programmed', 'Pending', 'Rejected', 'Blocked', 'Stuck', 'NoEnvoys', 'GenerationNotObservable', 'Invalid'] as const satisfies readonly ConvergenceState[];
-
-const count = z.number().int().nonnegative();
-const epochMs = z.number().int().nonnegative();
-
-const blockingNacks = z.array(
-  z.object({
-    typeUrl: z.string(),
-    seq: count,
-    message: z.string().max(MAX_DECISION_MESSAGE_LENGTH),
-    at: epochMs,
-    objects: z.array(z.string()).max(MAX_BLAMED).optional(),
-    resources: z.array(z.string().max(MAX_BLAMED_NAME_LENGTH)).max(MAX_BLAMED).optional(),
-  }),
-);
-
-export const DecisionBlockerSchema = z.discriminatedUnion('reason', [
-  z.object({ nodeId: z.string(), reason: z.literal('nacked'), nacks: blockingNacks }),
-  z.object({ nodeId: z.string(), reason: z.literal('blocked'), nacks: blockingNacks }),
-  z.object({ nodeId: z.string(), reason: z.literal('stuck'), typeUrls: z.array(z.string()), since: epochMs }),
-  z.object({ nodeId: z.string(), reason: z.literal('noWatermark'), lineages: z.array(z.string()) }),
-  z.object({ nodeId: z.string(), reason: z.literal('pending'), typeUrls: z.array(z.string()) }),
-]);
-
-export const DecisionSchema = z.object({
-  state: z.enum(CONVERGENCE_STATES),
-  /** Live Envoys programmed at this generation. */
-  programmed: count,
-  /** Live Envoys (the denominator). */
-  total: count,
-  /** The first MAX_DECISION_BLOCKERS blockers, most severe first (core computeConvergence order). */
-  blockers: z.array(DecisionBlockerSchema).max(MAX_DECISION_BLOCKERS),
-  /** Blockers beyond the stored ones. */
-  blockersOmitted: count,
-  notObservableReason: z.string().optional(),
-  /** Invalid: the controller's message, as the gateway stored it (capped there). */
-  controllerMessage: z.string().max(MAX_DECISION_MESSAGE_LENGTH).optional(),
-  /** When it was decided (epoch ms): the "now" for stuck durations in the condition message. */
-  decidedAt: epochMs,
-  /**
-   * Monotonic freshness of the aggregate snapshot the decision was computed from (sum of the shard
-   * versions read). A write is conditional on the stored evaluatedRev being <= this one, so a slow
-   * evaluation from older aggregates never overwrites a newer decision.
-   */
-  evaluatedRev: count,
-  /**
-   * The same freshness per lineage read. The write condition compares these (`isStaleDecision`):
-   * a lineage that left the live set between two evaluations would make the total drop and refuse
-   * every later decision (docs/CONVERGENCE.md, "Decision freshness"). Absent on older items.
-   */
-  evaluatedRevs: z.record(z.string(), count).optional(),
-  /**
-   * Version of the lineage registry the snapshot's set of live lineages came from (it only grows). A
-   * decision from an older registry read is stale: a lineage missing from its snapshot may be one it
-   * did not know yet, not one that died.
-   */
-  registryVersion: count.optional(),
-  /** Set when a newer generation of the object exists: this one is no longer decided (or written). */
-  supersededBy: z.number().int().positive().optional(),
-});
-export type Decision = z.infer<typeof DecisionSchema>;
-export type DecisionBlocker = z.infer<typeof DecisionBlockerSchema>;
+import { MAX_DECISION_BLOCKERS, MAX_DECISION_MESSAGE_LENGTH, type Decision, type DecisionBlocker } from './stored-decision';
 
 function capMessage(message: string): string {
   return message.length <= MAX_DECISION_MESSAGE_LENGTH ? message : `${message.slice(0, MAX_DECISION_MESSAGE_LENGTH - 1)}…`;

@@ -3,7 +3,7 @@
 // `rev` is not touched here: the writer sets `rev = storedRev + 1` when it persists (ports.ts).
 import type { EnvoyIdentity } from './identity';
 import { programmedThrough, type TypeHistory, type ProgrammedThroughOptions } from './programmed-through';
-import type { EnvoyState, TypeState } from './schema';
+import type { EnvoyState, TypeState } from './envoy-record';
 import { truncateUtf8, MAX_MESSAGE_BYTES } from './truncate';
 import type { GatewayVersion, Lineage } from './version';
 

@@ -5,17 +5,8 @@
 // durable from the moment the STATE write carrying it is confirmed; it is in the log item before it
 // leaves the STATE. A crash between the two writes leaves an event in both: readers keep one
 // (`dedupeEvents`), as they would for any replay.
-import {
-  CarriedEventSchema,
-  MAX_EVENTS_PER_ITEM,
-  carriedEventIdentity,
-  carriedTypeFields,
-  carriedTypeUrl,
-  type CarriedEvent,
-  type EnvoyEvent,
-  type EnvoyState,
-  type TypeState,
-} from './schema';
+import { CarriedEventSchema, MAX_EVENTS_PER_ITEM, carriedEventIdentity, carriedTypeFields, carriedTypeUrl, type CarriedEvent, type EnvoyEvent } from './envoy-event';
+import { type EnvoyState, type TypeState } from './envoy-record';
 import { MAX_MESSAGE_BYTES, truncateUtf8 } from './truncate';
 
 export interface EventLogLimits {

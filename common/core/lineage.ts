@@ -2,7 +2,8 @@
 // history, and the watermark "what is current right now". Pure; the gateway persists the result.
 import { lineageGroupId } from './identity';
 import { parsedError, parsedOk, type Parsed } from './result';
-import type { LineageState, LineageWatermark } from './schema';
+import type { LineageState } from './lineage-state';
+import type { LineageWatermark } from './object-generation';
 import { makeLineage } from './version';
 
 /** Default number of changes kept per type (bounds the item far below DynamoDB's 400 KB). */

@@ -1,6 +1,6 @@
 // Bounds on what an Envoy says about itself (DiscoveryRequest.node), checked where it enters the
 // gateway (xds-gateway/relay/node.ts) before anything of it is kept or written. Every bound sits well
-// inside what the table stores (schema.ts: MAX_NODE_ID_LENGTH, the 1,024-character `cluster` and
+// inside what the table stores (record-fields.ts: MAX_NODE_ID_LENGTH; envoy-record.ts: the 1,024-character `cluster` and
 // `group`, DynamoDB's 2,048-byte partition key and 400 KB item) so a node that passes can always be
 // recorded: a write that can never succeed must be refused at the edge, not retried for ever in the
 // recorder while its lineage waits for it (docs/GATEWAY.md, "What an Envoy may send").

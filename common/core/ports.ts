@@ -5,17 +5,11 @@
 // callers treat as retryable.
 import type { EventLogBatch } from './event-log';
 import type { ObjectRef } from './identity';
-import type {
-  Condition,
-  EnvoyEvent,
-  EnvoyState,
-  ItemKey,
-  ItemKind,
-  LineageState,
-  LineageWatermark,
-  ObjectGeneration,
-  TableItem,
-} from './schema';
+import type { EnvoyEvent } from './envoy-event';
+import type { EnvoyState } from './envoy-record';
+import type { LineageState } from './lineage-state';
+import type { Condition } from './metav1-condition';
+import type { LineageWatermark, ObjectGeneration } from './object-generation';
 import type { Lineage } from './version';
 
 /** Time, passed in so the core stays deterministic. Epoch milliseconds. */
@@ -33,7 +27,13 @@ export interface PageRequest {
   cursor?: Cursor;
 }
 
-/** An item that failed validation (schema.parseItem): reported, skipped, never thrown. */
+/** Where a stored item is: its table key (common/store/table-layout.ts builds them). */
+export interface ItemKey {
+  pk: string;
+  sk: string;
+}
+
+/** An item that failed validation (common/store parseItem): reported, skipped, never thrown. */
 export interface CorruptItem {
   key?: ItemKey;
   error: string;
@@ -156,18 +156,5 @@ export interface LineageStore {
   putLineageState(state: LineageState, expectedRev: number | undefined): Promise<ConditionalWriteResult<LineageState>>;
 }
 
-export interface ScanRequest extends PageRequest {
-  /** Only items of this kind (a filter: pages may come back empty with a cursor). */
-  kind?: ItemKind;
-  /** Parallel scan (DynamoDB Scan Segment/TotalSegments). */
-  segment?: number;
-  totalSegments?: number;
-}
-
-/** Paged iteration over the whole table, for resync (rebuilding aggregates from the items). */
-export interface TableScanner {
-  scanItems(request?: ScanRequest): Promise<Page<TableItem>>;
-}
-
-/** Everything the gateway and the functions need from the table. */
-export interface EventStore extends EnvoyStore, ObjectStore, LineageStore, TableScanner {}
+/** Everything the gateway and the functions need from the table's Envoy, object and lineage items (common/store adds the whole-table scan: TableStore). */
+export interface EventStore extends EnvoyStore, ObjectStore, LineageStore {}

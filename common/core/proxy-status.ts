@@ -1,6 +1,7 @@
 // A fleet view like `istioctl proxy-status`: per Envoy and type, is it running what its gateway
 // currently serves? For the query function; pure.
-import type { EnvoyState, LineageState } from './schema';
+import type { EnvoyState } from './envoy-record';
+import type { LineageState } from './lineage-state';
 import { currentTypeVersions } from './lineage';
 
 /**

@@ -3,7 +3,9 @@
 // reason for the caller to log; nothing here throws on what an Envoy sends.
 import type { RequestClass } from './classify';
 import { applyAck, applyNack, applyNamesAdded, applySubscribe } from './envoy-state';
-import { ttlEpochSeconds, type EnvoyEvent, type EnvoyState } from './schema';
+import { type EnvoyEvent } from './envoy-event';
+import { type EnvoyState } from './envoy-record';
+import { ttlEpochSeconds } from './ttl';
 import { stuckTypes } from './staleness';
 import { truncateUtf8, MAX_MESSAGE_BYTES } from './truncate';
 import { parseVersion, type Lineage } from './version';

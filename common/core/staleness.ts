@@ -1,6 +1,6 @@
 // Staleness (brief §2 "the denominator"): an Envoy not seen for the TTL leaves the denominator; a
 // response neither ACKed nor NACKed within the ACK timeout is stuck and reported, not waited on forever.
-import type { EnvoyState } from './schema';
+import type { EnvoyState } from './envoy-record';
 
 /** Not yet expired, but not seen for more than `ttlMs`. */
 export function shouldExpire(envoy: EnvoyState, now: number, ttlMs: number): boolean {

@@ -4,7 +4,7 @@
 // becomes. Conditions are a list map keyed by `type` (metav1.Condition, +listMapKey=type): we touch
 // only ours and keep every other entry byte for byte, whatever its shape.
 import { conditionChanged, setCondition, type ConditionDraft } from './conditions';
-import { ConditionSchema, type Condition } from './schema';
+import { ConditionSchema, type Condition } from './metav1-condition';
 
 /** A condition as found on an object: ours is validated, foreign ones are kept as they are. */
 export type RawCondition = Record<string, unknown>;

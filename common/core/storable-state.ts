@@ -2,7 +2,7 @@
 // lineage's `envoysRecorded` (docs/CONVERGENCE.md, "The denominator"): a state counted but never
 // stored would leave convergence waiting for it for ever, so one that can never be written is refused
 // first, and the Envoy's stream with it (docs/GATEWAY.md, "What an Envoy may send").
-import { EnvoyStateSchema, type EnvoyState } from './schema';
+import { EnvoyStateSchema, type EnvoyState } from './envoy-record';
 import { utf8Length } from './truncate';
 
 /**

@@ -1,5 +1,6 @@
 // Watermarks W(X, G) (docs/ARCHITECTURE.md, "Core model") and whether an Envoy has reached one.
-import type { EnvoyState, LineageWatermark, ObjectGeneration } from './schema';
+import type { EnvoyState } from './envoy-record';
+import type { LineageWatermark, ObjectGeneration } from './object-generation';
 import type { Lineage } from './version';
 
 export type Watermark =

@@ -3,24 +3,9 @@
 // No transactions (dynalite has none): every write is one item, conditional on a version attribute
 // (optimistic locking) or idempotent by key.
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
 
 import {
-  AGGREGATE_SHARD_KIND,
-  AggregateShardItemSchema,
-  DECISION_ATTRIBUTE,
   DecisionSchema,
-  ITEM_KIND,
-  LINEAGE_REGISTRY_KEY,
-  LineageRegistryItemSchema,
-  PendingGenerationItemSchema,
-  SCHEMA_VERSION,
-  SHARD_SK_PREFIX,
-  aggregateShardKey,
-  objectGenerationKey,
-  pendingKey,
-  PENDING_PK_PREFIX,
-  AGGREGATE_PK_PREFIX,
   type AggregateShard,
   type AggregateStore,
   type Decision,
@@ -32,22 +17,21 @@ import {
   type PageRequest,
   type PendingEntry,
 } from '../core';
+import { AggregateShardItemSchema, LineageRegistryItemSchema, PendingGenerationItemSchema } from './items';
+import { DECISION_ATTRIBUTE, ITEM_KIND, LINEAGE_REGISTRY_KEY, SCHEMA_VERSION, SHARD_SK_PREFIX, aggregateShardKey, objectGenerationKey, pendingKey, PENDING_PK_PREFIX, AGGREGATE_PK_PREFIX } from './table-layout';
 import { describeZodIssues, isConditionalCheckFailed } from './errors';
 import type { StoreLogger } from './logger';
 import type { DocumentOperations } from './operations';
+import { decodePageToken, nextPageToken, type ListingKeyRules } from './page-token';
 
 const PENDING_KIND = ITEM_KIND.pendingGeneration;
 const REGISTRY_KIND = ITEM_KIND.lineageRegistry;
 /** Hours a pending entry marked done lives when deleting it failed (DynamoDB TTL removes it). */
 const DONE_ENTRY_TTL_SECONDS = 3600;
-const CursorKeySchema = z.object({ pk: z.string(), sk: z.string() });
-
-function encodeCursor(key: Record<string, unknown> | undefined): string | undefined {
-  return key === undefined ? undefined : Buffer.from(JSON.stringify(key)).toString('base64url');
-}
-
-function decodeCursor(cursor: string): Record<string, string> {
-  return CursorKeySchema.parse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
+/** The pending listing's page tokens (page-token.ts, the one format): a key of the listed lineage's partition. */
+const PENDING_LISTING = 'pending';
+function pendingListingRules(pk: string): ListingKeyRules {
+  return { listing: PENDING_LISTING, attributes: ['pk', 'sk'], check: (key) => (key['pk'] === pk ? undefined : 'key is outside the listed lineage') };
 }
 
 export interface DynamoAggregateStoreOptions {
@@ -115,7 +99,7 @@ export class DynamoAggregateStore implements AggregateStore {
   private parseShard(raw: Record<string, unknown>): { ok: true; shard: AggregateShard } | { ok: false; error: string } {
     const cached = this.shardCache.get(raw);
     if (cached !== undefined) return { ok: true, shard: cached };
-    // The same validation as core parseItem (kind, schemaVersion, fields); the key is the query's.
+    // The same validation as parseItem (items.ts) (kind, schemaVersion, fields); the key is the query's.
     const parsed = AggregateShardItemSchema.safeParse(raw);
     if (parsed.success) {
       const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, ...shard } = parsed.data;
@@ -159,7 +143,7 @@ export class DynamoAggregateStore implements AggregateStore {
   }
 
   async putShard(shard: AggregateShard, expectedV: number | undefined): Promise<OptimisticWrite> {
-    const item = { ...aggregateShardKey(shard.lineage, shard.shard), kind: AGGREGATE_SHARD_KIND, schemaVersion: SCHEMA_VERSION, ...shard };
+    const item = { ...aggregateShardKey(shard.lineage, shard.shard), kind: ITEM_KIND.aggregateShard, schemaVersion: SCHEMA_VERSION, ...shard };
     const outcome = await this.conditionalPut(item, expectedV);
     // What we stored is what the next read of this version returns (if its text comes back the same).
     if (outcome === 'written') this.shardCache.remember(item, shard);
@@ -238,14 +222,15 @@ export class DynamoAggregateStore implements AggregateStore {
   }
 
   async listPending(lineage: string, page: PageRequest = {}): Promise<Page<PendingEntry>> {
+    const pendingPk = `${PENDING_PK_PREFIX}${lineage}`;
     const result = await this.operations.query({
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk',
       FilterExpression: 'attribute_not_exists(#done)',
       ExpressionAttributeNames: { '#done': 'done' },
-      ExpressionAttributeValues: { ':pk': `${PENDING_PK_PREFIX}${lineage}` },
+      ExpressionAttributeValues: { ':pk': pendingPk },
       Limit: page.limit ?? 200,
-      ...(page.cursor === undefined ? {} : { ExclusiveStartKey: decodeCursor(page.cursor) }),
+      ...(page.cursor === undefined ? {} : { ExclusiveStartKey: decodePageToken(page.cursor, pendingListingRules(pendingPk)) }),
     });
     const items: PendingEntry[] = [];
     const corrupt: { key: { pk: string; sk: string }; error: string }[] = [];
@@ -259,7 +244,7 @@ export class DynamoAggregateStore implements AggregateStore {
         corrupt.push({ key, error });
       }
     }
-    const nextCursor = encodeCursor(result.LastEvaluatedKey);
+    const nextCursor = nextPageToken(PENDING_LISTING, result.LastEvaluatedKey);
     return { items, corrupt, ...(nextCursor === undefined ? {} : { nextCursor }) };
   }
 

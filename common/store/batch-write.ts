@@ -5,6 +5,7 @@
 // BatchWriteItem: "If any requested operations fail because the table's provisioned throughput is
 // exceeded ... the failed operations are returned in the UnprocessedItems response parameter").
 import type { DocumentOperations } from './operations';
+import { forEachConcurrently } from '../worker-pool';
 
 /** DynamoDB's BatchWriteItem limit: at most 25 put/delete requests per call. */
 export const BATCH_WRITE_MAX_ITEMS = 25;
@@ -179,17 +180,11 @@ export async function batchPut(
 
   const chunks = chunk(distinct, BATCH_WRITE_MAX_ITEMS);
   const failures: UnwrittenItem[] = [];
-  let next = 0;
-  // A small worker pool: at most `concurrency` chunks in flight, every chunk settles before we
-  // report, so one failing chunk never hides the outcome of the others.
-  async function worker(): Promise<void> {
-    while (next < chunks.length) {
-      const mine = chunks[next++];
-      if (mine === undefined) return;
-      failures.push(...(await writeChunk(mine)));
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(concurrency, chunks.length) }, () => worker()));
+  // At most `concurrency` chunks in flight, every chunk settles before we report, so one failing
+  // chunk never hides the outcome of the others.
+  await forEachConcurrently(chunks, concurrency, async (mine) => {
+    failures.push(...(await writeChunk(mine)));
+  });
 
   if (failures.length > 0) throw new UnwrittenItemsError(failures, report);
   return report;

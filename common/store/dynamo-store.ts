@@ -1,51 +1,33 @@
 // The DynamoDB adapter of the core's store port (common/core/ports.ts: EventStore).
 // - Events: BatchWriteItem through batchPut (chunks of 25, UnprocessedItems retried); keys are
-//   deterministic (schema.envoyEventKey for single events, schema.eventLogKeyOf for event-log items),
+//   deterministic (table-layout.ts: envoyEventKey for single events, eventLogKeyOf for event-log items),
 //   so a replayed write overwrites the same item. The event log also includes the events an Envoy's
 //   STATE carries (`unlogged`); listEnvoyEvents reads all three (docs/GATEWAY.md, "The event log").
 // - Envoy and lineage state: compare-and-set on `rev` (ConditionExpression); a lost race is a typed
 //   `conflict` result with the current value, never an exception. No TransactWriteItems (dynalite
 //   lacks it, and one code path runs locally and on AWS).
 // - Object generations: watermark first-write-wins per lineage; creation fields set only if absent.
-// - Reads: every item validated with the core's parseItem; invalid items logged and skipped.
+// - Reads: every item validated with parseItem (items.ts); invalid items logged and skipped.
 import {
   ConditionSchema,
-  EnvoyEventLogItemSchema,
   EnvoyEventSchema,
   EnvoyStateSchema,
-  GENERATION_SK_PREFIX,
-  ITEM_KIND,
   LineageStateSchema,
   MAX_MESSAGE_BYTES,
   MAX_NODE_ID_LENGTH,
-  envoyEventKey,
-  envoyEventSkPrefix,
-  envoyPartitionKey,
-  envoyStateKey,
   isValidLineage,
-  lineageStateKey,
-  objectGenerationKey,
-  objectPartitionKey,
   dedupeEvents,
-  envoyEventFromItem,
   fromCarriedEvent,
-  toEnvoyEventItem,
-  toEnvoyEventLogItem,
-  toEnvoyStateItem,
-  toLineageStateItem,
   truncateUtf8,
   ttlEpochSeconds,
   type Clock,
   type Condition,
   type ConditionalWriteResult,
   type EnvoyEvent,
-  type EnvoyEventItem,
-  type EnvoyEventLogItem,
   type EnvoyState,
   type EventLogBatch,
   type EventStore,
   type ItemKey,
-  type ItemKind,
   type ItemRead,
   type LineageState,
   type LineageWatermark,
@@ -55,9 +37,10 @@ import {
   type PageRequest,
   type PutEventLogsResult,
   type PutEventsResult,
-  type ScanRequest,
-  type TableItem,
 } from '../core';
+import { EnvoyEventLogItemSchema, envoyEventFromItem, toEnvoyEventItem, toEnvoyEventLogItem, toEnvoyStateItem, toLineageStateItem, type EnvoyEventItem, type EnvoyEventLogItem, type TableItem } from './items';
+import { GENERATION_SK_PREFIX, ITEM_KIND, envoyEventKey, envoyEventSkPrefix, envoyPartitionKey, envoyStateKey, lineageStateKey, objectGenerationKey, objectPartitionKey, type ItemKind } from './table-layout';
+import type { ScanRequest } from './table-ports';
 import { batchPut, UnwrittenItemsError, type BatchWriteOptions, type KeyedItem } from './batch-write';
 import { describeZodIssues, InvalidStoreInputError, isConditionalCheckFailed } from './errors';
 import { ExpressionBuilder } from './expression';

@@ -72,4 +72,12 @@ export function createEventStoreFromEnv(
   const tableName = z.object({ TABLE_NAME: tableNameSchema }).parse(env).TABLE_NAME;
   return createEventStore({ tableName, client: storeClientConfigFromEnv(env), logger });
 }
-export { parseStreamImage } from './stream-image';
+export { parseStreamImage, streamImageOf, streamRecordImages } from './stream-image';
+export type { PlainStreamImages } from './stream-image';
+export { openTable, openTableFromEnv } from './table-access';
+export type { TableAccess, TableAccessConfig, TableAccessSeams } from './table-access';
+export { dynamoObjectCleanup, dynamoObjectItemReader } from './object-items';
+export { dynamoConditionResyncTable } from './condition-resync-table';
+export * from './table-layout';
+export * from './items';
+export type * from './table-ports';

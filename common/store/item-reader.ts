@@ -1,27 +1,19 @@
-// Turning raw items read from the table into the core's records. Every item is validated with the
-// core's parseItem; an item that fails (corrupt, unknown kind, other schema version, or a kind the
+// Turning raw items read from the table into the core's records. Every item is validated with
+// parseItem (items.ts); an item that fails (corrupt, unknown kind, other schema version, or a kind the
 // listing did not ask for) is logged with its key and the reason and reported, never thrown, so one
 // bad item cannot break a listing (docs/ARCHITECTURE.md, "Data").
 import {
-  ITEM_KIND,
-  envoyEventFromItem,
-  envoyStateFromItem,
-  lineageStateFromItem,
-  objectGenerationFromItem,
-  parseItem,
   type CorruptItem,
   type EnvoyEvent,
-  type EnvoyEventItem,
-  type EnvoyEventLogItem,
   type EnvoyState,
-  type ItemKind,
   type LineageState,
   type ObjectGeneration,
   type AggregateShard,
   type LineageRegistry,
   type PendingEntry,
-  type TableItem,
 } from '../core';
+import { ITEM_KIND, type ItemKind } from './table-layout';
+import { envoyEventFromItem, envoyStateFromItem, lineageStateFromItem, objectGenerationFromItem, parseItem, type ConditionResyncCursor, type EnvoyEventItem, type EnvoyEventLogItem, type TableItem } from './items';
 import type { StoreLogger } from './logger';
 
 /** The record each item kind stores (what the ports hand out). */
@@ -35,6 +27,7 @@ export interface RecordOfKind {
   LineageAggregateShard: AggregateShard;
   LineageRegistry: LineageRegistry;
   PendingGeneration: PendingEntry & { done?: boolean };
+  ResyncConditionsCursor: ConditionResyncCursor;
 }
 
 /** The record of an aggregate-side item: the item without its key and bookkeeping attributes. */
@@ -62,6 +55,7 @@ function recordOf<K extends ItemKind>(kind: K, item: TableItem): RecordOfKind[K]
     case ITEM_KIND.aggregateShard:
     case ITEM_KIND.lineageRegistry:
     case ITEM_KIND.pendingGeneration:
+    case ITEM_KIND.conditionResyncCursor:
       return kind === item.kind ? (withoutItemKeys(item) as RecordOfKind[K]) : undefined;
   }
 }

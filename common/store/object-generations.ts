@@ -2,17 +2,15 @@
 // lineage (first write wins), and fields that create the item when missing. No transactions: each
 // write is one conditional PutItem or UpdateItem, safe to replay.
 import {
-  ITEM_KIND,
   LineageWatermarkSchema,
   ObjectRefSchema,
-  SCHEMA_VERSION,
   isValidLineage,
-  objectGenerationKey,
-  toObjectGenerationItem,
   type ItemKey,
   type LineageWatermark,
   type ObjectRef,
 } from '../core';
+import { ITEM_KIND, SCHEMA_VERSION, objectGenerationKey } from './table-layout';
+import { toObjectGenerationItem } from './items';
 import { describeZodIssues, InvalidStoreInputError, isConditionalCheckFailed } from './errors';
 import { ExpressionBuilder } from './expression';
 import type { StoreLogger } from './logger';

@@ -7,45 +7,36 @@
 import { ApiextensionsV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { AwsCredentialIdentity } from '@smithy/types';
-import { z } from 'zod';
 
+import { functionsConfig, FunctionsConfigError, KUBE_ACCESS_SETTINGS, type FunctionsConfig } from '../lib/config';
 import { createEksToken, type EksToken } from './eks-token';
-
-export const kubeAccessEnvSchema = z
-  .object({
-    KUBECONFIG_YAML: z.string().min(1).optional(),
-    KUBECONFIG_PATH: z.string().min(1).optional(),
-    EKS_CLUSTER_NAME: z.string().regex(/^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/, 'EKS cluster names are 1-100 of [A-Za-z0-9-_]').optional(),
-    EKS_CLUSTER_ENDPOINT: z.url().optional(),
-    /** Base64 PEM of the cluster CA, as `aws eks describe-cluster` prints certificateAuthority.data. */
-    EKS_CLUSTER_CA: z.string().min(1).optional(),
-    AWS_REGION: z.string().min(1).optional(),
-  })
-  .superRefine((env, ctx) => {
-    const sources = [env.KUBECONFIG_YAML, env.KUBECONFIG_PATH, env.EKS_CLUSTER_NAME].filter((v) => v !== undefined).length;
-    if (sources !== 1) {
-      ctx.addIssue({ code: 'custom', message: 'set exactly one of KUBECONFIG_YAML, KUBECONFIG_PATH or EKS_CLUSTER_NAME' });
-    }
-    if (env.EKS_CLUSTER_NAME !== undefined && (env.EKS_CLUSTER_ENDPOINT === undefined || env.EKS_CLUSTER_CA === undefined || env.AWS_REGION === undefined)) {
-      ctx.addIssue({ code: 'custom', message: 'EKS_CLUSTER_NAME needs EKS_CLUSTER_ENDPOINT, EKS_CLUSTER_CA and AWS_REGION' });
-    }
-  });
 
 export type KubeAccessConfig =
   | { source: 'kubeconfig'; yaml: string }
   | { source: 'kubeconfigFile'; path: string }
   | { source: 'eks'; clusterName: string; endpoint: string; caData: string; region: string };
 
-export function kubeAccessConfigFromEnv(env: Record<string, string | undefined>): KubeAccessConfig {
-  const parsed = kubeAccessEnvSchema.parse(env);
-  if (parsed.KUBECONFIG_YAML !== undefined) return { source: 'kubeconfig', yaml: parsed.KUBECONFIG_YAML };
-  if (parsed.KUBECONFIG_PATH !== undefined) return { source: 'kubeconfigFile', path: parsed.KUBECONFIG_PATH };
+/**
+ * Which of the three ways to reach Kubernetes the configuration names (exactly one; empty strings
+ * count as unset). Each variable's own rule is in functions/lib/config.ts; this is the rule across them.
+ */
+export function kubeAccessConfigFromEnv(source: Record<string, string | undefined> | FunctionsConfig): KubeAccessConfig {
+  const env = functionsConfig(source).slice(KUBE_ACCESS_SETTINGS);
+  const problems: Array<{ variable: string; message: string }> = [];
+  const sources = [env.KUBECONFIG_YAML, env.KUBECONFIG_PATH, env.EKS_CLUSTER_NAME].filter((v) => v !== undefined).length;
+  if (sources !== 1) problems.push({ variable: 'KUBECONFIG_YAML | KUBECONFIG_PATH | EKS_CLUSTER_NAME', message: 'set exactly one of KUBECONFIG_YAML, KUBECONFIG_PATH or EKS_CLUSTER_NAME' });
+  if (env.EKS_CLUSTER_NAME !== undefined && (env.EKS_CLUSTER_ENDPOINT === undefined || env.EKS_CLUSTER_CA === undefined || env.AWS_REGION === undefined)) {
+    problems.push({ variable: 'EKS_CLUSTER_NAME', message: 'EKS_CLUSTER_NAME needs EKS_CLUSTER_ENDPOINT, EKS_CLUSTER_CA and AWS_REGION' });
+  }
+  if (problems.length > 0) throw new FunctionsConfigError(problems);
+  if (env.KUBECONFIG_YAML !== undefined) return { source: 'kubeconfig', yaml: env.KUBECONFIG_YAML };
+  if (env.KUBECONFIG_PATH !== undefined) return { source: 'kubeconfigFile', path: env.KUBECONFIG_PATH };
   return {
     source: 'eks',
-    clusterName: parsed.EKS_CLUSTER_NAME as string,
-    endpoint: parsed.EKS_CLUSTER_ENDPOINT as string,
-    caData: parsed.EKS_CLUSTER_CA as string,
-    region: parsed.AWS_REGION as string,
+    clusterName: env.EKS_CLUSTER_NAME as string,
+    endpoint: env.EKS_CLUSTER_ENDPOINT as string,
+    caData: env.EKS_CLUSTER_CA as string,
+    region: env.AWS_REGION as string,
   };
 }
 

@@ -5,30 +5,19 @@
 import { z } from 'zod';
 
 import { GATEWAY_API_CONDITION_TYPE, GATEWAY_API_GROUP, type ObjectRef } from '../../common/core';
-import { conditionTypeSchema } from './condition-settings';
+import { describeTrackedKindIssues, TrackedKindSchema, type ConditionPlacement, type TrackedKind } from '../../common/tracked-kinds';
+
+export type { ConditionPlacement, TrackedKind };
 
 /**
- * Where our condition lives on an object of the kind: `conditions`, the top-level
- * `status.conditions` (what `kubectl wait --for=condition` reads); `parents`, entries of our own
- * under `status.parents[]` (Gateway API routes, which have no top-level conditions: see
- * STATUS_CONTROLLER_NAME). Gateway API kinds default to `parents` and a domain-prefixed condition
- * type; every other kind to `conditions` and CONDITION_TYPE.
+ * The status writer's entries: the shared schema with the two fields it addresses a CRD by held to
+ * the CRD's rules (its name is `<plural>.<group>`, so the core group "" cannot be written to; the
+ * API path needs a Kubernetes version name).
  */
-export const ConditionPlacementSchema = z.enum(['conditions', 'parents']);
-export type ConditionPlacement = z.infer<typeof ConditionPlacementSchema>;
-
-export const TrackedKindSchema = z.object({
+const StatusWriterKindSchema = TrackedKindSchema.extend({
   group: z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'custom resource groups are DNS subdomains'),
   version: z.string().regex(/^v[0-9]+((alpha|beta)[0-9]+)?$/, 'versions look like v1, v1beta1, v1alpha2'),
-  kind: z.string().regex(/^[A-Za-z][A-Za-z0-9]{0,62}$/),
-  plural: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/),
-  namespaced: z.boolean().default(true),
-  /** Our condition's type on this kind (default: `conditionTypeOf`). */
-  conditionType: conditionTypeSchema.optional(),
-  /** Where it goes (default: `placementOf`). */
-  placement: ConditionPlacementSchema.optional(),
 });
-export type TrackedKind = z.infer<typeof TrackedKindSchema>;
 
 export function placementOf(kind: Pick<TrackedKind, 'group' | 'placement'>): ConditionPlacement {
   return kind.placement ?? (kind.group === GATEWAY_API_GROUP ? 'parents' : 'conditions');
@@ -39,11 +28,14 @@ export function conditionTypeOf(kind: Pick<TrackedKind, 'group' | 'conditionType
   return kind.conditionType ?? (kind.group === GATEWAY_API_GROUP ? GATEWAY_API_CONDITION_TYPE : undefined);
 }
 
-export const TrackedKindsSchema = z.array(TrackedKindSchema).min(1, 'TRACKED_KINDS must name at least one kind');
+export const TrackedKindsSchema = z.array(StatusWriterKindSchema).min(1, 'TRACKED_KINDS must name at least one kind');
+
+/** What a function that cannot run without tracked kinds (status) says when TRACKED_KINDS is unset. */
+export const TRACKED_KINDS_NOT_SET = 'TRACKED_KINDS is not set (a JSON list of {group, version, kind, plural, namespaced})';
 
 /** Parses TRACKED_KINDS; throws an Error naming the problem. */
 export function parseTrackedKinds(json: string | undefined): TrackedKind[] {
-  if (json === undefined || json.trim() === '') throw new Error('TRACKED_KINDS is not set (a JSON list of {group, version, kind, plural, namespaced})');
+  if (json === undefined || json.trim() === '') throw new Error(TRACKED_KINDS_NOT_SET);
   let raw: unknown;
   try {
     raw = JSON.parse(json);
@@ -51,7 +43,7 @@ export function parseTrackedKinds(json: string | undefined): TrackedKind[] {
     throw new Error(`TRACKED_KINDS is not JSON: ${(error as Error).message}`);
   }
   const parsed = TrackedKindsSchema.safeParse(raw);
-  if (!parsed.success) throw new Error(`TRACKED_KINDS is invalid: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success) throw new Error(`TRACKED_KINDS is invalid: ${describeTrackedKindIssues(parsed.error)}`);
   return parsed.data;
 }
 

@@ -9,19 +9,25 @@
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 
 import {
-  envoyStateFromItem,
   goneMember,
-  ITEM_KIND,
-  lineageStateFromItem,
   memberFromEnvoyState,
-  objectGenerationFromItem,
   sameDecision,
   shardOf,
   type EnvoyState,
   type EventStore,
   type ObjectGeneration,
 } from '../../common/core';
-import { parseStreamImage, registerLineageHeartbeats } from '../../common/store';
+import {
+  AGGREGATE_PK_PREFIX,
+  envoyStateFromItem,
+  ITEM_KIND,
+  lineageStateFromItem,
+  objectGenerationFromItem,
+  parseStreamImage,
+  PENDING_PK_PREFIX,
+  registerLineageHeartbeats,
+} from '../../common/store';
+import { forEachConcurrently } from '../../common/worker-pool';
 import { shardKeyOf, updateShard, type MemberUpdate } from './aggregate-updates';
 import { AggregateSnapshot, candidateKey, EVALUATION_CONCURRENCY, evaluateAll, indexPending, pendingOn, supersedeOlder, type Candidate, type EvaluationDeps } from './evaluate';
 import type { HandoffReport, StatusHandoff } from './status-handoff';
@@ -49,15 +55,6 @@ export interface BatchReport {
 
 /** Aggregate shards updated at once per batch (a lineage has AGGREGATE_SHARDS of them, default 16). */
 export const SHARD_UPDATE_CONCURRENCY = 16;
-
-/** Runs `task` over `items` with at most `limit` in flight; tasks handle their own errors. */
-async function forEachConcurrently<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) await task(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
 
 // Stream records are external input: a damaged one (wrong attribute types, null images) must be
 // skipped with a reason, never throw — a thrown batch is retried whole and would block the shard.
@@ -137,7 +134,7 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
     }
     const parsedNew = parseStreamImage(record?.dynamodb?.NewImage);
     const parsedOld = parseStreamImage(record?.dynamodb?.OldImage);
-    if (key.pk.startsWith('AGG#') || key.pk.startsWith('PENDING#')) return; // our own writes
+    if (key.pk.startsWith(AGGREGATE_PK_PREFIX) || key.pk.startsWith(PENDING_PK_PREFIX)) return; // our own writes
     for (const parsed of [parsedNew, parsedOld]) {
       // Parts dropped leniently (an invalid stored decision): the item is still used, and re-decided.
       if (parsed?.ok === true && parsed.warnings !== undefined) logger.warn({ key, sequenceNumber: id, warnings: parsed.warnings }, 'stream record read with a part dropped');

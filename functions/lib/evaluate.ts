@@ -26,6 +26,7 @@ import {
   type ObjectRef,
   type PendingEntry,
 } from '../../common/core';
+import { forEachConcurrently } from '../../common/worker-pool';
 
 export interface EvaluationDeps {
   aggregates: AggregateStore;
@@ -381,19 +382,14 @@ export const EVALUATION_CONCURRENCY = 8;
 export async function evaluateAll(deps: EvaluationDeps, candidates: readonly Candidate[], snapshot = new AggregateSnapshot(deps)): Promise<{ failed: Set<string>; outcomes: Map<string, EvaluationOutcome> }> {
   const failed = new Set<string>();
   const outcomes = new Map<string, EvaluationOutcome>();
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < candidates.length) {
-      const candidate = candidates[next++] as Candidate;
-      const key = candidateKey(candidate);
-      try {
-        outcomes.set(key, await evaluateCandidate(deps, snapshot, candidate));
-      } catch (error) {
-        deps.logger.error({ candidate: key, err: error }, 'evaluation failed');
-        failed.add(key);
-      }
+  await forEachConcurrently(candidates, EVALUATION_CONCURRENCY, async (candidate) => {
+    const key = candidateKey(candidate);
+    try {
+      outcomes.set(key, await evaluateCandidate(deps, snapshot, candidate));
+    } catch (error) {
+      deps.logger.error({ candidate: key, err: error }, 'evaluation failed');
+      failed.add(key);
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(EVALUATION_CONCURRENCY, candidates.length) }, worker));
+  });
   return { failed, outcomes };
 }

@@ -13,43 +13,31 @@
 // Bounded work: the OBJECT generation items are found by a paged, filtered Scan; a run stops after
 // `maxObjectsPerRun` objects or `maxScannedItemsPerRun` scanned items and saves where it stopped in
 // one cursor item, so the next run continues there and a pass over a large table spans several runs.
-import { GetCommand, PutCommand, QueryCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Logger } from 'pino';
-import { z } from 'zod';
 
+import { conditionChanged, formatObjectRef, type ObjectRef, type ObjectStore } from '../../common/core';
 import {
-  AGGREGATE_PK_PREFIX,
   ATTR,
-  conditionChanged,
-  formatObjectRef,
-  GENERATION_SK_PREFIX,
+  CONDITION_RESYNC_CURSOR_KEY,
   ITEM_KIND,
   objectGenerationFromItem,
   parseItem,
-  SCHEMA_VERSION,
-  type ItemKey,
-  type ObjectStore,
-} from '../../common/core';
+  type ConditionResyncTable,
+  type ObjectItemReader,
+  type ScanKey,
+} from '../../common/store';
 import type { StatusWriter } from '../kube/status-writer';
 import type { TrackedKinds } from '../kube/tracked-kinds';
 import { conditionDraftFor, conditionOptionsFor, readDecision, storedDecisionRevalidator } from '../status/decision';
 import { collectDeletedObject, describeCollected, type DeletedObjectCollectorDeps } from './resync-gc';
 
-/**
- * Where the condition pass stopped. Under the `AGG#` prefix on purpose: the convergence function
- * treats `AGG#` records as its own bookkeeping and the stream filters of serverless.yml drop them,
- * so saving the cursor triggers nothing. `RESYNC` cannot be a lineage (lineages have three parts).
- */
-export const CONDITION_CURSOR_KEY: ItemKey = { pk: `${AGGREGATE_PK_PREFIX}RESYNC`, sk: 'CONDITIONS-CURSOR' };
-const CURSOR_KIND = 'ResyncConditionsCursor';
-
-const ScanKeySchema = z.object({ pk: z.string().min(1), sk: z.string().min(1) });
-const CursorItemSchema = z.object({ startKey: ScanKeySchema.nullable() });
-type ScanKey = z.infer<typeof ScanKeySchema>;
+/** Where the condition pass stopped: one item (common/store CONDITION_RESYNC_CURSOR_KEY, ConditionResyncCursorItem). */
+export const CONDITION_CURSOR_KEY = CONDITION_RESYNC_CURSOR_KEY;
 
 export interface ConditionResyncDeps extends DeletedObjectCollectorDeps {
-  documentClient: DynamoDBDocumentClient;
-  tableName: string;
+  /** The pass's scan and its saved cursor. */
+  table: ConditionResyncTable;
+  objectItems: Pick<ObjectItemReader, 'latestObjectGenerationItem'>;
   /** With `getObjectGeneration`, a same-generation change is revalidated against the stored decision (status-writer.ts `needsRevalidation`). */
   store: Pick<ObjectStore, 'listObjectGenerations' | 'recordCondition'> & Partial<Pick<ObjectStore, 'getObjectGeneration'>>;
   writer: Pick<StatusWriter, 'write'>;
@@ -90,42 +78,22 @@ export interface ConditionResyncReport {
 type ObjectResult = 'inSync' | 'reasserted' | 'collected' | 'skipped' | 'notWritten';
 
 async function readCursor(deps: ConditionResyncDeps): Promise<ScanKey | undefined> {
-  const read = await deps.documentClient.send(new GetCommand({ TableName: deps.tableName, Key: CONDITION_CURSOR_KEY, ConsistentRead: true }));
-  if (read.Item === undefined) return undefined;
-  const parsed = CursorItemSchema.safeParse(read.Item);
-  if (!parsed.success) {
-    deps.logger.warn({ key: CONDITION_CURSOR_KEY, error: parsed.error.message }, 'resync cursor item is invalid; starting the pass over');
+  const read = await deps.table.readCursor();
+  if (read.status === 'missing') return undefined;
+  if (read.status === 'corrupt') {
+    deps.logger.warn({ key: CONDITION_CURSOR_KEY, error: read.error }, 'resync cursor item is invalid; starting the pass over');
     return undefined;
   }
-  return parsed.data.startKey ?? undefined;
+  return read.value.startKey ?? undefined;
 }
 
 async function saveCursor(deps: ConditionResyncDeps, startKey: ScanKey | undefined): Promise<void> {
-  await deps.documentClient.send(
-    new PutCommand({
-      TableName: deps.tableName,
-      Item: { ...CONDITION_CURSOR_KEY, kind: CURSOR_KIND, schemaVersion: SCHEMA_VERSION, startKey: startKey ?? null, updatedAt: deps.now() },
-    }),
-  );
+  await deps.table.saveCursor(startKey, deps.now());
 }
 
-/** The object's highest generation item, raw (the typed read drops `ttl`). */
-async function latestGeneration(deps: ConditionResyncDeps, pk: string): Promise<Record<string, unknown> | undefined> {
-  const page = await deps.documentClient.send(
-    new QueryCommand({
-      TableName: deps.tableName,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :gen)',
-      ExpressionAttributeValues: { ':pk': pk, ':gen': GENERATION_SK_PREFIX },
-      ScanIndexForward: false,
-      Limit: 1,
-      ConsistentRead: true,
-    }),
-  );
-  return page.Items?.[0];
-}
-
-async function resyncObject(deps: ConditionResyncDeps, pk: string): Promise<ObjectResult> {
-  const raw = await latestGeneration(deps, pk);
+/** `ref`'s highest generation is read raw: the typed read drops `ttl`. */
+async function resyncObject(deps: ConditionResyncDeps, ref: ObjectRef): Promise<ObjectResult> {
+  const raw = await deps.objectItems.latestObjectGenerationItem(ref);
   if (raw === undefined || raw[ATTR.ttl] !== undefined) return 'skipped'; // gone meanwhile, or already collected
   const parsed = parseItem(raw);
   if (!parsed.ok || parsed.item.kind !== ITEM_KIND.objectGeneration) return 'skipped';
@@ -182,21 +150,13 @@ export async function runConditionResync(deps: ConditionResyncDeps): Promise<Con
   let startKey = storedCursor;
   const seen = new Set<string>();
   do {
-    const page = await deps.documentClient.send(
-      new ScanCommand({
-        TableName: deps.tableName,
-        // A page returns at most Limit items, so neither bound is overshot.
-        Limit: Math.max(1, Math.min(pageLimit, maxObjects - report.checked, maxScanned - report.scannedItems)),
-        ConsistentRead: true,
-        // Only generations we have written a condition for and that are not marked deleted.
-        FilterExpression: '#kind = :kind AND attribute_exists(#lastCondition) AND attribute_not_exists(#ttl)',
-        ExpressionAttributeNames: { '#kind': 'kind', '#lastCondition': 'lastCondition', '#ttl': ATTR.ttl },
-        ExpressionAttributeValues: { ':kind': ITEM_KIND.objectGeneration },
-        ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
-      }),
-    );
-    report.scannedItems += page.ScannedCount ?? 0;
-    for (const raw of page.Items ?? []) {
+    const page = await deps.table.scanConditionedGenerations({
+      // A page returns at most Limit items, so neither bound is overshot.
+      limit: Math.max(1, Math.min(pageLimit, maxObjects - report.checked, maxScanned - report.scannedItems)),
+      ...(startKey === undefined ? {} : { startKey }),
+    });
+    report.scannedItems += page.scannedCount;
+    for (const raw of page.items) {
       const parsed = parseItem(raw);
       if (!parsed.ok || parsed.item.kind !== ITEM_KIND.objectGeneration) {
         report.corrupt++;
@@ -209,14 +169,13 @@ export async function runConditionResync(deps: ConditionResyncDeps): Promise<Con
       const scanned = parsed.item.object;
       report.checked++;
       try {
-        report[await resyncObject(deps, parsed.item.pk)]++;
+        report[await resyncObject(deps, scanned)]++;
       } catch (error) {
         report.failed++;
         deps.logger.error({ object: formatObjectRef(scanned), err: error }, 'condition resync failed for this object; retried next pass');
       }
     }
-    const last = page.LastEvaluatedKey === undefined ? undefined : ScanKeySchema.parse(page.LastEvaluatedKey);
-    startKey = last;
+    startKey = page.lastKey;
   } while (startKey !== undefined && report.checked < maxObjects && report.scannedItems < maxScanned);
   report.complete = startKey === undefined;
   // Written only when it moves: a pass that fits in one run, run again, writes nothing.

@@ -1,8 +1,8 @@
 // Garbage collection of a tracked object Kubernetes no longer has (the API server answered 404).
 // Its items are not deleted here: they get a `ttl` and DynamoDB's TTL removes them (no write
 // capacity, and no Delete permission for the function). Two kinds of items belong to an object:
-//   - its OBJECT#<ref> / GEN#<g> generation items: marked by the status function's own helper
-//     (functions/status/object-cleanup.ts), conditional on having no ttl yet;
+//   - its OBJECT#<ref> / GEN#<g> generation items: marked through the table's ObjectCleanup port
+//     (common/store/object-items.ts), conditional on having no ttl yet;
 //   - its pending-index entries PENDING#<lineage> / <seq>#<g>#<ref>, one per generation and lineage
 //     watermark: resolved through the aggregate port (`deletePending`: deleted, or marked done with
 //     a ttl), so expire and resync stop re-evaluating a generation nobody can read any more.
@@ -10,7 +10,7 @@
 // the next resync finds the object again and finishes the job.
 import { formatObjectRef, type AggregateStore, type ObjectRef, type ObjectStore } from '../../common/core';
 import { iteratePages } from '../../common/store';
-import type { ObjectCleanup } from '../status/object-cleanup';
+import type { ObjectCleanup } from '../../common/store';
 
 export interface DeletedObjectCollectorDeps {
   store: Pick<ObjectStore, 'listObjectGenerations'>;

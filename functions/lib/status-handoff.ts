@@ -25,15 +25,13 @@
 // pending index (the not-True generations), reads each item and rewrites a stale message that is due
 // through the same applyDecision path.
 import type { Logger } from 'pino';
-import { z } from 'zod';
-import { conditionSettingsShape } from '../kube/condition-settings';
 
 import { formatObjectRef, type AggregateStore, type Decision, type ObjectGeneration, type ObjectRef, type ObjectStore } from '../../common/core';
-import { createKubeAccess, kubeAccessConfigFromEnv, type KubeAccess } from '../kube/access';
-import { StatusWriter } from '../kube/status-writer';
-import { parseTrackedKinds, TrackedKinds } from '../kube/tracked-kinds';
+import { forEachConcurrently } from '../../common/worker-pool';
+import type { KubeAccess } from '../kube/access';
+import { conditionWritingFromConfig } from '../kube/condition-writing';
 import { applyDecision, staleMessageDue, type ObjectResult, type StatusProcessorDeps } from '../status/process';
-import { messageRefreshSettingsShape } from '../status/refresh-settings';
+import { functionsConfig, HANDOFF_SETTINGS, type FunctionsConfig } from './config';
 import { liveLineages } from './evaluate';
 
 /**
@@ -214,27 +212,24 @@ export class StatusHandoff {
       if (candidates.size >= maxChecked) break;
     }
     const queue = [...candidates.values()].slice(0, maxChecked);
-    const worker = async (): Promise<void> => {
-      for (let candidate = queue.shift(); candidate !== undefined; candidate = queue.shift()) {
-        if (this.options.now() - started >= this.timeoutMs || this.options.now() < this.pausedUntil) {
-          stats.deferred++;
-          continue;
-        }
-        stats.checked++;
-        const item = await read(candidate.object, candidate.generation);
-        if (item.status !== 'found' || !staleMessageDue(item.value, status)) continue;
-        const attempt = await this.withDeadline(applyDecision(item.value, [], status, { fresh: true }));
-        if (attempt.kind === 'done') {
-          if (attempt.result.result === 'written') stats.refreshed++;
-          continue;
-        }
-        stats.failed++;
-        this.pausedUntil = this.options.now() + this.pauseMs;
-        const reason = attempt.kind === 'timeout' ? `no answer within ${this.timeoutMs} ms` : attempt.error instanceof Error ? attempt.error.message : String(attempt.error);
-        this.options.logger.warn({ object: formatObjectRef(candidate.object), generation: candidate.generation, reason, pausedForMs: this.pauseMs }, 'message refresh failed; the next sweep retries');
+    await forEachConcurrently(queue, options.concurrency ?? 4, async (candidate) => {
+      if (this.options.now() - started >= this.timeoutMs || this.options.now() < this.pausedUntil) {
+        stats.deferred++;
+        return;
       }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker));
+      stats.checked++;
+      const item = await read(candidate.object, candidate.generation);
+      if (item.status !== 'found' || !staleMessageDue(item.value, status)) return;
+      const attempt = await this.withDeadline(applyDecision(item.value, [], status, { fresh: true }));
+      if (attempt.kind === 'done') {
+        if (attempt.result.result === 'written') stats.refreshed++;
+        return;
+      }
+      stats.failed++;
+      this.pausedUntil = this.options.now() + this.pauseMs;
+      const reason = attempt.kind === 'timeout' ? `no answer within ${this.timeoutMs} ms` : attempt.error instanceof Error ? attempt.error.message : String(attempt.error);
+      this.options.logger.warn({ object: formatObjectRef(candidate.object), generation: candidate.generation, reason, pausedForMs: this.pauseMs }, 'message refresh failed; the next sweep retries');
+    });
     if (stats.refreshed > 0 || stats.failed > 0) this.options.logger.info({ ...stats, ms: this.options.now() - started }, 'message refresh sweep');
   }
 
@@ -266,16 +261,6 @@ export class StatusHandoff {
   }
 }
 
-const handoffEnvSchema = z.object({
-  STATUS_HANDOFF: z.enum(['true', 'false']).default('true'),
-  STATUS_HANDOFF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
-  STATUS_HANDOFF_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(2000),
-  /** The same default as functions/lib/context.ts: which lineages the refresh sweep reads. */
-  ENVOY_TTL_MS: z.coerce.number().int().positive().default(300_000),
-  ...conditionSettingsShape,
-  ...messageRefreshSettingsShape,
-});
-
 export interface StatusHandoffBuildOptions {
   store: Pick<ObjectStore, 'recordCondition' | 'getObjectGeneration'>;
   /** Convergence's aggregate store: with it, the handoff sweeps stale messages (the refresh rule's trailing edge). */
@@ -290,28 +275,23 @@ export interface StatusHandoffBuildOptions {
  * or no TRACKED_KINDS (no Kubernetes access configured). Throws on an invalid configuration; the
  * caller logs it and runs without the handoff (convergence must not stop over it).
  */
-export function buildStatusHandoff(env: Record<string, string | undefined>, logger: Logger, options: StatusHandoffBuildOptions): { handoff: StatusHandoff } | { off: string } {
-  const set = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
-  const settings = handoffEnvSchema.parse(set);
-  if (settings.STATUS_HANDOFF === 'false') return { off: 'STATUS_HANDOFF=false' };
-  if (set['TRACKED_KINDS'] === undefined) return { off: 'TRACKED_KINDS is not set (no Kubernetes access configured)' };
-  const kinds = new TrackedKinds(parseTrackedKinds(set['TRACKED_KINDS']));
-  // Built once per container, like the status function's (EKS tokens are renewed inside).
-  const access = options.access ?? createKubeAccess(kubeAccessConfigFromEnv(set));
+export function buildStatusHandoff(source: Record<string, string | undefined> | FunctionsConfig, logger: Logger, options: StatusHandoffBuildOptions): { handoff: StatusHandoff } | { off: string } {
+  const config = functionsConfig(source);
+  const settings = config.slice(HANDOFF_SETTINGS);
+  if (!settings.STATUS_HANDOFF) return { off: 'STATUS_HANDOFF=false' };
+  const { TRACKED_KINDS: trackedKinds } = config.slice(['TRACKED_KINDS']);
+  if (trackedKinds === undefined) return { off: 'TRACKED_KINDS is not set (no Kubernetes access configured)' };
   const now = options.now ?? Date.now;
-  const writeOnMessageChange = settings.STATUS_WRITE_ON_MESSAGE_CHANGE === 'true';
-  // One attempt per request: a 5xx or an unreachable API server is the status function's to retry
-  // (with its backoff), not something to sit out inside a convergence batch.
-  const writer = new StatusWriter({ access, kinds, logger, now, writeOnMessageChange, maxServerErrorAttempts: 1 });
+  // Built once per container, like the status function's. One attempt per request: a 5xx or an
+  // unreachable API server is the status function's to retry (with its backoff), not something to
+  // sit out inside a convergence batch.
+  const writing = conditionWritingFromConfig(config, trackedKinds, logger, { ...(options.access === undefined ? {} : { access: options.access }), now, maxServerErrorAttempts: 1 });
   const status: StatusProcessorDeps = {
-    writer,
+    ...writing,
     store: options.store,
     // A deleted object's items are marked by the status function when it meets the same 404.
     cleanup: { markDeleted: async () => 0 },
     logger,
-    conditionType: settings.CONDITION_TYPE,
-    kinds,
-    writeOnMessageChange,
     messageRefreshMs: settings.STATUS_MESSAGE_REFRESH_MS,
     now,
   };

@@ -16,7 +16,8 @@ import {
   type ObjectRef,
   type TypeState,
 } from '../../common/core';
-import { DECISION_ATTRIBUTE, DecisionSchema } from '../../common/core/decision';
+import { DecisionSchema } from '../../common/core';
+import { DECISION_ATTRIBUTE } from '../../common/store';
 import { HttpError } from './http';
 
 export type QueryStore = Pick<

@@ -2,7 +2,7 @@
 // `parseItem` read it, turned into the condition draft to write. parseItem already validated the
 // decision: an invalid one is dropped from the item and reported in its warnings, so it is not parsed
 // a second time here.
-import { conditionForDecision, type Decision } from '../../common/core/decision';
+import { conditionForDecision, type Decision } from '../../common/core';
 import type { BuildConditionOptions, ConditionDraft, ObjectGeneration, ObjectRef, ObjectStore } from '../../common/core';
 
 export type DecisionRead =

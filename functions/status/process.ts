@@ -2,25 +2,22 @@
 // may need writing, write each object's condition through the one status writer, and remember what
 // was written. Per object, only its latest record in the batch matters (the writer re-reads the
 // object anyway); a failure fails every record of that object, so Lambda resumes at the first.
-import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { AttributeValue as LambdaAttributeValue, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { Logger } from 'pino';
 
 import {
   conditionChanged,
   formatObjectRef,
-  ITEM_KIND,
-  objectGenerationFromItem,
-  parseItem,
   type ObjectGeneration,
   type ObjectStore,
 } from '../../common/core';
+import { ATTR, ITEM_KIND, OBJECT_PK_PREFIX, objectGenerationFromItem, parseItem, streamRecordImages } from '../../common/store';
 import { messageRefreshDue, type MessageRefresh } from '../../common/core/status-update';
 import type { StatusWriter, WriteOutcome } from '../kube/status-writer';
 import type { TrackedKinds } from '../kube/tracked-kinds';
+import { forEachConcurrently } from '../../common/worker-pool';
 import { conditionDraftFor, conditionOptionsFor, readDecision, storedDecisionRevalidator } from './decision';
-import type { ObjectCleanup } from './object-cleanup';
+import type { ObjectCleanup } from '../../common/store';
 
 export interface StatusProcessorDeps {
   writer: Pick<StatusWriter, 'write'>;
@@ -75,22 +72,6 @@ export function staleMessageDue(record: ObjectGeneration, deps: Pick<StatusProce
   return messageRefreshDue(record.lastCondition, draft, deps.now(), refresh).kind === 'due';
 }
 
-function image(value: Record<string, LambdaAttributeValue> | undefined): Record<string, unknown> | undefined {
-  // aws-lambda's AttributeValue and the SDK's are the same wire shape, typed separately.
-  return value === undefined ? undefined : unmarshall(value as Record<string, AttributeValue>);
-}
-
-/** The record's images, or why they cannot be read (a damaged record: skipped, never thrown). */
-function images(record: DynamoDBRecord): { newImage: Record<string, unknown> | undefined; oldImage: Record<string, unknown> | undefined } | { error: string } {
-  try {
-    const isMap = (value: unknown): boolean => value === undefined || (typeof value === 'object' && value !== null && !Array.isArray(value));
-    if (!isMap(record.dynamodb?.NewImage) || !isMap(record.dynamodb?.OldImage)) return { error: 'an image is not an attribute map' };
-    return { newImage: image(record.dynamodb?.NewImage), oldImage: image(record.dynamodb?.OldImage) };
-  } catch (error) {
-    return { error: `image could not be unmarshalled: ${error instanceof Error ? error.message : String(error)}` };
-  }
-}
-
 interface Candidate {
   key: string;
   record: ObjectGeneration;
@@ -109,10 +90,10 @@ export function selectCandidates(records: readonly DynamoDBRecord[], logger: Log
     }
     const sequenceNumber = typeof record.dynamodb?.SequenceNumber === 'string' ? record.dynamodb.SequenceNumber : '';
     const pk = record.dynamodb?.Keys?.['pk']?.S;
-    if (typeof pk !== 'string' || !pk.startsWith('OBJECT#')) continue;
+    if (typeof pk !== 'string' || !pk.startsWith(OBJECT_PK_PREFIX)) continue;
     // A REMOVE is TTL cleanup of a deleted object: nothing to write.
     if (record.eventName === 'REMOVE') continue;
-    const read = images(record);
+    const read = streamRecordImages(record.dynamodb);
     if ('error' in read) {
       logger.error({ pk, sequenceNumber, error: read.error }, 'corrupt stream record skipped');
       continue;
@@ -124,7 +105,7 @@ export function selectCandidates(records: readonly DynamoDBRecord[], logger: Log
     }
     const old = read.oldImage;
     // Our own cleanup mark (ttl newly set on a deleted object's item): nothing else changed.
-    if (raw['ttl'] !== undefined && old !== undefined && old['ttl'] === undefined) continue;
+    if (raw[ATTR.ttl] !== undefined && old !== undefined && old[ATTR.ttl] === undefined) continue;
     let parsed: ReturnType<typeof parseItem>;
     try {
       parsed = parseItem(raw);
@@ -240,21 +221,15 @@ export async function processStatusBatch(event: DynamoDBStreamEvent, deps: Statu
   const candidates = [...selectCandidates(event.Records ?? [], deps.logger).values()];
   const results: ObjectResult[] = [];
   const failed: string[] = [];
-  const concurrency = Math.max(1, deps.concurrency ?? 8);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (let i = next++; i < candidates.length; i = next++) {
-      const candidate = candidates[i] as Candidate;
-      try {
-        results.push(await processObject(candidate, deps));
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        deps.logger.error({ object: formatObjectRef(candidate.record.object), generation: candidate.record.generation, error: message }, 'status write failed; the records will be retried');
-        results.push({ object: formatObjectRef(candidate.record.object), generation: candidate.record.generation, result: 'failed', detail: message });
-        failed.push(...candidate.sequenceNumbers);
-      }
+  await forEachConcurrently(candidates, deps.concurrency ?? 8, async (candidate) => {
+    try {
+      results.push(await processObject(candidate, deps));
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      deps.logger.error({ object: formatObjectRef(candidate.record.object), generation: candidate.record.generation, error: message }, 'status write failed; the records will be retried');
+      results.push({ object: formatObjectRef(candidate.record.object), generation: candidate.record.generation, result: 'failed', detail: message });
+      failed.push(...candidate.sequenceNumbers);
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, candidates.length) }, worker));
+  });
   return { response: { batchItemFailures: failed.filter((id) => id !== '').map((itemIdentifier) => ({ itemIdentifier })) }, results };
 }

@@ -8,7 +8,8 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import fc from 'fast-check';
 import pino from 'pino';
 
-import { objectGenerationKey, type EnvoyState, type ObjectRef } from '../../common/core';
+import { type EnvoyState, type ObjectRef } from '../../common/core';
+import { objectGenerationKey } from '../../common/store';
 import { createEventStore, type DynamoEventStore, type StoreClients } from '../../common/store';
 import { createQueryHandler, type QueryHandler } from '../../functions/query';
 import { startStoreFixture, type StoreFixture } from '../support/store-fixture';

@@ -10,7 +10,8 @@ import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import fc from 'fast-check';
 import pino from 'pino';
 
-import { objectGenerationKey, type ObjectRef } from '../../common/core';
+import { type ObjectRef } from '../../common/core';
+import { objectGenerationKey } from '../../common/store';
 import { handleConvergence } from '../../functions/convergence';
 import { buildFunctionContext, type FunctionContext } from '../../functions/lib/context';
 import { createStatusHandler } from '../../functions/status';

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { XDS_ADDRESS_ANNOTATION } from '../../infra/local/control-plane/kube-lease-elector';
 import { LEASE_NAME, LEASE_NAMESPACE } from '../../infra/local/system/control-plane';
 import type { DynamoComponent } from '../../infra/local/system/dynamo';
-import type { TruthTimings } from './system';
+import type { TruthTimings } from './timings';
 
 const REPO_ROOT = join(__dirname, '..', '..');
 

@@ -20,6 +20,7 @@ import { SAMPLE_NAMESPACE, sampleCanaryService, sampleService } from '../../infr
 import { parseGatewayConfig } from '../../xds-gateway/ops/config';
 import { startGateway, type Gateway } from '../../xds-gateway/ops/gateway';
 import { startGatewayProcess, truthGatewayArgs, type GatewayProcess } from './gateway-process';
+import type { TruthTimings } from './timings';
 import { DEFAULT_FLEET_MIX, modeForEnvoy, protocolOf, transportOf, type EnvoyMode, type FleetMix } from './fleet-mix';
 
 export const CONDITION_TYPE = 'EnvoyProgrammed';
@@ -27,14 +28,7 @@ export const CONDITION_TYPE = 'EnvoyProgrammed';
 export const TRUTH_LEASE_TIMINGS: LeaseTimings = { leaseDurationSeconds: 2, renewDeadlineMs: 1500, retryPeriodMs: 250 };
 export const SUBSCRIBED_TYPES = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL];
 
-/** Timing of the system under test. TTL must exceed the gateway's Envoy heartbeat (else idle Envoys expire). */
-export interface TruthTimings {
-  envoyTtlMs: number;
-  ackTimeoutMs: number;
-  envoyHeartbeatMs: number;
-  expireEveryMs: number;
-  batchWindowMs: number;
-}
+export type { TruthTimings };
 
 export const DEFAULT_TIMINGS: TruthTimings = {
   envoyTtlMs: 4000,

@@ -6,7 +6,7 @@
 // recorder keeps everything it has; the Envoys keep what they have not sent yet.
 import type { Logger } from 'pino';
 
-/** What this needs of the recorder (xds-gateway/tracking/recorder.ts). */
+/** What this needs of the recorder (xds-gateway/tracking/recorder/index.ts). */
 export interface PressureSource {
   onPressureChange(listener: (pressure: boolean) => void): void;
   pressure(): boolean;

@@ -3,6 +3,7 @@
 // docs/GATEWAY.md has the reference table; keep both in sync.
 import { Command, CommanderError, Option } from 'commander';
 import { z } from 'zod';
+import { describeTrackedKindIssues } from '../../common/tracked-kinds';
 import { HTTPPROXY_KIND, HTTPROUTE_KIND, TrackedKindsSchema, type TrackedKind } from '../tracking/tracked-kinds';
 
 const lineagePart = z.string().regex(/^[a-z0-9-]{1,63}$/, 'must be 1-63 of [a-z0-9-]');
@@ -41,7 +42,7 @@ function parseTrackedKinds(text: string, ctx: z.RefinementCtx): TrackedKind[] {
   }
   const parsed = TrackedKindsSchema.safeParse(json);
   if (!parsed.success) {
-    ctx.addIssue({ code: 'custom', message: parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ') });
+    ctx.addIssue({ code: 'custom', message: describeTrackedKindIssues(parsed.error) });
     return z.NEVER;
   }
   return parsed.data;

@@ -8,7 +8,8 @@ import * as grpc from '@grpc/grpc-js';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Clock } from '../../common/core';
-import { createEventStore, documentOperations, DynamoAggregateStore, ensureTable, registerLineageHeartbeats, type DynamoEventStore, type StoreClientSeams } from '../../common/store';
+import { describeError } from '../../common/describe-error';
+import { openTable, registerLineageHeartbeats, type DynamoEventStore, type StoreClientSeams } from '../../common/store';
 import { AdmissionRefused, DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS, startRelay, type Relay, type RelayListenTls, type RelayUpstreamTls } from '../relay';
 import { nodeGroupingFromSpec } from '../relay/relay';
 import type { UpstreamContent } from '../relay/relay-group';
@@ -19,7 +20,7 @@ import { LeaderFollower } from '../tracking/leader-follower';
 import { NackAttributor, ObjectOwnership } from '../tracking/nack-attribution';
 import { ObjectWatcher } from '../tracking/object-watcher';
 import { ProvenanceWatermarks } from '../tracking/provenance-watermarks';
-import { Recorder, UnrecordableEnvoyError, describeError } from '../tracking/recorder';
+import { Recorder, UnrecordableEnvoyError } from '../tracking/recorder';
 import { BackpressureController } from './backpressure';
 import type { GatewayConfig } from './config';
 import { GATEWAY_REDACT } from './logging';
@@ -122,7 +123,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
 
   // --- store
   const localCredentials = config.dynamodbEndpoint !== undefined && process.env['AWS_ACCESS_KEY_ID'] === undefined ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {};
-  const { store, clients } = createEventStore(
+  const table = openTable(
     {
       tableName: config.table,
       client: { region: config.region, maxAttempts: config.dynamodbMaxAttempts, ...(config.dynamodbEndpoint === undefined ? {} : { endpoint: config.dynamodbEndpoint }), ...localCredentials },
@@ -131,7 +132,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     },
     seams.store ?? {},
   );
-  if (config.createTable) await ensureTable(clients.client, config.table);
+  const { store } = table;
+  if (config.createTable) await table.ensureTable();
   let storeReachable = false;
   const probeStore = async (): Promise<void> => {
     // A read proves the table exists and we are authorised; the recorder's state proves writes.
@@ -146,7 +148,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
   await probeStore();
 
   // --- tracking
-  const lineageRegistry = new DynamoAggregateStore({ tableName: config.table, operations: documentOperations(clients.documentClient), logger: log.child({ component: 'store' }) });
+  const lineageRegistry = table.aggregates;
   const recorder = new Recorder({
     store,
     logger: log.child({ component: 'recorder' }),
@@ -343,8 +345,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
       if (!recorder.isEmpty()) log.error({ left }, 'recorder could not flush everything before the timeout');
       else log.info({ eventsWritten: left.eventsWritten }, 'recorder flushed');
       await ops.close();
-      clients.documentClient.destroy();
-      clients.client.destroy();
+      table.close();
     })();
     return closing;
   };

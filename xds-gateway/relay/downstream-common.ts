@@ -10,6 +10,7 @@ import type { ResourceTypeUrl, XdsNode } from '../../common/xds';
 import { identityOf } from './node';
 import type { RelayObserver } from './observer';
 import type { GroupMember, RelayGroup } from './relay-group';
+import { RequestError } from './request-error';
 import { TokenBucket, type RequestRateLimit } from './token-bucket';
 
 export interface DownstreamLimits {
@@ -140,16 +141,7 @@ export interface RelayContext {
   admission?: StreamAdmission;
 }
 
-export class RequestError extends Error {
-  constructor(
-    readonly code: grpc.status,
-    message: string,
-    /** Already logged where it was raised (relay.ts refusals, throttled): ending the stream logs at debug only. */
-    readonly logged = false,
-  ) {
-    super(message);
-  }
-}
+export { RequestError };
 
 // Fields we read from decoded requests. protobuf decoding already guarantees the types; the schema
 // pins the shape we rely on (arrays of strings) so a future loader option change fails loudly here.

@@ -6,7 +6,7 @@ import type { Clock, Lineage } from '../../common/core';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, SDS_TYPE_URL } from '../../common/core';
 import * as grpc from '@grpc/grpc-js';
 import type { AnyResource, DiscoveryResponse, SotwStream, XdsNode } from '../../common/xds';
-import { RequestError } from './downstream-common';
+import { RequestError } from './request-error';
 import type { RelayGroupInfo, RelayObserver, ReopenResult, UpstreamStateName } from './observer';
 import { DISCOVERY_RESOURCE_WRAPPER_TYPE_URL, resourceNameOf } from './resource-name';
 import { DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS, MakeBeforeBreak, type NamedResource } from './make-before-break';

@@ -21,8 +21,9 @@
 //    for a change that is not live. It is marked rejected once instead (convergence: Invalid).
 import type { Logger } from 'pino';
 import { formatObjectRef, type Clock, type ObjectRef } from '../../common/core';
+import { describeError } from '../../common/describe-error';
 import type { RelayControl, ReopenResult } from '../relay/observer';
-import { describeError, type Recorder } from './recorder';
+import type { Recorder } from './recorder';
 import { DEFAULT_NOT_OBSERVABLE_REASON, type ObservedObject, type ProcessedSignal } from './tracked-kinds';
 
 /** What the barrier needs to know about the control plane's leader (LeaderFollower implements it). */

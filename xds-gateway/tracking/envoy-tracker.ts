@@ -34,7 +34,7 @@ import type {
 import { lineageStateFor, recordTypeChange } from './lineage-mirror';
 import { addsNames, firstMissing, nextSubscription, ReferenceHistory, REFERENCE_EDGES, unionOf, type Subscription } from './subscription-references';
 import type { NackAttributor } from './nack-attribution';
-import type { Recorder } from './recorder';
+import type { EnvoyRecords } from './recorder';
 
 export interface TrackerMetrics {
   /** Every classified request, by the core's class (initial/ack/nack/stale/unknownNonce). */
@@ -44,7 +44,7 @@ export interface TrackerMetrics {
 }
 
 export interface EnvoyTrackerOptions {
-  recorder: Recorder;
+  recorder: EnvoyRecords;
   logger: Logger;
   clock: Clock;
   /** A response neither ACKed nor NACKed for this long is stuck (docs/GATEWAY.md, "What is written when"). */
@@ -110,7 +110,7 @@ export const DEFAULT_ACK_TIMEOUT_MS = 30_000;
 export const DEFAULT_EVENT_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
 export class EnvoyTracker implements RelayObserver {
-  private readonly recorder: Recorder;
+  private readonly recorder: EnvoyRecords;
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly ackTimeoutMs: number;

@@ -11,13 +11,13 @@ import { CDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../common/core';
 import { readProvenance, unpackAny } from '../../common/xds';
 import type { UpstreamAppliedEvent } from '../relay/observer';
 import type { UpstreamContent } from '../relay/relay-group';
-import type { Recorder } from './recorder';
+import type { ObjectRecords } from './recorder';
 
 /** Types whose resources can carry a stamp (EDS and SDS messages have no metadata field). */
 const STAMPED_TYPES = new Set<string>([LDS_TYPE_URL, CDS_TYPE_URL, RDS_TYPE_URL]);
 
 export interface ProvenanceWatermarksOptions {
-  recorder: Recorder;
+  recorder: ObjectRecords;
   logger: Logger;
   clock: Clock;
   /** The lineage mirror after the event was applied (EnvoyTracker.lineageState). */

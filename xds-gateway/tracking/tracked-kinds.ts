@@ -3,50 +3,21 @@
 // edge (a JSON config flag); the readers are pure and never throw on whatever a status holds.
 import { z } from 'zod';
 import { STATUS_CONTROLLER_NAME, type ObjectRef } from '../../common/core';
+import { TrackedKindSchema, type ProcessedSignal } from '../../common/tracked-kinds';
 
-/**
- * - `condition`: `status.conditions[type=<conditionType>].observedGeneration` (Contour's HTTPProxy:
- *   the `Valid` condition, written after the snapshot, see infra/local/control-plane/status.ts);
- * - `parents`: Gateway API routes: `status.parents[].conditions[].observedGeneration`; the controller
- *   has processed G once every parent entry it owns (`controllerName`, if configured) reports >= G, we
- *   take the minimum over those entries (the least advanced parent);
- * - `none`: the kind gives no such signal: every generation is marked not observable (the condition
- *   says so instead of guessing).
- *
- * `condition` may also say which status of that condition means "processed, but rejected"
- * (`rejectedWhenStatus`; HTTPProxy: `Valid` `False`, with Contour's message). Such a generation gets
- * no barrier (its content was never applied, so Envoys reaching a later version prove nothing): it
- * is marked rejected and our condition says Invalid with the controller's message. Opt-in, because
- * for other conditions (`Ready=False`) False may only mean "not yet". `parents` (Gateway API) has no
- * such signal yet: a route with `Accepted=False` is still treated as processed.
- */
-export const ProcessedSignalSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('condition'), conditionType: z.string().min(1).default('Valid'), rejectedWhenStatus: z.enum(['True', 'False', 'Unknown']).optional() }),
-  z.object({
-    type: z.literal('parents'),
-    controllerName: z.string().min(1).optional(),
-    /** Conditions of the controller's entries whose status False at the processed generation means "rejected" (HTTPRoute: Accepted, ResolvedRefs). */
-    rejectedWhenFalse: z.array(z.string().min(1)).optional(),
-  }),
-  z.object({ type: z.literal('none'), reason: z.string().min(1).optional() }),
-]);
-export type ProcessedSignal = z.infer<typeof ProcessedSignalSchema>;
+export type { ProcessedSignal };
 
-export const TrackedKindSchema = z.object({
-  group: z.string(),
-  version: z.string().min(1),
-  kind: z.string().regex(/^[A-Za-z][A-Za-z0-9]{0,62}$/),
-  plural: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/),
-  signal: ProcessedSignalSchema,
-});
-export type TrackedKind = z.infer<typeof TrackedKindSchema>;
-export const TrackedKindsSchema = z.array(TrackedKindSchema);
+/** The gateway's entries: the shared TRACKED_KINDS entry, with the signal it reads "processed" from required. */
+const GatewayTrackedKindSchema = TrackedKindSchema.required({ signal: true });
+export type TrackedKind = z.infer<typeof GatewayTrackedKindSchema>;
+export const TrackedKindsSchema = z.array(GatewayTrackedKindSchema);
 
 export const HTTPPROXY_KIND: TrackedKind = {
   group: 'projectcontour.io',
   version: 'v1',
   kind: 'HTTPProxy',
   plural: 'httpproxies',
+  namespaced: true,
   signal: { type: 'condition', conditionType: 'Valid', rejectedWhenStatus: 'False' },
 };
 
@@ -55,6 +26,7 @@ export const HTTPROUTE_KIND: TrackedKind = {
   version: 'v1',
   kind: 'HTTPRoute',
   plural: 'httproutes',
+  namespaced: true,
   signal: { type: 'parents', rejectedWhenFalse: ['Accepted', 'ResolvedRefs'] },
 };
 

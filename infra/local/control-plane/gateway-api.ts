@@ -6,7 +6,7 @@
 // (model.ts); spec problems keep the object and become conditions, as for HTTPProxy.
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
-import { objectMetadataSchema } from './model';
+import { objectMetadataSchema } from './object-metadata';
 
 export const HTTPROUTE_GROUP = 'gateway.networking.k8s.io';
 export const HTTPROUTE_VERSION = 'v1';

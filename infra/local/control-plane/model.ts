@@ -4,6 +4,7 @@
 // problems keep the object and make it Valid=False, as Contour does.
 import { z } from 'zod';
 import type { HTTPRouteObject } from './gateway-api';
+import { kubeName, objectMetadataSchema } from './object-metadata';
 
 export const HTTPPROXY_GROUP = 'projectcontour.io';
 export const HTTPPROXY_KIND = 'HTTPProxy';
@@ -22,16 +23,8 @@ export function objectKeyString(key: ObjectKey): string {
   return `${key.namespace}/${key.name}`;
 }
 
-const kubeName = z.string().min(1).max(253);
 
-export const objectMetadataSchema = z.object({
-  name: kubeName,
-  namespace: kubeName,
-  generation: z.number().int().min(1).optional(),
-  resourceVersion: z.string().optional(),
-  annotations: z.record(z.string(), z.string()).optional(),
-  uid: z.string().optional(),
-});
+export { objectMetadataSchema };
 
 /** An HTTPProxy as the control plane sees it: metadata validated, spec still unknown. */
 export const httpProxyObjectSchema = z.object({

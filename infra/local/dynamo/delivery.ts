@@ -158,6 +158,19 @@ export function createStreamDelivery(opts: StreamDeliveryOptions): StreamDeliver
     });
   }
 
+  /** Waits until a pause (DynamoDB unreachable: StreamFaultSeam.paused) ends, or the delivery stops. */
+  function waitForResume(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        unsubscribe();
+        stopWaiters.delete(done);
+        resolve();
+      };
+      const unsubscribe = faults.onResume(done);
+      stopWaiters.add(done);
+    });
+  }
+
   function sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
@@ -266,9 +279,15 @@ export function createStreamDelivery(opts: StreamDeliveryOptions): StreamDeliver
         await waitForChange(i);
         continue;
       }
+      if (faults.paused) {
+        // DynamoDB unreachable: the records wait in the log, nothing is invoked or retried meanwhile.
+        await waitForResume();
+        continue;
+      }
       if (windowMs > 0 && !draining && attempts === 0 && bisectEnds.length === 0 && reader.pending(i) < batchSize) {
         await waitForBatch(i, Date.now() + windowMs);
         if (stopped) break;
+        if (faults.paused) continue;
       }
       const top = bisectEnds[bisectEnds.length - 1];
       const limit = top === undefined ? batchSize : Math.min(batchSize, top - offset);

@@ -1,5 +1,7 @@
 // The fault seam of the front: makes requests fail the way DynamoDB fails, so the SDK's own retry
-// logic runs. Default: no faults.
+// logic runs. Default: no faults. `unreachable` is the one fault that is not a DynamoDB reply: the
+// endpoint is gone (a network partition, a regional outage), so every connection is reset and the
+// table's stream delivery pauses (docs/LOCAL-DYNAMO.md, "Faults").
 
 export interface FaultSettings {
   /** Fraction of requests answered 400 ProvisionedThroughputExceededException (not applied). */
@@ -25,9 +27,17 @@ export interface FaultSettings {
   seed?: number;
   /** Only these operations are faulted (default: all). */
   operations?: string[];
+  /**
+   * The endpoint is unreachable: every connection to the front is reset (open ones at once, new ones
+   * as they arrive), so clients see ECONNRESET, not a DynamoDB error reply, and no request reaches
+   * dynalite; stream delivery pauses (records stay in the change log, as DynamoDB Streams keep them
+   * 24 hours) and resumes when this ends. Applies to every operation, whatever `operations` says,
+   * and wins over the hook.
+   */
+  unreachable?: boolean;
 }
 
-export type FaultDecision = 'throttle' | 'error' | 'errorAfterWrite' | 'unprocessed' | 'none';
+export type FaultDecision = 'throttle' | 'error' | 'errorAfterWrite' | 'unprocessed' | 'unreachable' | 'none';
 
 export interface FaultRequest {
   operation: string;
@@ -64,13 +74,16 @@ export interface FaultCounts {
   erroredAfterWrite: number;
   /** Items returned in UnprocessedItems. */
   unprocessedItems: number;
+  /** Connections reset while unreachable (open ones when it began, and each new one). */
+  resetConnections: number;
 }
 
 export class FaultSeam {
   private settings: FaultSettings = {};
   private hook: FaultHook | undefined;
   private random: () => number = mulberry32(1);
-  readonly counts: FaultCounts = { throttled: 0, errored: 0, erroredAfterWrite: 0, unprocessedItems: 0 };
+  readonly counts: FaultCounts = { throttled: 0, errored: 0, erroredAfterWrite: 0, unprocessedItems: 0, resetConnections: 0 };
+  private readonly unreachableListeners = new Set<(unreachable: boolean) => void>();
 
   set(settings: FaultSettings): void {
     for (const [name, rate] of Object.entries({ ...settings })) {
@@ -78,8 +91,10 @@ export class FaultSeam {
         throw new Error(`fault ${name} must be a number in [0, 1], got ${String(rate)}`);
       }
     }
+    const wasUnreachable = this.unreachable;
     this.settings = { ...settings };
     this.random = mulberry32(settings.seed ?? 1);
+    this.notifyIfChanged(wasUnreachable);
   }
 
   setHook(hook: FaultHook | undefined): void {
@@ -88,12 +103,28 @@ export class FaultSeam {
 
   /** Back to no faults. */
   clear(): void {
+    const wasUnreachable = this.unreachable;
     this.settings = {};
     this.hook = undefined;
+    this.notifyIfChanged(wasUnreachable);
   }
 
   get latencyMs(): number {
     return this.settings.latencyMs ?? 0;
+  }
+
+  /** Whether the endpoint is unreachable now (FaultSettings.unreachable). */
+  get unreachable(): boolean {
+    return this.settings.unreachable === true;
+  }
+
+  /**
+   * Called whenever `unreachable` turns on or off (by set or clear): the front resets its open
+   * connections, the local DynamoDB pauses or resumes stream delivery. Returns the unsubscribe.
+   */
+  onUnreachableChange(listener: (unreachable: boolean) => void): () => void {
+    this.unreachableListeners.add(listener);
+    return () => this.unreachableListeners.delete(listener);
   }
 
   decide(request: FaultRequest, isWrite: boolean): FaultDecision {
@@ -111,7 +142,13 @@ export class FaultSeam {
     return out;
   }
 
+  private notifyIfChanged(wasUnreachable: boolean): void {
+    if (this.unreachable === wasUnreachable) return;
+    for (const listener of [...this.unreachableListeners]) listener(this.unreachable);
+  }
+
   private pick(request: FaultRequest, isWrite: boolean): FaultDecision {
+    if (this.unreachable) return 'unreachable';
     if (this.hook) return this.hook(request);
     const s = this.settings;
     if (s.operations && !s.operations.includes(request.operation)) return 'none';

@@ -3,7 +3,7 @@
 // change log (the local DynamoDB stream). Because every writer, in any process, goes through the
 // front, every change is captured exactly once.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { FaultSeam, INTERNAL_ERROR_REPLY, THROTTLE_REPLY, type DynamoErrorReply } from './faults';
 import { extractKey, keyId, KeySchemaCache, readImages, type ItemRef, type KeySchema } from './images';
@@ -140,8 +140,25 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
     }
   }
 
+  // Every open client connection, so that turning `unreachable` on can reset them all: a kept-alive
+  // socket left open would keep answering, which is not what an unreachable endpoint does.
+  const sockets = new Set<Socket>();
+  /** Resets a connection as an unreachable endpoint does (RST: the client sees ECONNRESET). */
+  function reset(socket: Socket): void {
+    if (socket.destroyed) return;
+    opts.faults.counts.resetConnections++;
+    socket.resetAndDestroy();
+  }
+  const stopResetting = opts.faults.onUnreachableChange((unreachable) => {
+    if (!unreachable) return;
+    log.warn({ openConnections: sockets.size }, 'DynamoDB front unreachable: resetting every connection');
+    for (const socket of [...sockets]) reset(socket);
+  });
+
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     stats.requests++;
+    // A request already on its way when the outage began: reset, never answered.
+    if (opts.faults.unreachable) return reset(req.socket);
     const body = await readBody(req);
     if (body === undefined) {
       res.writeHead(413).end();
@@ -160,6 +177,7 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
 
     if (opts.faults.latencyMs > 0) await sleep(opts.faults.latencyMs);
     const decision = req.method === 'POST' && operation ? opts.faults.decide({ operation, tableNames }, isWrite) : 'none';
+    if (decision === 'unreachable') return reset(req.socket);
     if (decision === 'throttle') return sendError(res, THROTTLE_REPLY);
     if (decision === 'error') return sendError(res, INTERNAL_ERROR_REPLY);
 
@@ -191,6 +209,14 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
     });
   });
   server.keepAliveTimeout = 5000;
+  server.on('connection', (socket: Socket) => {
+    if (opts.faults.unreachable) {
+      reset(socket);
+      return;
+    }
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.host, () => resolve());
@@ -214,6 +240,7 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
       return response.status === 200;
     },
     async close() {
+      stopResetting();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

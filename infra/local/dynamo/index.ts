@@ -5,6 +5,7 @@ import { SequenceCounter, TableChangeLog } from './change-log';
 import { startDynalite, type DynaliteProcess } from './dynalite';
 import { FaultSeam } from './faults';
 import { startFront, type Front, type FrontStats } from './front';
+import { streamFaultsFor } from './stream-faults';
 import { startTtlSweeper, type TtlSweeper } from './ttl';
 
 export { createStreamDelivery } from './delivery';
@@ -49,6 +50,7 @@ export interface LocalDynamoOptions {
 export class TableStreams {
   private readonly logs = new Map<string, TableChangeLog>();
   private readonly sequence = new SequenceCounter();
+  private deliveryPaused = false;
 
   constructor(private readonly opts: { region: string; shardCount: number; now: () => number; maxUnreadRecordsPerShard: number }) {}
 
@@ -58,8 +60,18 @@ export class TableStreams {
     if (!log) {
       log = new TableChangeLog({ tableName, sequence: this.sequence, ...this.opts });
       this.logs.set(tableName, log);
+      if (this.deliveryPaused) streamFaultsFor(log).setPaused(true);
     }
     return log;
+  }
+
+  /**
+   * Pauses or resumes delivery of every table's stream, tables created later included (the front's
+   * `unreachable` fault: DynamoDB Streams are as unreachable as the table; their records wait).
+   */
+  setDeliveryPaused(paused: boolean): void {
+    this.deliveryPaused = paused;
+    for (const log of this.logs.values()) streamFaultsFor(log).setPaused(paused);
   }
 
   tableNames(): string[] {
@@ -94,6 +106,7 @@ export async function startLocalDynamo(opts: LocalDynamoOptions = {}): Promise<L
     maxUnreadRecordsPerShard: opts.maxUnreadRecordsPerShard ?? 100_000,
   });
   const faults = new FaultSeam();
+  faults.onUnreachableChange((unreachable) => tableStreams.setDeliveryPaused(unreachable));
   const dynalite = await startDynalite({
     host,
     tableStateMs: opts.tableStateMs ?? 0,

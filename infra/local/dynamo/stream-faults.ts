@@ -15,6 +15,10 @@
 // The seam is attached to a table's change log, so every delivery of that table (every "event
 // source mapping") sees it without new plumbing; random choices come from a seeded PRNG, and each
 // injection is counted.
+//
+// It also carries the pause of an unreachable DynamoDB (the front's `unreachable` fault, wired by
+// startLocalDynamo): while paused no delivery starts an invocation; records stay in the change log
+// (DynamoDB Streams keep them 24 hours) and are delivered, in order, once it resumes.
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { TableChangeLog } from './change-log';
 import { mulberry32 } from './faults';
@@ -44,7 +48,27 @@ export class StreamFaultSeam {
   private duplicateRate = 0;
   private reorderRate = 0;
   private random: () => number = mulberry32(1);
+  private pausedValue = false;
+  private readonly resumeListeners = new Set<() => void>();
   readonly counts: StreamFaultCounts = { duplicatedBatches: 0, duplicatedRecords: 0, reorderedBatches: 0, reorderedRecords: 0 };
+
+  /** Whether delivery is paused (DynamoDB unreachable): no invocation starts until it resumes. */
+  get paused(): boolean {
+    return this.pausedValue;
+  }
+
+  /** Pauses or resumes every delivery of the table; resuming wakes the waiting ones (onResume). */
+  setPaused(paused: boolean): void {
+    if (this.pausedValue === paused) return;
+    this.pausedValue = paused;
+    if (!paused) for (const listener of [...this.resumeListeners]) listener();
+  }
+
+  /** Called when a pause ends. Returns the unsubscribe. */
+  onResume(listener: () => void): () => void {
+    this.resumeListeners.add(listener);
+    return () => this.resumeListeners.delete(listener);
+  }
 
   /** Replaces the settings (rates are clamped to 0..1). */
   set(settings: StreamFaultSettings): void {
@@ -53,7 +77,7 @@ export class StreamFaultSeam {
     this.random = mulberry32(settings.seed ?? 1);
   }
 
-  /** Turns both faults off; counts are kept. */
+  /** Turns both faults off (not a pause, which follows the front's `unreachable`); counts are kept. */
   clear(): void {
     this.duplicateRate = 0;
     this.reorderRate = 0;

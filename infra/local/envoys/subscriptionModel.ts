@@ -31,7 +31,7 @@ import {
   type ListenerRefs,
   type RouteTableRefs,
 } from './referencedNames';
-import type { XdsProtocol } from './typeState';
+import type { XdsProtocol } from './xds-protocol';
 
 export type SubscriptionModelName = 'envoy' | 'grpc' | 'wildcard';
 /** Envoy's `initial_fetch_timeout` default: how long initialisation waits for a subscription. */

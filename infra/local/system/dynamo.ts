@@ -1,14 +1,14 @@
 // Local DynamoDB (dynalite behind the capturing front, so every write reaches the table's stream)
 // and the project's table. Readiness: ensureTable returned, i.e. the table is ACTIVE.
 import type { Logger } from 'pino';
-import { createStoreClients, ensureTable } from '../../../common/store';
+import { openTable } from '../../../common/store';
 import { startLocalDynamo, type DynaliteProcess, type LocalDynamo } from '../dynamo';
 import type { Component } from './component';
 
 export interface DynamoComponent extends Component {
   local: LocalDynamo;
   tableName: string;
-  /** Environment every function handler reads (common/store's createEventStoreFromEnv). */
+  /** Environment every function handler reads (common/store's openTableFromEnv). */
   storeEnv: Record<string, string>;
 }
 
@@ -27,14 +27,14 @@ export async function startDynamoComponent(opts: { port: number; tableName: stri
   // commands"). So the SDK's own switch turns that off here, unless the user set it; the gateway
   // child gets it in gateway.ts. Deployed code never sets it (Lambda runs nodejs24.x).
   process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
-  const clients = createStoreClients({ region: local.region, endpoint: local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const table = openTable({ tableName: opts.tableName, logger: opts.logger, client: { region: local.region, endpoint: local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } });
   try {
-    await ensureTable(clients.client, opts.tableName);
+    await table.ensureTable();
   } catch (error) {
     await local.close();
     throw error;
   } finally {
-    clients.client.destroy();
+    table.close();
   }
   return {
     name: 'dynamo',

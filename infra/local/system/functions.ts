@@ -6,6 +6,7 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Logger } from 'pino';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../../common/core';
+import { ENVOY_PK_PREFIX, LINEAGE_PK_PREFIX, OBJECT_PK_PREFIX, STATE_SK } from '../../../common/store';
 import { configureDecisionRefresh, configureStatusHandoff, handleConvergence } from '../../../functions/convergence';
 import { handleExpire } from '../../../functions/expire';
 import { buildFunctionContext } from '../../../functions/lib/context';
@@ -69,8 +70,8 @@ function partitionKey(record: DynamoDBRecord): string {
  */
 function convergenceRecord(record: DynamoDBRecord): boolean {
   const pk = partitionKey(record);
-  if (pk.startsWith('OBJECT#')) return true;
-  return (pk.startsWith('ENVOY#') || pk.startsWith('LINEAGE#')) && record.dynamodb?.Keys?.['sk']?.S === 'STATE';
+  if (pk.startsWith(OBJECT_PK_PREFIX)) return true;
+  return (pk.startsWith(ENVOY_PK_PREFIX) || pk.startsWith(LINEAGE_PK_PREFIX)) && record.dynamodb?.Keys?.['sk']?.S === STATE_SK;
 }
 
 /**
@@ -160,7 +161,7 @@ export async function startFunctionsComponent(opts: FunctionsComponentOptions): 
   const status = createStreamDelivery({
     source,
     handler: statusHandler,
-    filter: (record) => (record.eventName === 'INSERT' || record.eventName === 'MODIFY') && partitionKey(record).startsWith('OBJECT#'),
+    filter: (record) => (record.eventName === 'INSERT' || record.eventName === 'MODIFY') && partitionKey(record).startsWith(OBJECT_PK_PREFIX),
     ...mapping('status', opts.statusBatchWindowMs ?? opts.batchWindowMs),
     batchSize: STATUS_BATCH_SIZE,
   });

@@ -46,6 +46,8 @@ export interface GatewayComponentOptions {
   envoyHeartbeatMs?: number;
   /** LINEAGE heartbeat (default 5 s). */
   lineageHeartbeatMs?: number;
+  /** `--queue-high-water` (default: the gateway's own). */
+  queueHighWater?: number;
   logger: Logger;
 }
 
@@ -82,6 +84,7 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
     'envoy-heartbeat-ms': String(opts.envoyHeartbeatMs ?? 30_000),
     'shutdown-grace-ms': '200',
     'flush-timeout-ms': '5000',
+    ...(opts.queueHighWater === undefined ? {} : { 'queue-high-water': String(opts.queueHighWater) }),
   };
   const argv = Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]);
   if (opts.process === 'child') return startGatewayChild(argv, opts.logger.child({ component: 'gateway' }));

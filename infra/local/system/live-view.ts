@@ -17,6 +17,7 @@
 // waiting for the pass (docs/OPERATIONS.md, "The live view").
 import { QueryApiError, QueryClient, type ObjectView } from '../../../common/cli/query-client';
 import { COLOUR, PLAIN, type Style } from '../../../common/cli/render';
+import { forEachConcurrently } from '../../../common/worker-pool';
 
 export interface ObjectProgress {
   name: string;
@@ -583,11 +584,9 @@ export function startLiveView(options: LiveViewOptions): LiveView {
       .filter(({ name, entry }) => entry.readAt === undefined || !isProgrammed({ name, ...entry }) || at - entry.readAt >= REFRESH_SETTLED_MS)
       .sort((a, b) => rank(a.entry) - rank(b.entry))
       .map(({ name }) => name);
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (!stopped && next < due.length) await read(due[next++] as string);
-    };
-    await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, due.length) }, worker));
+    await forEachConcurrently(due, READ_CONCURRENCY, async (name) => {
+      if (!stopped) await read(name);
+    });
     // Drawn now, not at the next frame: what onPoll reports (start.ts's PROGRAMMED) is on screen first.
     if (frameTimer !== undefined) clearTimeout(frameTimer);
     frameTimer = undefined;

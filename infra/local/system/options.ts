@@ -103,6 +103,11 @@ export const localSystemOptionsSchema = z
      * larger batches consume the stream faster (docs/LOCAL-DYNAMO.md, "Convergence batch size").
      */
     convergenceBatchSize: z.number().int().min(1).max(10_000).optional(),
+    /**
+     * The gateway's `--queue-high-water` (default: the gateway's own, 50,000 events). A small mark lets
+     * a test reach backpressure with a few Envoys (test/integration/system/dynamo-outage.test.ts).
+     */
+    gatewayQueueHighWater: z.number().int().min(1).optional(),
   })
   .strict()
   .refine((options) => !options.gatewayApi || options.controlPlane === 'contour', { message: 'gatewayApi needs controlPlane: contour', path: ['gatewayApi'] });

@@ -1,5 +1,7 @@
 // Sample HTTPProxy objects applied at start: sample-<i> routes `sample-<i>.local` to service app-<i>,
 // each service its own cluster (so one object's cluster can be singled out, e.g. for NACK demos).
+import { forEachConcurrently, forEachIndexConcurrently } from '../../../common/worker-pool';
+
 export const SAMPLE_NAMESPACE = 'default';
 export const SAMPLE_SERVICE_PORT = 8080;
 export const HTTPPROXY_API_PATH = '/apis/projectcontour.io/v1';
@@ -49,11 +51,7 @@ export const SAMPLE_CREATE_CONCURRENCY = 8;
 
 /** Creates the samples (an existing one is left as it is), a few at a time; names in index order. */
 export async function applySamples(kubeUrl: string, count: number): Promise<string[]> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < count) await createSample(kubeUrl, next++);
-  };
-  await Promise.all(Array.from({ length: Math.min(SAMPLE_CREATE_CONCURRENCY, count) }, worker));
+  await forEachIndexConcurrently(count, SAMPLE_CREATE_CONCURRENCY, (index) => createSample(kubeUrl, index));
   return Array.from({ length: count }, (_, index) => sampleName(index));
 }
 
@@ -83,27 +81,22 @@ const SAMPLE_PORT_NAME = 'http';
  */
 export async function applySampleBackends(kubeUrl: string, count: number, backend: SampleBackend): Promise<void> {
   const services = Array.from({ length: count }, (_, index) => [sampleService(index), sampleCanaryService(index)]).flat();
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < services.length) {
-      const name = services[next++] as string;
-      await createObject(kubeUrl, `/api/v1/namespaces/${SAMPLE_NAMESPACE}/services`, {
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: { name, namespace: SAMPLE_NAMESPACE, labels: { 'app.kubernetes.io/part-of': 'xds-programmed-sample' } },
-        spec: { selector: { app: name }, ports: [{ name: SAMPLE_PORT_NAME, port: SAMPLE_SERVICE_PORT, targetPort: backend.port }] },
-      });
-      await createObject(kubeUrl, `/apis/discovery.k8s.io/v1/namespaces/${SAMPLE_NAMESPACE}/endpointslices`, {
-        apiVersion: 'discovery.k8s.io/v1',
-        kind: 'EndpointSlice',
-        metadata: { name: `${name}-1`, namespace: SAMPLE_NAMESPACE, labels: { 'kubernetes.io/service-name': name, 'app.kubernetes.io/part-of': 'xds-programmed-sample' } },
-        addressType: 'IPv4',
-        endpoints: [{ addresses: [backend.ip], conditions: { ready: true } }],
-        ports: [{ name: SAMPLE_PORT_NAME, port: backend.port }],
-      });
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(SAMPLE_CREATE_CONCURRENCY, services.length) }, worker));
+  await forEachConcurrently(services, SAMPLE_CREATE_CONCURRENCY, async (name) => {
+    await createObject(kubeUrl, `/api/v1/namespaces/${SAMPLE_NAMESPACE}/services`, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name, namespace: SAMPLE_NAMESPACE, labels: { 'app.kubernetes.io/part-of': 'xds-programmed-sample' } },
+      spec: { selector: { app: name }, ports: [{ name: SAMPLE_PORT_NAME, port: SAMPLE_SERVICE_PORT, targetPort: backend.port }] },
+    });
+    await createObject(kubeUrl, `/apis/discovery.k8s.io/v1/namespaces/${SAMPLE_NAMESPACE}/endpointslices`, {
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: `${name}-1`, namespace: SAMPLE_NAMESPACE, labels: { 'kubernetes.io/service-name': name, 'app.kubernetes.io/part-of': 'xds-programmed-sample' } },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: [backend.ip], conditions: { ready: true } }],
+      ports: [{ name: SAMPLE_PORT_NAME, port: backend.port }],
+    });
+  });
 }
 
 async function createObject(kubeUrl: string, path: string, object: Record<string, unknown>): Promise<void> {

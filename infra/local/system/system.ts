@@ -215,6 +215,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
           // An idle Envoy is refreshed well within the TTL (the defaults suit the default 120 s).
           envoyHeartbeatMs: Math.min(30_000, Math.floor(options.envoyTtlMs / 4)),
           lineageHeartbeatMs: Math.min(5000, Math.floor(options.envoyTtlMs / 4)),
+          ...(options.gatewayQueueHighWater === undefined ? {} : { queueHighWater: options.gatewayQueueHighWater }),
           logger,
         }),
       );

@@ -10,7 +10,8 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 
-import { envoyStateKey, ITEM_KIND, lineageStateKey, objectPartitionKey, pendingKey, toObjectGenerationItem, DENOMINATOR_IN_TRANSIT, type ObjectRef } from '../../../common/core';
+import { DENOMINATOR_IN_TRANSIT, type ObjectRef } from '../../../common/core';
+import { envoyStateKey, ITEM_KIND, lineageStateKey, objectPartitionKey, pendingKey, toObjectGenerationItem } from '../../../common/store';
 import { handleConvergence } from '../../../functions/convergence';
 import { buildFunctionContext, type FunctionContext } from '../../../functions/lib/context';
 import type { StreamDelivery } from '../../../infra/local/dynamo';

@@ -3,7 +3,8 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 
-import { objectGenerationKey, type EnvoyState, type TypeState } from '../../../common/core';
+import { type EnvoyState, type TypeState } from '../../../common/core';
+import { objectGenerationKey } from '../../../common/store';
 import { createEventStore, type DynamoEventStore, type StoreClients } from '../../../common/store';
 import { createQueryHandler, handleQuery, type QueryHandler } from '../../../functions/query';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';

@@ -4,7 +4,8 @@
 // run writes nothing anywhere; a pass over the table can span several bounded runs via its cursor.
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import { objectGenerationKey, pendingKey, type ObjectRef } from '../../../common/core';
+import { type ObjectRef } from '../../../common/core';
+import { objectGenerationKey, pendingKey } from '../../../common/store';
 import { documentOperations } from '../../../common/store';
 import { DynamoAggregateStore } from '../../../common/store/aggregates';
 import { createKubeAccess } from '../../../functions/kube/access';

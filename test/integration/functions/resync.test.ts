@@ -5,7 +5,8 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import pino from 'pino';
 
-import { aggregateShardKey, applyMember, emptyShard, memberFromEnvoyState, shardOf, type AggregateShard } from '../../../common/core';
+import { applyMember, emptyShard, memberFromEnvoyState, shardOf, type AggregateShard } from '../../../common/core';
+import { aggregateShardKey } from '../../../common/store';
 import { handler } from '../../../functions/convergence';
 import { buildFunctionContext, type FunctionContext } from '../../../functions/lib/context';
 import { runResync } from '../../../functions/lib/resync-run';

@@ -13,7 +13,8 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import pino from 'pino';
 
-import { objectGenerationFromItem, objectGenerationKey, parseItem, type ObjectRef } from '../../../common/core';
+import { type ObjectRef } from '../../../common/core';
+import { objectGenerationFromItem, objectGenerationKey, parseItem } from '../../../common/store';
 import { configureStatusHandoff, handleConvergence } from '../../../functions/convergence';
 import { createKubeAccess } from '../../../functions/kube/access';
 import { StatusWriter } from '../../../functions/kube/status-writer';

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import pino from 'pino';
 
-import { objectGenerationKey, type ObjectRef } from '../../../common/core';
+import { type ObjectRef } from '../../../common/core';
+import { objectGenerationKey } from '../../../common/store';
 import { createEventStore, ensureTable, type DynamoEventStore, type StoreClients } from '../../../common/store';
 import { createStreamDelivery, startLocalDynamo, type LocalDynamo, type StreamDelivery, type StreamHandler } from '../../../infra/local/dynamo';
 import { request, startTestServer, WIDGET_CRD, type TestServer } from '../kube/helpers';

@@ -8,7 +8,8 @@ import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import fc from 'fast-check';
 
-import { toObjectGenerationItem, type ConditionDraft } from '../../../common/core';
+import { type ConditionDraft } from '../../../common/core';
+import { toObjectGenerationItem } from '../../../common/store';
 import { planConditionWrite } from '../../../common/core/status-update';
 import { createKubeAccess, type KubeAccess, type KubeClients } from '../../../functions/kube/access';
 import { StatusWriteError, StatusWriter } from '../../../functions/kube/status-writer';

@@ -6,7 +6,7 @@ import { createStatusHandler } from '../../../functions/status';
 import type { StreamDelivery } from '../../../infra/local/dynamo';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-import { objectGenerationKey } from '../../../common/core';
+import { objectGenerationKey } from '../../../common/store';
 import { DEFAULT_MESSAGE_REFRESH_MS } from '../../../common/core/status-update';
 import { kubectl, openWatch } from '../kube/helpers';
 import {

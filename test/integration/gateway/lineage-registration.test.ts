@@ -3,7 +3,7 @@
 // lineage's Envoys would be missing from the denominator (docs/CONVERGENCE.md, "The denominator").
 // Checked on the local DynamoDB's stream: the registry record precedes the first Envoy state record.
 import type { DynamoDBRecord } from 'aws-lambda';
-import { LINEAGE_REGISTRY_KEY } from '../../../common/core';
+import { LINEAGE_REGISTRY_KEY } from '../../../common/store';
 import { createStoreClients, DynamoAggregateStore, documentOperations } from '../../../common/store';
 import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import type { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';

@@ -1,4 +1,4 @@
-// The recorder writes a flush's watermarks before its Envoy states (recorder.ts `flushOnce`): a
+// The recorder writes a flush's watermarks before its Envoy states (recorder/index.ts `flushOnce`): a
 // generation cannot be decided before its watermark is stored, and during a fleet-wide push the
 // watermark used to wait behind one conditional state write per Envoy (~29 s at 1,000
 // Envoys). Writes of one object generation keep their order, and a failed one holds the later ones.

@@ -1,17 +1,15 @@
 // The DynamoDB adapter of the core's EventStore port, against real dynalite.
 import {
-  ITEM_KIND,
   LDS_TYPE_URL,
   CDS_TYPE_URL,
   MAX_MESSAGE_BYTES,
-  SCHEMA_VERSION,
-  envoyStateKey,
   utf8Length,
   type EnvoyEvent,
   type EnvoyState,
   type LineageState,
   type ObjectRef,
 } from '../../../common/core';
+import { ITEM_KIND, SCHEMA_VERSION, envoyStateKey } from '../../../common/store';
 import { DynamoEventStore, eventKeyOf } from '../../../common/store/dynamo-store';
 import { InvalidStoreInputError } from '../../../common/store/errors';
 import { iteratePages } from '../../../common/store/listing';

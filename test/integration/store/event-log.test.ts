@@ -4,16 +4,14 @@
 import {
   CDS_TYPE_URL,
   EDS_TYPE_URL,
-  ITEM_KIND,
   LDS_TYPE_URL,
-  SCHEMA_VERSION,
   dedupeEvents,
-  eventLogKeyOf,
   toCarriedEvent,
   type CarriedEvent,
   type EnvoyEvent,
   type EnvoyState,
 } from '../../../common/core';
+import { ITEM_KIND, SCHEMA_VERSION, eventLogKeyOf } from '../../../common/store';
 import { DynamoEventStore } from '../../../common/store/dynamo-store';
 import { iteratePages } from '../../../common/store/listing';
 import { documentOperations, type DocumentOperations } from '../../../common/store/operations';

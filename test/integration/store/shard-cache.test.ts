@@ -3,7 +3,8 @@
 // corrupt item, is never answered from the cache.
 import pino from 'pino';
 
-import { aggregateShardKey, emptyShard, applyMember, type AggregateShard, type Member } from '../../../common/core';
+import { emptyShard, applyMember, type AggregateShard, type Member } from '../../../common/core';
+import { aggregateShardKey } from '../../../common/store';
 import { DynamoAggregateStore } from '../../../common/store/aggregates';
 import { documentOperations } from '../../../common/store/operations';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';

@@ -3,7 +3,8 @@
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as StreamAttributeValue } from 'aws-lambda';
 
-import { LDS_TYPE_URL, toEnvoyEventItem } from '../../../common/core';
+import { LDS_TYPE_URL } from '../../../common/core';
+import { toEnvoyEventItem } from '../../../common/store';
 import { parseStreamImage } from '../../../common/store/stream-image';
 
 const event = { nodeId: 'e1', outcome: 'ACK' as const, lineage: 'a.b.c', seq: 3, typeUrl: LDS_TYPE_URL, at: 10, ttl: 99 };

@@ -1,17 +1,10 @@
 // The aggregate-side items are parseItem kinds (key checks included), and a stored decision that fails
 // validation is dropped with a warning instead of making the OBJECT item unreadable.
 import {
-  aggregateShardKey,
   applyMember,
   emptyShard,
-  ITEM_KIND,
-  LINEAGE_REGISTRY_KEY,
-  objectGenerationKey,
-  parseItem,
-  pendingKey,
-  SCHEMA_VERSION,
-  toObjectGenerationItem,
 } from '../../../common/core';
+import { aggregateShardKey, ITEM_KIND, LINEAGE_REGISTRY_KEY, objectGenerationKey, parseItem, pendingKey, SCHEMA_VERSION, toObjectGenerationItem } from '../../../common/store';
 import { L1, T0 } from './fixtures';
 
 const object = { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'default', name: 'web' };

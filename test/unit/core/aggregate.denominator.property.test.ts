@@ -6,7 +6,8 @@
 // Programmed while an Envoy the gateway had recorded, live at the time the shards were read, is below
 // the watermark (invariant 1, docs/ARCHITECTURE.md).
 //
-// The gateway model follows xds-gateway/tracking/recorder.ts: a state carrying a new incarnation (first
+// The gateway model follows the recorder (xds-gateway/tracking/recorder/; its rule is
+// common/core/envoy-count.ts): a state carrying a new incarnation (first
 // state, new connection, or less programmed than the last) is written only after a LINEAGE write whose
 // count includes it. The same run with the count disabled (every lineage count "all applied") must find
 // a counterexample: the property is not vacuous.
@@ -73,7 +74,7 @@ interface Truth {
 }
 
 /**
- * incarnations: the design (xds-gateway/tracking/recorder.ts). distinctNodes: counting node ids only
+ * incarnations: the design (common/core/envoy-count.ts, as the recorder applies it). distinctNodes: counting node ids only
  * (misses an Envoy restarted under the same id). off: no count (the aggregates alone).
  */
 type CountMode = 'incarnations' | 'distinctNodes' | 'off';

@@ -6,14 +6,10 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import {
   applyNack,
   buildCondition,
-  parseItem,
   setCondition,
   stuckEvents,
-  toEnvoyEventItem,
-  toEnvoyStateItem,
-  toObjectGenerationItem,
-  type TableItem,
 } from '../../../common/core';
+import { parseItem, toEnvoyEventItem, toEnvoyStateItem, toObjectGenerationItem, type TableItem } from '../../../common/store';
 import { Simulation, actionArb, fleetArb, policy } from './fleet-model';
 import { CDS, L1, T0, envoy } from './fixtures';
 

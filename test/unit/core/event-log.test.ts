@@ -10,19 +10,16 @@ import {
   checkCarriedEvent,
   dedupeEvents,
   eventLogBatches,
-  eventLogKeyOf,
   fromCarriedEvent,
   mergeCarried,
-  parseItem,
   planCarry,
   toCarriedEvent,
-  toEnvoyEventLogItem,
-  toEnvoyStateItem,
   withoutCarried,
   withoutExpired,
   type CarriedEvent,
   type EnvoyEvent,
 } from '../../../common/core';
+import { eventLogKeyOf, parseItem, toEnvoyEventLogItem, toEnvoyStateItem } from '../../../common/store';
 import { CDS, EDS, L1, L2, LDS, RDS, T0, envoy } from './fixtures';
 
 const TTL = 1_800_000_000;

@@ -8,16 +8,16 @@ import {
   applySubscribe,
   type Condition,
   type EnvoyEvent,
-  type EventStore,
   type LineageState,
   type ObjectRef,
   type Page,
   type PageRequest,
 } from '../../../common/core';
+import type { TableStore } from '../../../common/store';
 import { CDS, L1, L2, RDS, T0 } from './fixtures';
 
 export interface ContractStore {
-  store: EventStore;
+  store: TableStore;
   /** Writes a raw (possibly corrupt) item, to check that reads report it instead of throwing. */
   putCorrupt?: (raw: Record<string, unknown> & { pk: string; sk: string }) => Promise<void>;
   close?: () => Promise<void>;

@@ -3,25 +3,8 @@
 // (event-store-contract.ts) and to let pure-logic unit tests run without DynamoDB. It is not a stand-in
 // for the real store in integration tests.
 import {
-  envoyStateKey,
-  lineageStateKey,
-  objectGenerationKey,
-  parseItem,
-  toEnvoyEventItem,
-  toEnvoyEventLogItem,
-  toEnvoyStateItem,
   dedupeEvents,
   fromCarriedEvent,
-  toLineageStateItem,
-  toObjectGenerationItem,
-  envoyEventFromItem,
-  envoyStateFromItem,
-  lineageStateFromItem,
-  objectGenerationFromItem,
-  envoyPartitionKey,
-  envoyEventSkPrefix,
-  objectPartitionKey,
-  GENERATION_SK_PREFIX,
   type Condition,
   type ConditionalWriteResult,
   type EnvoyEvent,
@@ -38,9 +21,8 @@ import {
   type Page,
   type PageRequest,
   type PutEventsResult,
-  type ScanRequest,
-  type TableItem,
 } from '../../../common/core';
+import { envoyStateKey, lineageStateKey, objectGenerationKey, parseItem, toEnvoyEventItem, toEnvoyEventLogItem, toEnvoyStateItem, toLineageStateItem, toObjectGenerationItem, envoyEventFromItem, envoyStateFromItem, lineageStateFromItem, objectGenerationFromItem, envoyPartitionKey, envoyEventSkPrefix, objectPartitionKey, GENERATION_SK_PREFIX, type ScanRequest, type TableItem } from '../../../common/store';
 
 type Raw = Record<string, unknown>;
 

@@ -4,15 +4,14 @@ import {
   currentTypeVersions,
   currentWatermark,
   newLineageState,
-  parseItem,
   programmedThrough,
-  toLineageStateItem,
   typeSyncReports,
   typeVersionAt,
   hasReachedWatermark,
   withProgrammedThrough,
   type LineageState,
 } from '../../../common/core';
+import { parseItem, toLineageStateItem } from '../../../common/store';
 import { CDS, EDS, L1, RDS, T0, envoy } from './fixtures';
 
 function start(): LineageState {

@@ -6,10 +6,9 @@ import {
   applySent,
   classifyRequest,
   stuckEvents,
-  parseItem,
-  toEnvoyEventItem,
   type RequestClass,
 } from '../../../common/core';
+import { parseItem, toEnvoyEventItem } from '../../../common/store';
 import { CDS, L1, L2, RDS, T0, envoy } from './fixtures';
 
 const context = { typeUrl: RDS, lineage: L1, now: T0 + 1000, eventRetentionMs: 86_400_000 };

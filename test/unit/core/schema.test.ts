@@ -1,20 +1,9 @@
 import fc from 'fast-check';
 import {
-  envoyEventKey,
-  envoyStateKey,
-  lineageStateKey,
-  objectGenerationKey,
-  parseItem,
-  toEnvoyEventItem,
-  toEnvoyStateItem,
-  toLineageStateItem,
-  toObjectGenerationItem,
-  envoyStateFromItem,
   ttlEpochSeconds,
-  SCHEMA_VERSION,
   type ObjectRef,
-  type TableItem,
 } from '../../../common/core';
+import { envoyEventKey, envoyStateKey, lineageStateKey, objectGenerationKey, parseItem, toEnvoyEventItem, toEnvoyStateItem, toLineageStateItem, toObjectGenerationItem, envoyStateFromItem, SCHEMA_VERSION, type TableItem } from '../../../common/store';
 import { CDS, L1, LDS, RDS, T0, envoy } from './fixtures';
 
 const ref: ObjectRef = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'web' };

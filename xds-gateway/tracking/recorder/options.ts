@@ -1,0 +1,83 @@
+// The recorder's options, its metrics port and its stats: what the gateway (ops/gateway.ts,
+// ops/metrics.ts) configures and reads. The parts of the recorder (this folder) each take the few
+// options they need.
+import type { Logger } from 'pino';
+import type { Clock, EnvoyEvent, EnvoyState, EventLogLimits, EventStore } from '../../../common/core';
+
+export interface RecorderMetrics {
+  /** Events durably written (the only point where an event counts as acknowledged). */
+  eventsWritten(events: readonly EnvoyEvent[]): void;
+  /** Seconds one store call took, by operation. */
+  writeLatency(operation: 'putEvents' | 'envoyState' | 'lineageState' | 'watermark', seconds: number): void;
+  writeFailed(operation: string): void;
+  /** Writes dropped because the store can never accept them (never retried), by operation. */
+  writeDropped?(operation: 'envoyState' | 'lineageState' | 'watermark'): void;
+}
+
+export interface RecorderOptions {
+  store: EventStore;
+  logger: Logger;
+  clock: Clock;
+  random?: () => number;
+  /** Pause between flushes when there is nothing to retry (coalescing window for state writes). */
+  flushIntervalMs?: number;
+  /** Queued events above which `pressure()` is true. Nothing is dropped above it. */
+  highWaterEvents?: number;
+  /** Bounds on the events one STATE write carries before they move to an event-log item. */
+  eventLog?: EventLogLimits;
+  /**
+   * How long a state that only records a response being sent may wait for the ACK to join it in one
+   * write (0: never held). Far below the ACK timeout; SIGTERM (close) writes held states at once.
+   */
+  pendingStateHoldMs?: number;
+  /**
+   * `carried` (default): events ride in the STATE write and move to event-log items in groups.
+   * `items`: the format before the event log, one item per event written before the state (and no state
+   * held); kept as a fallback and as the baseline the bench compares with (bench/recorder-writes.ts).
+   */
+  eventLogMode?: 'carried' | 'items';
+  /** Parallel conditional writes of Envoy states per flush. */
+  stateWriteConcurrency?: number;
+  /**
+   * Envoy states one flush writes at most (default 2 × stateWriteConcurrency), oldest queued first;
+   * the next flush starts at once while more are ready. A flush of every queued state made a state
+   * queued just after it began wait for the whole flush and then its turn in the next one: at 1,000
+   * Envoys a flush took ~2.5 s (docs/bench/README.md). Coalescing is unchanged: a queued state is replaced in place.
+   */
+  maxStatesPerFlush?: number;
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  /**
+   * Combines our state with the one stored by someone else (another gateway for a per-type stream,
+   * the expire function) after a `rev` conflict. Default: ours wins.
+   */
+  mergeEnvoyState?: (ours: EnvoyState, stored: EnvoyState | undefined) => EnvoyState;
+  metrics?: RecorderMetrics;
+  /**
+   * Registers a lineage in the convergence functions' lineage registry before its first LINEAGE item
+   * (and so before any Envoy state on it) is written. Without it a new lineage is invisible to
+   * evaluation until its LINEAGE stream record has been processed, and its Envoys could be missing
+   * from the denominator (docs/CONVERGENCE.md, "The denominator"). Failures hold the lineage write,
+   * and with it the states it covers, until a later flush.
+   */
+  registerLineage?: (lineage: string, heartbeatAt: number) => Promise<void>;
+  /**
+   * An Envoy whose state can never be stored (dropped, not retried): the gateway ends its streams with
+   * the reason. Synchronous; must not throw.
+   */
+  onUnrecordable?: (nodeId: string, reason: string) => void;
+}
+
+export interface RecorderStats {
+  queuedEvents: number;
+  queuedEnvoyStates: number;
+  queuedLineageStates: number;
+  queuedWatermarks: number;
+  eventsWritten: number;
+  /** Events the store refused as invalid (never retryable; logged with context). Not a drop of a valid event. */
+  eventsRejected: number;
+  /** Valid work discarded: always 0 by design (the metric exists to prove it). */
+  dropped: number;
+  failedAttempts: number;
+  consecutiveFailures: number;
+}
