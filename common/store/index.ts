@@ -4,8 +4,8 @@
 import { z } from 'zod';
 
 import type { Clock } from '../core';
-import { createStoreClients, storeClientConfigFromEnv, type StoreClientConfig, type StoreClients, type StoreClientSeams } from './client';
-import { DynamoEventStore, type DynamoEventStoreOptions } from './dynamo-store';
+import { createStoreClients, storeClientConfigFromEnv, type StoreClients, type StoreClientSeams } from './client';
+import { DynamoEventStore } from './dynamo-store';
 import type { StoreLogger } from './logger';
 import { documentOperations } from './operations';
 
@@ -33,15 +33,8 @@ export {
   tableDefinition,
 } from './table';
 
-export interface EventStoreConfig {
-  tableName: string;
-  client: StoreClientConfig;
-  logger: StoreLogger;
-  /** Defaults to the system clock. */
-  clock?: Clock;
-  batch?: DynamoEventStoreOptions['batch'];
-  expiredStateRetentionMs?: number;
-}
+import type { EventStoreConfig } from './table-access';
+export type { EventStoreConfig } from './table-access';
 
 const systemClock: Clock = { now: () => Date.now() };
 

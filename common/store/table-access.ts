@@ -16,7 +16,7 @@ import { dynamoRawItemWriter } from './raw-items';
 import { ensureTable, type EnsureTableOptions } from './table';
 import type { ConditionResyncTable, ObjectCleanup, ObjectItemReader, RawItemWriter } from './table-ports';
 
-export interface TableAccessConfig {
+export interface EventStoreConfig {
   tableName: string;
   client: StoreClientConfig;
   logger: StoreLogger;
@@ -24,6 +24,9 @@ export interface TableAccessConfig {
   clock?: Clock;
   batch?: DynamoEventStoreOptions['batch'];
   expiredStateRetentionMs?: number;
+}
+
+export interface TableAccessConfig extends EventStoreConfig {
   /** How long a gone object's items are kept before DynamoDB's TTL removes them (ObjectCleanup). Default 1 h. */
   deletedObjectRetentionMs?: number;
 }

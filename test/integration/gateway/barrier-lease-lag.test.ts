@@ -8,7 +8,7 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { type CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { LDS_TYPE_URL, type ObjectRef } from '../../../common/core';
 import { startControlPlane, type ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import { HTTPPROXY_CRD } from '../../../infra/local/control-plane/httpproxy-crd';
@@ -19,11 +19,11 @@ import type { RouteInputs } from '../../../infra/local/control-plane/model';
 import { InMemoryRouteSource, type RouteSource } from '../../../infra/local/control-plane/route-source';
 import { startLocalDynamo, type LocalDynamo } from '../../../infra/local/dynamo';
 import type { Fleet } from '../../../infra/local/envoys';
-import { startKubeApiServer, type KubeApiServer } from '../../../infra/local/kube/server';
+import type { KubeApiServer } from '../../../infra/local/kube/server';
 import type { Gateway } from '../../../xds-gateway/ops/gateway';
 import type { UpstreamAppliedEvent } from '../../../xds-gateway/relay/observer';
-import { expectWatermarkNotEarly, type WatermarkSeen } from './barrier-content';
-import { adsSpec, endpoints, eventually, newFleet, proxy, startTestGateway, testLogger } from './helpers';
+import { expectWatermarkNotEarly, replicaElector, replicaEndpoints, startBarrierKube, type WatermarkSeen } from './barrier-support';
+import { adsSpec, eventually, newFleet, proxy, startTestGateway, testLogger } from './helpers';
 
 const PROXY_API = { group: 'projectcontour.io', version: 'v1', namespace: 'default', plural: 'httpproxies' };
 const WEB: ObjectRef = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'web' };
@@ -69,17 +69,13 @@ const replicas = new Map<string, Replica>();
 const applied: UpstreamAppliedEvent[] = [];
 
 beforeAll(async () => {
-  kube = await startKubeApiServer({ port: 0, host: '127.0.0.1', logger: testLogger });
-  const kubeconfigPath = kube.kubeconfigPath(mkdtempSync(path.join(os.tmpdir(), 'gw-lease-lag-')));
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromFile(kubeconfigPath);
-  custom = kubeConfig.makeApiClient(CustomObjectsApi);
-  const crd = await fetch(`${kube.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(HTTPPROXY_CRD) });
-  expect(crd.status).toBe(201);
+  const started = await startBarrierKube('gw-lease-lag-', [HTTPPROXY_CRD]);
+  kube = started.kube;
+  custom = started.custom;
+  const { kubeConfig } = started;
   for (const replicaId of ['replica-a', 'replica-b']) {
-    const endpointsSource = new InMemoryRouteSource();
-    endpointsSource.applyEndpoints(endpoints('app', '10.0.0.1', 80));
-    const elector = new KubeLeaseElector({ kubeConfig, namespace: 'default', leaseName: 'xds-control-plane', identity: replicaId, leaseDurationSeconds: 2, renewDeadlineMs: 1500, retryPeriodMs: 100, logger: testLogger });
+    const endpointsSource = replicaEndpoints();
+    const elector = replicaElector(kubeConfig, replicaId);
     const source = new FreezableSource(new KubeRouteSource({ kubeConfig, logger: testLogger, endpointsAndSecrets: endpointsSource }));
     const controlPlane = await startControlPlane({
       port: 0,

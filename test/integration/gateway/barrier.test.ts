@@ -3,10 +3,7 @@
 // elected on a Lease, and a leader change. Every watermark must be at or after the generation's
 // real first version: the content at each watermark type version (mapped through the gateway's seqs
 // to the replica's rebuild log) reflects the generation.
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { type CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { LDS_TYPE_URL, type ObjectRef } from '../../../common/core';
 import { startControlPlane, type ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import { HTTPPROXY_CRD } from '../../../infra/local/control-plane/httpproxy-crd';
@@ -16,11 +13,11 @@ import { KubeStatusWriter } from '../../../infra/local/control-plane/kube-status
 import { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
 import { startLocalDynamo, type LocalDynamo } from '../../../infra/local/dynamo';
 import type { Fleet } from '../../../infra/local/envoys';
-import { startKubeApiServer, type KubeApiServer } from '../../../infra/local/kube/server';
+import type { KubeApiServer } from '../../../infra/local/kube/server';
 import type { Gateway } from '../../../xds-gateway/ops/gateway';
 import type { UpstreamAppliedEvent } from '../../../xds-gateway/relay/observer';
-import { expectWatermarkNotEarly } from './barrier-content';
-import { adsSpec, endpoints, eventually, newFleet, proxy, startDelayProxy, startTestGateway, testLogger } from './helpers';
+import { expectWatermarkNotEarly, replicaElector, replicaEndpoints, startBarrierKube } from './barrier-support';
+import { adsSpec, eventually, newFleet, proxy, startDelayProxy, startTestGateway, testLogger } from './helpers';
 
 const PROXY_API = { group: 'projectcontour.io', version: 'v1', namespace: 'default', plural: 'httpproxies' };
 const WEB: ObjectRef = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'web' };
@@ -55,19 +52,13 @@ const delayed = new Map<string, { address: string; close: () => Promise<void> }>
 const applied: UpstreamAppliedEvent[] = [];
 
 beforeAll(async () => {
-  kube = await startKubeApiServer({ port: 0, host: '127.0.0.1', logger: testLogger });
-  const kubeconfigPath = kube.kubeconfigPath(mkdtempSync(path.join(os.tmpdir(), 'gw-barrier-')));
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromFile(kubeconfigPath);
-  custom = kubeConfig.makeApiClient(CustomObjectsApi);
-  const crd = await fetch(`${kube.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(HTTPPROXY_CRD) });
-  expect(crd.status).toBe(201);
-  const widgetCrd = await fetch(`${kube.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(WIDGET_CRD) });
-  expect(widgetCrd.status).toBe(201);
+  const started = await startBarrierKube('gw-barrier-', [HTTPPROXY_CRD, WIDGET_CRD]);
+  kube = started.kube;
+  custom = started.custom;
+  const { kubeConfig, kubeconfigPath } = started;
   for (const replicaId of ['replica-a', 'replica-b']) {
-    const endpointsSource = new InMemoryRouteSource();
-    endpointsSource.applyEndpoints(endpoints('app', '10.0.0.1', 80));
-    const elector = new KubeLeaseElector({ kubeConfig, namespace: 'default', leaseName: 'xds-control-plane', identity: replicaId, leaseDurationSeconds: 2, renewDeadlineMs: 1500, retryPeriodMs: 100, logger: testLogger });
+    const endpointsSource = replicaEndpoints();
+    const elector = replicaElector(kubeConfig, replicaId);
     const source = new KubeRouteSource({ kubeConfig, logger: testLogger, endpointsAndSecrets: endpointsSource });
     const controlPlane = await startControlPlane({
       port: 0,

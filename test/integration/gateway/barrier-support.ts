@@ -1,11 +1,52 @@
-// Ground truth for barrier watermarks, from the replicas' own rebuild logs rather than from the
-// gateway: a watermark W(X, G) names, per type, a gateway seq; the upstream versions the gateway
+// What the barrier tests share: a local API server with the CRDs they need, two Contour-like
+// replicas' Lease electors and endpoint sources, and ground truth for barrier watermarks from the
+// replicas' own rebuild logs rather than from the gateway: a watermark W(X, G) names, per type, a gateway seq; the upstream versions the gateway
 // applied at that seq map to the replica rebuild that produced them, and that rebuild's content
 // must contain X at generation G or later.
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../../common/core';
 import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
+import { KubeLeaseElector } from '../../../infra/local/control-plane/kube-lease-elector';
+import { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
+import { startKubeApiServer, type KubeApiServer } from '../../../infra/local/kube/server';
 import type { TypeShortName } from '../../../infra/local/control-plane/rebuild-log';
 import type { UpstreamAppliedEvent } from '../../../xds-gateway/relay/observer';
+import { endpoints, testLogger } from './helpers';
+
+export interface BarrierKube {
+  kube: KubeApiServer;
+  kubeconfigPath: string;
+  kubeConfig: KubeConfig;
+  custom: CustomObjectsApi;
+}
+
+/** A local API server serving `crds` (created as a client would, each answered 201). */
+export async function startBarrierKube(prefix: string, crds: readonly object[]): Promise<BarrierKube> {
+  const kube = await startKubeApiServer({ port: 0, host: '127.0.0.1', logger: testLogger });
+  const kubeconfigPath = kube.kubeconfigPath(mkdtempSync(path.join(os.tmpdir(), prefix)));
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(kubeconfigPath);
+  for (const crd of crds) {
+    const created = await fetch(`${kube.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(crd) });
+    if (created.status !== 201) throw new Error(`creating a CRD answered ${created.status}: ${await created.text()}`);
+  }
+  return { kube, kubeconfigPath, kubeConfig, custom: kubeConfig.makeApiClient(CustomObjectsApi) };
+}
+
+/** A replica's elector on the `xds-control-plane` Lease, with timings short enough for a test. */
+export function replicaElector(kubeConfig: KubeConfig, replicaId: string): KubeLeaseElector {
+  return new KubeLeaseElector({ kubeConfig, namespace: 'default', leaseName: 'xds-control-plane', identity: replicaId, leaseDurationSeconds: 2, renewDeadlineMs: 1500, retryPeriodMs: 100, logger: testLogger });
+}
+
+/** A replica's endpoints: the `app` Service at 10.0.0.1:80. */
+export function replicaEndpoints(): InMemoryRouteSource {
+  const source = new InMemoryRouteSource();
+  source.applyEndpoints(endpoints('app', '10.0.0.1', 80));
+  return source;
+}
 
 const TYPES: Record<string, TypeShortName> = { [LDS_TYPE_URL]: 'LDS', [RDS_TYPE_URL]: 'RDS', [CDS_TYPE_URL]: 'CDS', [EDS_TYPE_URL]: 'EDS' };
 
