@@ -37,8 +37,13 @@ export type Pending = z.infer<typeof PendingSchema>;
  * resource_names_subscribe). Its ACKed version says nothing about the new names until it ACKs a
  * response sent after the change: a new cluster's EDS or a new listener's RDS (the warming case of
  * envoyproxy/envoy#5174). `sent`: a response has been sent since.
+ *
+ * `reference`: the hold was not caused by a request but by the gateway's reference check
+ * (reference-hold.ts): the subscription lacks a name that what the Envoy ACKed of a referencing type
+ * names. Such a hold lasts exactly as long as a name is missing; the request that adds the name turns
+ * it into an ordinary one (applyNamesAdded).
  */
-export const NamesChangeSchema = z.object({ at: epochMsSchema, sent: z.boolean() });
+export const NamesChangeSchema = z.object({ at: epochMsSchema, sent: z.boolean(), reference: z.literal(true).optional() });
 export type NamesChange = z.infer<typeof NamesChangeSchema>;
 
 /**

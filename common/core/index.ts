@@ -36,3 +36,4 @@ export * from './aggregate';
 export * from './envoy-count';
 export * from './aggregate-ports';
 export * from './event-log';
+export * from './reference-hold';

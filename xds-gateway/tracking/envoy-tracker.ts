@@ -10,7 +10,8 @@ import {
   applyConnect,
   applyDisconnect,
   applyHeartbeat,
-  applyNamesAdded,
+  applyReferenceMissing,
+  applyReferenceSatisfied,
   applySent,
   applyTypeStreamClosed,
   LDS_TYPE_URL,
@@ -445,8 +446,8 @@ export class EnvoyTracker implements RelayObserver {
   /**
    * Holds back every type whose subscription lacks a name that what the Envoy ACKed of a referencing
    * type names (subscription-references.ts): a route's cluster it has not asked for yet, a cluster's
-   * endpoints. Such a type stays behind (NamesChange, not yet sent) until the Envoy subscribes to the
-   * name and ACKs a response sent after that.
+   * endpoints. Such a type stays behind (core reference-hold.ts) while a name is missing; once the
+   * Envoy subscribes to it, the request's own hold needs the ACK of a response sent after it.
    */
   private withReferencesChecked(tracked: TrackedEnvoy, state: EnvoyState, now: number): EnvoyState {
     let next = state;
@@ -455,8 +456,11 @@ export class EnvoyTracker implements RelayObserver {
       const type = next.types[edge.child];
       if (type === undefined || !type.subscribed || type.lineage !== next.lineage) continue;
       const child = this.subscriptionOf(tracked, edge.child);
-      if (child === undefined || child.wildcard) continue;
       let missing: string | undefined;
+      if (child === undefined || child.wildcard) {
+        next = applyReferenceSatisfied(next, { typeUrl: edge.child });
+        continue;
+      }
       for (const parentTypeUrl of edge.parents) {
         const parent = next.types[parentTypeUrl];
         if (parent?.subscribed !== true || parent.acked === undefined || parent.lineage !== type.lineage) continue;
@@ -471,9 +475,12 @@ export class EnvoyTracker implements RelayObserver {
         missing = check.missing;
         if (missing !== undefined) break;
       }
-      if (missing === undefined || (type.namesChange !== undefined && !type.namesChange.sent)) continue;
-      this.logger.debug({ nodeId: next.nodeId, typeUrl: edge.child, missing }, 'Envoy has not subscribed to a name what it accepted references');
-      next = applyNamesAdded(next, { typeUrl: edge.child, lineage: type.lineage, now });
+      if (missing === undefined) {
+        next = applyReferenceSatisfied(next, { typeUrl: edge.child });
+        continue;
+      }
+      if (type.namesChange === undefined) this.logger.debug({ nodeId: next.nodeId, typeUrl: edge.child, missing }, 'Envoy has not subscribed to a name what it accepted references');
+      next = applyReferenceMissing(next, { typeUrl: edge.child, lineage: type.lineage, now });
     }
     return next;
   }
