@@ -56,7 +56,11 @@ export function countEnvoyState(last: CountedEnvoy | undefined, state: Pick<Envo
   const incarnation = renewed ? last.incarnation + 1 : last.incarnation;
   const nextWanted = renewed ? wanted + 1 : wanted;
   const countedAt = renewed ? nextWanted : last.countedAt;
-  return { envoy: { incarnation, connectedAt: state.connectedAt, programmedThrough, countedAt }, wanted: nextWanted, incarnation };
+  // What the table holds of the node stays known across counts: takeBackUnstored lowers the count by
+  // the incarnations never stored, and without it would take back a stored one too (a count below the
+  // members the aggregates hold lets a generation pass the denominator check early).
+  const stored = last.storedIncarnation === undefined ? {} : { storedIncarnation: last.storedIncarnation };
+  return { envoy: { incarnation, connectedAt: state.connectedAt, programmedThrough, countedAt, ...stored }, wanted: nextWanted, incarnation };
 }
 
 /** Whether the node's counted incarnation is covered by a stored count (its state may be written). */

@@ -124,7 +124,10 @@ describe('takeBackUnstored', () => {
     // Restarted under the same node id: incarnation 2, and its write is merged into L2's state.
     const restart = countEnvoyState(stored, { connectedAt: 200 }, first.wanted);
     expect(restart.incarnation).toBe(2);
-    const count: LineageEnvoyCount = { nodes: new Map([['n1', { ...restart.envoy, storedIncarnation: 1 }]]), wanted: restart.wanted, confirmed: restart.wanted };
+    // The stored incarnation is carried through the count of the next state (the recorder keeps only
+    // what countEnvoyState returns).
+    expect(restart.envoy.storedIncarnation).toBe(1);
+    const count: LineageEnvoyCount = { nodes: new Map([['n1', restart.envoy]]), wanted: restart.wanted, confirmed: restart.wanted };
     const lowered = takeBackUnstored(count, 'n1');
     expect(lowered?.wanted).toBe(1);
     const back = lowered?.nodes.get('n1');
@@ -134,4 +137,16 @@ describe('takeBackUnstored', () => {
     const again = countEnvoyState(back, { connectedAt: 200 }, lowered?.wanted ?? 0);
     expect(again).toMatchObject({ incarnation: 1, wanted: 1 });
   });
+});
+
+test('a node stored, counted again on the same connection, then merged away: nothing is taken back (its stored incarnation stays counted)', () => {
+  const first = countEnvoyState(undefined, { connectedAt: 100, programmedThrough: 5 }, 0);
+  const stored = withStoredIncarnation(first.envoy, first.incarnation);
+  // The next state of the same connection (more programmed): the same incarnation, already stored.
+  const next = countEnvoyState(stored, { connectedAt: 100, programmedThrough: 7 }, first.wanted);
+  expect(next).toMatchObject({ incarnation: 1, wanted: 1 });
+  const count: LineageEnvoyCount = { nodes: new Map([['n1', next.envoy]]), wanted: next.wanted, confirmed: next.wanted };
+  // Its write is merged into another lineage's state: incarnation 1 is in the table already, so the
+  // count must not drop below the member the aggregates hold.
+  expect(takeBackUnstored(count, 'n1')).toBeUndefined();
 });
