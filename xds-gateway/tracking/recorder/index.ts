@@ -114,7 +114,7 @@ export class Recorder implements EnvoyRecords, ObjectRecords {
       logger,
       flushIntervalMs: this.flushIntervalMs,
       retryBaseMs: options.retryBaseMs ?? 100,
-      retryMaxMs: options.retryMaxMs ?? 10_000,
+      retryMaxMs: options.retryMaxMs ?? 2_000,
       random: options.random ?? Math.random,
       work: { flush: (writeHeld) => this.flushOnce(writeHeld), afterFlush: () => this.afterFlush(), isEmpty: () => this.isEmpty() },
     });

@@ -46,6 +46,13 @@ export interface RecorderOptions {
    */
   maxStatesPerFlush?: number;
   retryBaseMs?: number;
+  /**
+   * Cap of the full-jitter backoff between failed flushes (default 2 s). Every queued write waits for
+   * the next flush, so once the store answers again the queue moves at most this long later: the cap
+   * is part of the recovery budget (Envoy TTL + 5 s: docs/RELIABILITY.md, invariant 3), which a 10 s
+   * cap could use up by itself. One attempt every 2 s (at most one flush's writes) is no load on a
+   * throttled table; the SDK's own retries come first.
+   */
   retryMaxMs?: number;
   /**
    * Combines our state with the one stored by someone else (another gateway for a per-type stream,
