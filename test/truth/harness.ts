@@ -127,6 +127,20 @@ export class Harness {
     this.envoys.push(this.system.addEnvoy());
   }
 
+  /**
+   * Scales the simulated fleet to `target` live Envoys: new ones join, or the newest leave as a
+   * scaled-down pod does (its streams reset, never back). Returns the change (+ joined, − left).
+   */
+  resize(target: number): number {
+    const live = this.envoys.filter((envoy) => !this.gone.has(envoy.id));
+    for (let index = live.length; index < target; index++) this.addEnvoy();
+    for (const envoy of live.slice(target).reverse()) {
+      envoy.vanish('cancel');
+      this.gone.add(envoy.id);
+    }
+    return target - live.length;
+  }
+
   /** Applies one step; returns whether it injected something. */
   async apply(step: FaultStep): Promise<boolean> {
     const shared = applyFleetFault(step, {

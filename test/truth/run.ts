@@ -45,6 +45,8 @@ async function main(): Promise<void> {
     .option('--write-bound <n>', 'invariant 4: max condition writes per object per generation', positiveInt, 6)
     .option('--recovery-budget-ms <n>', 'invariant 3: heal → every object True (default: TTL + 5 s = 9000)', positiveInt)
     .option('--gateway-kill', 'run the gateway as a child process and SIGKILL + restart it in schedules', false)
+    .option('--fleet-sizes <list>', 'fleet sizes to cycle through on the one system, e.g. "6,12,24" (the fleet scales before each block of schedules)', (value: string) => value.split(',').map((part) => positiveInt(part)))
+    .option('--fleet-size-every <n>', 'schedules per fleet size (with --fleet-sizes)', positiveInt, 10)
     .option('--no-leader-change', 'leave control-plane leader changes (leaderKill, leaderStepDown) out of the schedules')
     .option('--real-clients <n>', 'real @grpc/grpc-js-xds clients among the Envoys (ground truth from a tap on their xDS stream)', positiveInt, 1)
     .option('--core-clients <n>', 'real gRPC C-core clients (grpcio; judged by their own CSDS dumps too)', positiveInt, 2)
@@ -53,12 +55,12 @@ async function main(): Promise<void> {
     .option('--log-level <level>', 'pino level for the system under test', 'silent')
     .option('--control-plane <mode>', 'reference, or unmodified Contour (content ground truth from route prefixes; no real gRPC clients, no tamper, no gateway kill)', controlPlaneMode, 'reference')
     .parse();
-  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; coreClients: number; goClients: number; logLevel: string; controlPlane: 'reference' | 'contour' }>();
+  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; coreClients: number; goClients: number; logLevel: string; controlPlane: 'reference' | 'contour'; fleetSizes?: number[]; fleetSizeEvery: number }>();
   process.stdout.write(`truth: ${opts.schedules} schedules from seed ${opts.seed}, ${opts.envoys} Envoys, ${opts.objects} objects, ${opts.steps} steps each\n`);
   const started = Date.now();
   const onSchedule = (result: ScheduleResult): void => {
     process.stdout.write(
-      `${result.seed < 0 ? 'NACK probe' : `seed ${result.seed}`}: ${result.faultsInjected} faults, ${result.nacksSeen} NACKs, ${result.trueWritesChecked} True writes checked (${result.clientContentChecked} ${opts.controlPlane === 'contour' ? "× Envoys by held content" : "against real clients' CSDS"}), ` +
+      `${result.seed < 0 ? 'NACK probe' : `seed ${result.seed}`}${result.resized === undefined ? '' : ` (fleet ${result.resized.change > 0 ? '+' : ''}${result.resized.change} → ${result.resized.envoys})`}: ${result.faultsInjected} faults, ${result.nacksSeen} NACKs, ${result.trueWritesChecked} True writes checked (${result.clientContentChecked} ${opts.controlPlane === 'contour' ? "× Envoys by held content" : "against real clients' CSDS"}), ` +
         `recovery ${result.recoveryMs} ms, max writes/gen ${result.maxWritesPerGeneration}, known races ${result.knownRaces.length}, violations ${result.violations.length}\n`,
     );
     if (result.violations.length > 0) printFailure(result, opts.controlPlane === 'contour' ? ' --control-plane contour' : '');
@@ -81,6 +83,7 @@ async function main(): Promise<void> {
     fleetMix: opts.fleetMix,
     realClients: opts.realClients,
     peers: { core: opts.coreClients, go: opts.goClients },
+    ...(opts.fleetSizes === undefined ? {} : { fleetSizes: opts.fleetSizes, fleetSizeEvery: opts.fleetSizeEvery }),
     ...(opts.recoveryBudgetMs === undefined ? {} : { recoveryBudgetMs: opts.recoveryBudgetMs }),
     logger,
     onSchedule,

@@ -20,6 +20,7 @@ import { tapFleetResponses } from './content';
 import { Harness } from './harness';
 import { ConditionObserver, type ConditionWrite } from './observer';
 import { describeStep, generateSchedule, type Schedule, type ScheduleShape } from './schedule';
+import { fleetSizeOf } from './fleet-sizes';
 import { CONDITION_TYPE, DEFAULT_TIMINGS, startTruthSystem, SUBSCRIBED_TYPES, type TruthTimings } from './system';
 import { DEFAULT_FLEET_MIX, describeMix, ENVOY_MODES, protocolOf, type EnvoyMode, type FleetMix } from './fleet-mix';
 import type { StreamFaultCounts } from '../../infra/local/dynamo/stream-faults';
@@ -59,6 +60,13 @@ export interface TruthRunOptions {
   peers?: { core: number; go: number };
   /** Include control-plane leader changes (leaderKill, leaderStepDown) in the schedules (default true). */
   leaderChange?: boolean;
+  /**
+   * Fleet sizes the run cycles through on its one system (`envoys` is the first): before each block
+   * of `fleetSizeEvery` schedules (default 10) the fleet is scaled to the next size, Envoys joining
+   * or leaving as a scaled deployment's do. Absent: `envoys` throughout.
+   */
+  fleetSizes?: readonly number[];
+  fleetSizeEvery?: number;
   logger?: Logger;
   /** Progress lines (the command prints them). */
   onSchedule?: (result: ScheduleResult) => void;
@@ -85,6 +93,8 @@ export interface ScheduleResult {
   repairs?: number;
   /** ms from the post-recovery tamper to our condition back (one resync condition pass). */
   repairMs?: number;
+  /** The fleet was scaled before this schedule (TruthRunOptions.fleetSizes): its new size and the change. */
+  resized?: { envoys: number; change: number };
 }
 
 export interface TruthRunReport {
@@ -155,12 +165,14 @@ export async function runTruth(options: TruthRunOptions): Promise<TruthRunReport
     });
     results.push(await nackProbe(harness, options.envoys, timings, options.recoveryBudgetMs ?? timings.envoyTtlMs + 5000, options.objects));
     options.onSchedule?.(results[results.length - 1] as ScheduleResult);
-    const shape: ScheduleShape = { envoys: options.envoys, objects: options.objects, steps: options.stepsPerSchedule, durationMs: options.scheduleDurationMs, leaderChange: options.leaderChange ?? true, gatewayKill: options.gatewayKill ?? false };
     for (let index = 0; index < options.schedules; index++) {
+      const envoys = fleetSizeOf(options, index);
+      const resized = harness.resize(envoys);
+      const shape: ScheduleShape = { envoys, objects: options.objects, steps: options.stepsPerSchedule, durationMs: options.scheduleDurationMs, leaderChange: options.leaderChange ?? true, gatewayKill: options.gatewayKill ?? false };
       const schedule = generateSchedule(options.seed + index, shape);
-      const result = await runSchedule(harness, schedule, options, timings, resyncContext.deps);
-      results.push(result);
-      options.onSchedule?.(result);
+      const result = await runSchedule(harness, schedule, { ...options, envoys }, timings, resyncContext.deps);
+      results.push(resized === 0 ? result : { ...result, resized: { envoys, change: resized } });
+      options.onSchedule?.(results[results.length - 1] as ScheduleResult);
     }
   } finally {
     fleet = describeMix(harness.envoys.map((envoy) => system.modeOf(envoy.id)).filter((mode): mode is EnvoyMode => mode !== undefined));
