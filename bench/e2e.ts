@@ -13,7 +13,7 @@
 import { Command, Option } from 'commander';
 import pino from 'pino';
 import { startLocalSystem, type LocalSystem } from '../infra/local/system';
-import { createEventStoreFromEnv, createStoreClients, ensureTable } from '../common/store';
+import { openTable, openTableFromEnv } from '../common/store';
 import type { ObjectGeneration } from '../common/core';
 import type { WatermarkTarget } from '../infra/local/envoys/fleet-queries';
 import { CONVERGENCE_BATCH_SIZE } from '../infra/local/system/functions';
@@ -25,6 +25,7 @@ import { CHILD_PROCESSES, cpuPercentBetween, cpuSecondsNow, processCpuSeconds, p
 import { round, summarize, waitFor, type Summary } from './support/stats';
 import { measureWriteCeiling, type WriteCeilingResult } from './write-ceiling';
 import { nonNegativeInteger, positiveInteger } from './support/args';
+import { withScaleFigures } from './support/scale-figures';
 
 /** startLocalSystem's own limits (infra/local/system/options.ts). */
 export const E2E_MAX_ENVOYS = 5000;
@@ -91,7 +92,7 @@ export interface E2eResult {
   /** Change → the last Envoy's ACK of the new cluster: the control plane's delivery through the gateway. */
   changeToLastAckMs: Summary;
   kubeConditionWritesPerObjectGeneration: { generation1: number; generation2: number; max: number };
-  dynamo: { requests: number; writeRequests: number; itemWrites: number; readRequests: number; writesPerChange: number; readsPerChange: number; itemWritesPerAck: number; /** Writes whose stream records the local front could not build (must be 0; optional in old results). */ lostStreamRecords?: number };
+  dynamo: { requests: number; writeRequests: number; itemWrites: number; readRequests: number; writesPerChange: number; readsPerChange: number; itemWritesPerAck: number; /** Writes whose stream records the local front could not build (must be 0; optional in old results). */ lostStreamRecords?: number; criticalPathItemWritesPerChange?: number; itemWritesPerEnvoyChange?: number };
   acks: number;
   ackEventsPerSecond: number;
   functionInvocations: { convergence: number; status: number; perChange: number };
@@ -100,10 +101,18 @@ export interface E2eResult {
   /** Where the fleet ran; in child mode the child's own CPU during the change phase (from /proc). */
   fleet?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; startupMs?: number; rssMiB?: number };
   /** The gateway's own process when it runs as a child (optional: older results lack it). */
-  gateway?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; rssMiB?: number };
+  gateway?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; rssMiB?: number; cpuMsPerEnvoyChange?: number };
   /** dynalite's own process when it runs as a child: its CPU during the change (optional: older results lack it). */
   dynalite?: { cpuSecondsDuringChange: number };
   changePhaseMs: number;
+  /**
+   * How the signal's cost and latency scale with the fleet (bench/support/scale-figures.ts; with
+   * `dynamo.criticalPathItemWritesPerChange`, `dynamo.itemWritesPerEnvoyChange` and
+   * `gateway.cpuMsPerEnvoyChange`): responses per Envoy per type during the change, and change → True
+   * p99 ÷ change → last ACK p99.
+   */
+  changeWaves?: number;
+  signalOverheadRatio?: number;
   /** Whether the stream mappings had caught up before and after the change (optional: older results lack it). */
   idle?: { beforeChange: boolean; afterChange: boolean };
   /**
@@ -189,11 +198,11 @@ async function gatewayStoreWrites(system: LocalSystem<'inline' | 'child'>): Prom
  * state per Envoy, into a table of its own (no stream mapping reads it: nothing else is woken).
  */
 async function measureCeilingOn(system: LocalSystem<'inline' | 'child'>, envoys: number, dynalitePid: number | undefined): Promise<WriteCeilingResult> {
-  const clients = createStoreClients({ region: system.dynamo.local.region, endpoint: system.dynamo.local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const table = openTable({ tableName: WRITE_CEILING_TABLE, client: { region: system.dynamo.local.region, endpoint: system.dynamo.local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }, logger });
   try {
-    await ensureTable(clients.client, WRITE_CEILING_TABLE);
+    await table.ensureTable();
   } finally {
-    clients.client.destroy();
+    table.close();
   }
   return measureWriteCeiling({ endpoint: system.dynamo.local.endpoint, tableName: WRITE_CEILING_TABLE, writes: envoys, frontInThisProcess: true, ...(dynalitePid === undefined ? {} : { dynalitePid }) });
 }
@@ -201,7 +210,8 @@ const WRITE_CEILING_TABLE = 'bench-write-ceiling';
 
 /** The changed objects' OBJECT#…/GEN#2 items, read once the change is True everywhere. */
 async function readGenerations(system: LocalSystem<'inline' | 'child'>, names: readonly string[]): Promise<Map<string, ObjectGeneration>> {
-  const { store, clients } = createEventStoreFromEnv(system.dynamo.storeEnv, logger);
+  const table = openTableFromEnv(system.dynamo.storeEnv, logger);
+  const { store } = table;
   const found = new Map<string, ObjectGeneration>();
   try {
     for (const name of names) {
@@ -209,7 +219,7 @@ async function readGenerations(system: LocalSystem<'inline' | 'child'>, names: r
       if (read.status === 'found') found.set(name, read.value);
     }
   } finally {
-    clients.client.destroy();
+    table.close();
   }
   return found;
 }
@@ -414,7 +424,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const changePhaseMs = allTrueAt - changeStart;
     const sequenceOf = (name: string): string[] => watch.objects.get(name)?.history.filter((h) => h.generation === 2).map((h) => `${h.status}/${h.reason ?? ''}@${h.observedGeneration ?? '?'}`) ?? [];
     const extraWrites = names.filter((name) => (watch.objects.get(name)?.conditionWrites.get(2) ?? 0) > 2);
-    return {
+    const result: E2eResult = {
       conditions: `the system on this machine (2 shared cores; the gateway ${system.gateway?.pid === undefined ? 'in-process' : 'in a child process'}); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}`,
       envoys: options.envoys,
       objects: allNames.length,
@@ -463,6 +473,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       conditionSequenceExample: sequenceOf(names[0] ?? ''),
       ...(extraWrites.length === 0 ? {} : { extraWriteSequences: Object.fromEntries(extraWrites.slice(0, 5).map((name) => [name, sequenceOf(name)])) }),
     };
+    return withScaleFigures(result);
   } finally {
     watch.close();
     await system.close();

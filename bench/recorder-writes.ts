@@ -12,10 +12,8 @@
 import { Command } from 'commander';
 import pino from 'pino';
 
-import { createStoreClients } from '../common/store/client';
+import { connectStore } from '../common/store';
 import { DynamoEventStore } from '../common/store/dynamo-store';
-import { documentOperations } from '../common/store/operations';
-import { ensureTable } from '../common/store/table';
 import { startDynalite } from '../test/support/store-dynalite';
 import { countingWrites, runRecorderWorkload } from './support/recorder-workload';
 
@@ -59,7 +57,7 @@ const round = (n: number): number => Math.round(n * 100) / 100;
 
 export async function runRecorderWrites(options: RecorderWritesOptions = defaultRecorderWritesOptions): Promise<RecorderWritesRow[]> {
   const dynalite = await startDynalite();
-  const clients = createStoreClients({ region: 'us-east-1', endpoint: dynalite.endpoint, credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' }, maxAttempts: 5 });
+  const connection = connectStore({ region: 'us-east-1', endpoint: dynalite.endpoint, credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' }, maxAttempts: 5 });
   const logger = pino({ level: 'silent' });
   const rows: RecorderWritesRow[] = [];
   try {
@@ -69,8 +67,8 @@ export async function runRecorderWrites(options: RecorderWritesOptions = default
         for (const mode of ['items', 'carried'] as const) {
           run++;
           const tableName = `recorder-writes-${run}`;
-          await ensureTable(clients.client, tableName);
-          const operations = countingWrites(documentOperations(clients.documentClient));
+          await connection.ensureTable(tableName);
+          const operations = countingWrites(connection.operations);
           const store = new DynamoEventStore({ tableName, operations, logger, clock: { now: () => Date.now() } });
           const result = await runRecorderWorkload({
             store,
@@ -100,7 +98,7 @@ export async function runRecorderWrites(options: RecorderWritesOptions = default
       }
     }
   } finally {
-    clients.client.destroy();
+    connection.close();
     await dynalite.close();
   }
   return rows;

@@ -7,12 +7,9 @@ import { Command } from 'commander';
 import pino from 'pino';
 
 import { LDS_TYPE_URL, type EnvoyEvent } from '../common/core';
-import { toEnvoyEventItem } from '../common/store';
-import { createStoreClients } from '../common/store/client';
+import { connectStore, toEnvoyEventItem } from '../common/store';
 import { DynamoEventStore } from '../common/store/dynamo-store';
 import { iteratePages } from '../common/store/listing';
-import { documentOperations } from '../common/store/operations';
-import { ensureTable } from '../common/store/table';
 import { startDynalite, startDynaliteProcess } from '../test/support/store-dynalite';
 
 export interface StoreBenchOptions {
@@ -71,15 +68,15 @@ function row(measurement: string, items: number, startedMs: number): StoreBenchR
 export async function runStoreBench(overrides: Partial<StoreBenchOptions> = {}): Promise<StoreBenchRow[]> {
   const options = { ...defaultStoreBenchOptions, ...overrides };
   const dynalite = options.separateProcess ? await startDynaliteProcess() : await startDynalite();
-  const { client, documentClient } = createStoreClients({
+  const connection = connectStore({
     region: 'us-east-1',
     endpoint: dynalite.endpoint,
     credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' },
   });
   try {
     const tableName = 'store-bench';
-    await ensureTable(client, tableName);
-    const operations = documentOperations(documentClient);
+    await connection.ensureTable(tableName);
+    const { operations } = connection;
     const now = Date.now();
     const store = new DynamoEventStore({
       tableName,
@@ -130,7 +127,7 @@ export async function runStoreBench(overrides: Partial<StoreBenchOptions> = {}):
     rows.push(row(`listEnvoyEvents, pages of ${options.pageSize} (validated)`, read, started));
     return rows;
   } finally {
-    client.destroy();
+    connection.close();
     await dynalite.close();
   }
 }

@@ -1,5 +1,5 @@
 // The writer side of bench/write-ceiling.ts, in its own process as the gateway is: the gateway's own
-// store code (createEventStore, DynamoEventStore.updateEnvoyState: a conditional put per Envoy state)
+// store code (openTable, DynamoEventStore.updateEnvoyState: a conditional put per Envoy state)
 // writes `writes` states at `concurrency` in flight, after a warm-up, and reports over IPC:
 //   argv[2]  JSON WriterOptions
 //   child -> { type: 'started' }                      the timed writes begin (after the warm-up)
@@ -7,7 +7,7 @@
 import pino from 'pino';
 import { z } from 'zod';
 
-import { createEventStore } from '../../common/store';
+import { openTable } from '../../common/store';
 import { forEachConcurrently } from '../../common/worker-pool';
 import { ceilingStates } from './ceiling-states';
 
@@ -30,11 +30,12 @@ export const writerReplySchema = z.discriminatedUnion('type', [
 export type WriterReply = z.infer<typeof writerReplySchema>;
 
 async function writeAll(options: WriterOptions): Promise<WriterReply> {
-  const { store, clients } = createEventStore({
+  const table = openTable({
     tableName: options.tableName,
     client: { region: 'us-east-1', endpoint: options.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
     logger: pino({ level: 'warn' }),
   });
+  const { store } = table;
   const states = ceilingStates({ count: options.warmup + options.writes, nodeIdPrefix: options.nodeIdPrefix, lineage: options.lineage, seq: 1, now: Date.now() });
   const run = async (batch: typeof states): Promise<number> => {
     let written = 0;
@@ -55,7 +56,7 @@ async function writeAll(options: WriterOptions): Promise<WriterReply> {
     const cpu = process.cpuUsage(cpuBefore);
     return { type: 'done', wallMs, cpuMs: (cpu.user + cpu.system) / 1000, written };
   } finally {
-    clients.client.destroy();
+    table.close();
   }
 }
 

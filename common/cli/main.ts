@@ -14,7 +14,8 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EXIT } from './exit-codes';
 import { formatRef, parseObjectRef, type KindInfo } from './object-ref';
-import type { ObjectRef, ObjectView, QueryClient } from './query-client';
+import type { ObjectRef } from '../core/identity';
+import type { ObjectView, QueryClient } from './query-client';
 import { byNodeId, renderEnvoyDetail, renderEnvoys, renderObject, renderProxyStatus, styleFor } from './render';
 
 export interface CliIo {

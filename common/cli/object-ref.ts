@@ -1,6 +1,6 @@
 // `kind/name` as kubectl spells it → the object reference the query API uses. Known kinds by any of
 // their kubectl names; any other kind as `Kind.group/name` (e.g. `Widget.example.com/w1`).
-import type { ObjectRef } from './query-client';
+import type { ObjectRef } from '../core/identity';
 
 export interface KindInfo {
   group: string;

@@ -119,9 +119,6 @@ export class QueryApiError extends Error {
   }
 }
 
-/** The object an answer is about: the core's reference (group '' is the core API group). */
-export type { ObjectRef };
-
 export interface QueryClientOptions {
   url: string;
   token?: string;

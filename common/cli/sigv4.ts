@@ -5,8 +5,6 @@
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { createSigner } from '../aws/sigv4';
 
-export { functionUrlRegion } from './function-url';
-
 /** Headers to add to a GET of `url` so that an AWS_IAM function URL accepts it. */
 export async function signedHeaders(url: URL, region: string): Promise<Record<string, string>> {
   const signer = createSigner('lambda', region, defaultProvider());

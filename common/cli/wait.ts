@@ -8,7 +8,8 @@
 import { SingleBar } from 'cli-progress';
 import { EXIT } from './exit-codes';
 import { formatRef } from './object-ref';
-import { QueryApiError, type ObjectRef, type ObjectView, type QueryClient } from './query-client';
+import type { ObjectRef } from '../core/identity';
+import { QueryApiError, type ObjectView, type QueryClient } from './query-client';
 import { describeBlocker, type Style } from './render';
 
 export interface WaitOptions {

@@ -7,13 +7,14 @@
 // Updates are ordered by rev: a member is replaced only by a summary of a strictly newer state, so
 // redelivered or reordered stream records are no-ops (idempotent) and never double-counted.
 import type { Blocker } from './blocker';
-import { convergenceState, nackBlocker, sortBlockers, unobservableConvergence, unresolvedNacks, type Convergence, type ConvergencePolicy } from './convergence';
+import { convergenceState, nackBlocker, noEnvoysConvergence, sortBlockers, unobservableConvergence, unresolvedNacks, type Convergence, type ConvergencePolicy } from './convergence';
 import type { ObjectRef } from './identity';
 import { shortTypeName } from './type-urls';
 import { MEMBER_MESSAGE_LENGTH, NOT_PROGRAMMED, type AggregateShard, type Member } from './aggregate-shard';
 import { type EnvoyState } from './envoy-record';
 import { type LineageWatermark } from './object-generation';
-import type { Watermark } from './watermark';
+import { seenWithin, storedObservationTime, typeWaitingSince, waitedPastTimeout } from './staleness';
+import { ackCovers, requiredVersion, type Watermark } from './watermark';
 import type { Lineage } from './version';
 
 export const DEFAULT_SHARD_COUNT = 16;
@@ -57,9 +58,9 @@ export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readon
   }));
   const waiting = subscribed
     .map(([typeUrl, type]) => {
-      const since = [type.pending?.sentAt, type.namesChange?.at].filter((t): t is number => t !== undefined);
-      if (since.length === 0) return undefined;
-      return { u: typeUrl, s: Math.min(...since), a: type.acked ?? -1, ...(type.namesChange === undefined ? {} : { c: true }) };
+      const since = typeWaitingSince(type);
+      if (since === undefined) return undefined;
+      return { u: typeUrl, s: since, a: type.acked ?? -1, ...(type.namesChange === undefined ? {} : { c: true }) };
     })
     .filter((w): w is NonNullable<typeof w> => w !== undefined)
     .sort((a, b) => (a.u < b.u ? -1 : a.u > b.u ? 1 : 0));
@@ -86,9 +87,12 @@ export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readon
   };
 }
 
-/** A tombstone at `rev`: the Envoy left this lineage (or was deleted) at that rev. */
-export function goneMember(rev: number, lastSeenAt: number): Member {
-  return { t: NOT_PROGRAMMED, r: rev, live: false, s: lastSeenAt, gone: true };
+/**
+ * A tombstone at `rev`: the Envoy left this lineage (or was deleted) at that rev. It keeps the
+ * incarnation of the state it replaces: the denominator counts it as applied (appliedMembers).
+ */
+export function goneMember(rev: number, lastSeenAt: number, incarnation = 1): Member {
+  return withIncarnation({ t: NOT_PROGRAMMED, r: rev, live: false, s: lastSeenAt, gone: true }, incarnation);
 }
 
 function counted(member: Member | undefined): member is Member {
@@ -266,10 +270,10 @@ export function memberBlocker(
   if (b.none === true) return { nodeId, reason: 'pending', typeUrls: [...(b.req ?? [])] };
   if (mark === undefined) return { nodeId, reason: 'noWatermark', lineages: [lineage] };
   if (member.t >= mark.seq) return undefined;
-  const behind = (b.w ?? []).filter((w) => w.c === true || w.a < (mark.types[w.u] ?? 0));
-  // Judged at the member's lastSeenAt, not the reader's clock (staleness.ts `stuckTypesAsStored`).
-  const observedAt = Math.min(now, member.s);
-  const stuck = behind.filter((w) => observedAt - w.s >= policy.ackTimeoutMs);
+  const behind = (b.w ?? []).filter((w) => !ackCovers(w.a, requiredVersion(mark, w.u), w.c === true));
+  // Judged at the member's lastSeenAt, not the reader's clock (as staleness.ts `stuckTypesAsStored`).
+  const observedAt = storedObservationTime(now, member.s);
+  const stuck = behind.filter((w) => waitedPastTimeout(w.s, observedAt, policy.ackTimeoutMs));
   if (stuck.length > 0) return { nodeId, reason: 'stuck', typeUrls: stuck.map((w) => w.u), since: Math.min(...stuck.map((w) => w.s)) };
   return { nodeId, reason: 'pending', typeUrls: [...new Set([...behind.map((w) => w.u), ...behindByAck(member, mark), ...(b.req ?? [])])].sort() };
 }
@@ -281,7 +285,7 @@ function behindByAck(member: Member, mark: LineageWatermark): string[] {
   const behind: string[] = [];
   for (const [short, acked] of Object.entries(member.a ?? {})) {
     const known = byShort.get(short);
-    if (acked < (known?.required ?? 0)) behind.push(known?.url ?? short);
+    if (!ackCovers(acked, known?.required ?? 0, false)) behind.push(known?.url ?? short);
   }
   return behind;
 }
@@ -319,7 +323,8 @@ export function evaluateFromAggregates(input: AggregateEvaluationInput): Converg
     const mark = watermark.observable ? watermark.lineages[aggregate.lineage] : undefined;
     for (const shard of aggregate.shards) {
       for (const [nodeId, member] of Object.entries(shard.members)) {
-        if (!counted(member) || now - member.s > policy.ttlMs) continue;
+        // Live as core isLive judges an Envoy state: not EXPIRED (nor gone), seen within the TTL.
+        if (!counted(member) || !seenWithin(member.s, now, policy.ttlMs)) continue;
         total++;
         if (!watermark.observable) continue;
         const blocker = memberBlocker(nodeId, aggregate.lineage, member, mark, now, policy, input.deadLineages, object);
@@ -333,7 +338,7 @@ export function evaluateFromAggregates(input: AggregateEvaluationInput): Converg
     }
   }
   if (!watermark.observable) return unobservableConvergence(object, generation, watermark, total);
-  if (total === 0 && denominator.length === 0) return { object, generation, state: 'NoEnvoys', programmed: 0, total: 0, blockers: [] };
+  if (total === 0 && denominator.length === 0) return noEnvoysConvergence(object, generation);
   sortBlockers(blockers);
   const state = convergenceState(blockers, denominator.length > 0);
   // Envoys in transit count in the denominator (they are live: the gateway just wrote their state),

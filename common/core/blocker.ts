@@ -40,3 +40,9 @@ export function blockerSchema(maxMessageLength: number) {
 export const BlockerSchema = blockerSchema(MAX_STORED_MESSAGE_LENGTH);
 export type Blocker = z.infer<typeof BlockerSchema>;
 export type BlockingNack = Extract<Blocker, { reason: 'nacked' }>['nacks'][number];
+export type NackBlocker = Extract<Blocker, { reason: 'nacked' | 'blocked' }>;
+
+/** A blocker made of unresolved NACKs (`nacked` or `blocked`: convergence nackBlocker decides which). */
+export function isNackBlocker(blocker: Blocker): blocker is NackBlocker {
+  return blocker.reason === 'nacked' || blocker.reason === 'blocked';
+}

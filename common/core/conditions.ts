@@ -3,8 +3,8 @@
 // it was (Contour and others keep their own conditions there). `lastTransitionTime` is "the last time
 // the condition transitioned from one status to another" (metav1.Condition), so it changes only when
 // status flips, not when reason or message change.
-import type { Blocker, BlockingNack } from './blocker';
-import type { Convergence } from './convergence';
+import { isNackBlocker, type Blocker, type BlockingNack } from './blocker';
+import { BLOCKER_VERDICT, type Convergence } from './convergence';
 import type { Condition, ConditionStatus } from './metav1-condition';
 import { truncateUtf8 } from './truncate';
 import { shortTypeName } from './type-urls';
@@ -110,9 +110,11 @@ export function buildCondition(convergence: Convergence, options: BuildCondition
     default: {
       const listed = convergence.blockers.slice(0, maxListed);
       const parts: string[] = [`${programmed}/${total} Envoys programmed at generation ${generation}`];
-      const rejected = listed.filter((b) => b.reason === 'nacked' || b.reason === 'blocked').map((b) => describeBlocker(b, now, maxQuoted));
+      // Rejections first, then stuck Envoys, then the ones merely waited for: the blockers that alone
+      // leave a generation Pending (BLOCKER_VERDICT).
+      const rejected = listed.filter(isNackBlocker).map((b) => describeBlocker(b, now, maxQuoted));
       const stuck = listed.filter((b) => b.reason === 'stuck').map((b) => describeBlocker(b, now, maxQuoted));
-      const waiting = listed.filter((b) => b.reason === 'pending' || b.reason === 'noWatermark').map((b) => describeBlocker(b, now, maxQuoted));
+      const waiting = listed.filter((b) => BLOCKER_VERDICT[b.reason] === 'Pending').map((b) => describeBlocker(b, now, maxQuoted));
       parts.push(...rejected, ...stuck);
       if (waiting.length > 0) parts.push(`waiting for ${waiting.join(', ')}`);
       const more = convergence.blockers.length - listed.length;

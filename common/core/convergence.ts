@@ -3,10 +3,10 @@
 // lineage(s). No NACK laundering (invariant 2): an unresolved NACK on any subscribed type blocks the
 // Envoy and its message is carried in the result. Liveness (invariant 3): expired Envoys and Envoys
 // not seen for the TTL leave the denominator.
-import type { Blocker, BlockingNack } from './blocker';
+import { isNackBlocker, type Blocker, type BlockingNack, type NackBlocker } from './blocker';
 import type { ConvergenceState } from './convergence-state';
 import { formatObjectRef, type ObjectRef } from './identity';
-import type { EnvoyState } from './envoy-record';
+import { isUnresolvedNack, type EnvoyState } from './envoy-record';
 import { isLive, stuckTypesAsStored, waitingSince } from './staleness';
 import { watermarkProgress, type Watermark } from './watermark';
 
@@ -50,14 +50,33 @@ export interface ConvergenceInput {
   policy: ConvergencePolicy;
 }
 
-/** Blocker order, most severe first: the first one decides the state (convergenceState). */
-export const BLOCKER_SEVERITY: Record<Blocker['reason'], number> = { nacked: 0, blocked: 1, stuck: 2, noWatermark: 3, pending: 4 };
+/**
+ * What each blocker reason makes of a generation, most severe first (docs/CONVERGENCE.md,
+ * "Evaluation": Rejected > Blocked > Stuck > Pending). The one statement of the order: blockers sort
+ * by it (BLOCKER_SEVERITY, sortBlockers) and the most severe one decides the state (convergenceState).
+ */
+export const BLOCKER_VERDICT = {
+  nacked: 'Rejected',
+  blocked: 'Blocked',
+  stuck: 'Stuck',
+  noWatermark: 'Pending',
+  pending: 'Pending',
+} as const satisfies Record<Blocker['reason'], ConvergenceState>;
+
+/** Blocker order, most severe first (the order of BLOCKER_VERDICT). */
+export const BLOCKER_SEVERITY = Object.fromEntries(Object.keys(BLOCKER_VERDICT).map((reason, rank) => [reason, rank])) as Record<Blocker['reason'], number>;
 
 /** The state a set of blockers gives, the same for every evaluator (reference and aggregates). */
 export function convergenceState(blockers: readonly Blocker[], undecided: boolean): ConvergenceState {
-  if (blockers.length === 0 && !undecided) return 'Programmed';
-  const has = (reason: Blocker['reason']): boolean => blockers.some((blocker) => blocker.reason === reason);
-  return has('nacked') ? 'Rejected' : has('blocked') ? 'Blocked' : has('stuck') ? 'Stuck' : 'Pending';
+  let worst: Blocker['reason'] | undefined;
+  for (const { reason } of blockers) if (worst === undefined || BLOCKER_SEVERITY[reason] < BLOCKER_SEVERITY[worst]) worst = reason;
+  if (worst === undefined) return undecided ? 'Pending' : 'Programmed';
+  return BLOCKER_VERDICT[worst];
+}
+
+/** The result when no live Envoy is left to decide by (never Programmed: nothing can be claimed). */
+export function noEnvoysConvergence(object: ObjectRef, generation: number): Convergence {
+  return { object, generation, state: 'NoEnvoys', programmed: 0, total: 0, blockers: [] };
 }
 
 /** Blockers most severe first, then by node id: a stable order for messages and stored decisions. */
@@ -65,12 +84,11 @@ export function sortBlockers(blockers: Blocker[]): Blocker[] {
   return blockers.sort((a, b) => BLOCKER_SEVERITY[a.reason] - BLOCKER_SEVERITY[b.reason] || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
 }
 
-/** Unresolved NACKs: a NACK newer than the last ACK on a subscribed type (ACK >= nack.seq clears it). */
+/** Unresolved NACKs on subscribed types (envoy-record.ts isUnresolvedNack), sorted by type. */
 export function unresolvedNacks(envoy: EnvoyState): BlockingNack[] {
   const nacks: BlockingNack[] = [];
   for (const [typeUrl, type] of Object.entries(envoy.types)) {
-    if (!type.subscribed || type.nack === undefined) continue;
-    if (type.acked !== undefined && type.acked >= type.nack.seq) continue;
+    if (!type.subscribed || !isUnresolvedNack(type.nack, type.acked)) continue;
     const { blame, ...nack } = type.nack;
     nacks.push({ typeUrl, ...nack, ...(blame === undefined ? {} : { objects: blame.objects, resources: blame.resources }) });
   }
@@ -96,14 +114,13 @@ export function nackBlocker(nodeId: string, nacks: BlockingNack[], object: Objec
  * the O(fleet) evaluation (functions/lib/evaluate.ts AggregateSnapshot).
  */
 export function attributedTo(convergence: Convergence, object: ObjectRef): Convergence {
-  const isNack = (blocker: Blocker): blocker is Extract<Blocker, { nacks: BlockingNack[] }> => blocker.reason === 'nacked' || blocker.reason === 'blocked';
   const base = { ...convergence, object };
-  if (!convergence.blockers.some(isNack)) return base;
+  if (!convergence.blockers.some(isNackBlocker)) return base;
   // NACK blockers sort first (BLOCKER_SEVERITY); everything after them, denominator blockers
   // included, keeps its place.
   let lead = 0;
-  while (lead < convergence.blockers.length && isNack(convergence.blockers[lead] as Blocker)) lead++;
-  const head = sortBlockers(convergence.blockers.slice(0, lead).map((blocker) => nackBlocker(blocker.nodeId, (blocker as Extract<Blocker, { nacks: BlockingNack[] }>).nacks, object)));
+  while (lead < convergence.blockers.length && isNackBlocker(convergence.blockers[lead] as Blocker)) lead++;
+  const head = sortBlockers(convergence.blockers.slice(0, lead).map((blocker) => nackBlocker(blocker.nodeId, (blocker as NackBlocker).nacks, object)));
   const blockers = [...head, ...convergence.blockers.slice(lead)];
   return { ...base, blockers, state: convergenceState(blockers, true) };
 }
@@ -140,7 +157,7 @@ export function computeConvergence(input: ConvergenceInput): Convergence {
   const { object, generation, watermark, now, policy } = input;
   const live = latestPerNode(input.envoys).filter((envoy) => isLive(envoy, now, policy.ttlMs));
   if (!watermark.observable) return unobservableConvergence(object, generation, watermark, live.length);
-  if (live.length === 0) return { object, generation, state: 'NoEnvoys', programmed: 0, total: 0, blockers: [] };
+  if (live.length === 0) return noEnvoysConvergence(object, generation);
   const blockers: Blocker[] = [];
   for (const envoy of live) {
     const blocker = blockerFor(envoy, watermark, now, policy, object);

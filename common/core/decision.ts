@@ -5,7 +5,7 @@
 //
 // The blocker list is capped so the item stays far below DynamoDB's 400 KB item limit whatever the
 // fleet size; `blockersOmitted` keeps the real count so the condition can still say "and N more".
-import type { Blocker } from './blocker';
+import { isNackBlocker, type Blocker } from './blocker';
 import { buildCondition, type BuildConditionOptions, type ConditionDraft } from './conditions';
 import type { Convergence } from './convergence';
 import type { ObjectRef } from './identity';
@@ -16,7 +16,7 @@ function capMessage(message: string): string {
 }
 
 function storedBlocker(blocker: Blocker): DecisionBlocker {
-  if (blocker.reason !== 'nacked' && blocker.reason !== 'blocked') return blocker;
+  if (!isNackBlocker(blocker)) return blocker;
   return { ...blocker, nacks: blocker.nacks.map((nack) => ({ ...nack, message: capMessage(nack.message) })) };
 }
 
@@ -104,6 +104,22 @@ export function conditionForDecision(object: ObjectRef, generation: number, deci
   const base = builderSaidMore ? draft.message.replace(/; and \d+ more$/, '') : draft.message;
   const more = decision.blockers.length - listed + decision.blockersOmitted;
   return { ...draft, message: `${base}; and ${more} more` };
+}
+
+/**
+ * Settled: no evaluation decides this generation again. A newer generation superseded it, or it is
+ * Programmed, which is final for its generation (docs/CONVERGENCE.md, "Resolution").
+ */
+export function isSettledDecision(decision: Decision | undefined): boolean {
+  return decision !== undefined && (decision.supersededBy !== undefined || decision.state === 'Programmed');
+}
+
+/**
+ * The same verdict: what the condition says apart from counts and blockers (its status and reason,
+ * and the reason or controller message it quotes), and whether it was superseded.
+ */
+export function sameVerdict(a: Decision, b: Decision): boolean {
+  return a.state === b.state && a.supersededBy === b.supersededBy && a.notObservableReason === b.notObservableReason && a.controllerMessage === b.controllerMessage;
 }
 
 /** Same content apart from when it was decided: writing it again would change nothing a reader uses. */

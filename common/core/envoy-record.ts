@@ -63,6 +63,15 @@ export const TypeStateSchema = z.object({
 });
 export type TypeState = z.infer<typeof TypeStateSchema>;
 
+/**
+ * Whether a type's last NACK still stands against what it ACKed (invariant 2: no NACK laundering):
+ * only an ACK of the NACKed version or a newer one clears it. The one definition: the transitions
+ * keep or drop a NACK by it, convergence blocks on it, the fleet views show NACKED by it.
+ */
+export function isUnresolvedNack(nack: Nack | undefined, acked: number | undefined): nack is Nack {
+  return nack !== undefined && (acked === undefined || acked < nack.seq);
+}
+
 export const envoyStateShape = {
   nodeId: nodeIdSchema,
   cluster: z.string().max(1024),

@@ -2,8 +2,9 @@
 // They never move an ACKed version backwards within a lineage and never turn a NACK into an ACK.
 // `rev` is not touched here: the writer sets `rev = storedRev + 1` when it persists (ports.ts).
 import type { EnvoyIdentity } from './identity';
-import { programmedThrough, type TypeHistory, type ProgrammedThroughOptions } from './programmed-through';
-import type { EnvoyState, TypeState } from './envoy-record';
+import { programmedThrough, type ProgrammedThroughOptions } from './programmed-through';
+import type { TypeHistory } from './type-history';
+import { isUnresolvedNack, type EnvoyState, type TypeState } from './envoy-record';
 import { truncateUtf8, MAX_MESSAGE_BYTES } from './truncate';
 import type { GatewayVersion, Lineage } from './version';
 
@@ -67,7 +68,7 @@ export function applySubscribe(
   const type: TypeState = { lineage: args.lineage, subscribed: true };
   if (acked !== undefined) type.acked = acked;
   // A NACK of a version newer than what the Envoy runs is still unresolved: keep its message.
-  if (previous?.lineage === args.lineage && previous.nack !== undefined && previous.nack.seq > (acked ?? -1)) {
+  if (previous?.lineage === args.lineage && isUnresolvedNack(previous.nack, acked)) {
     type.nack = previous.nack;
   }
   // version_info on a new stream does not say the Envoy got names it added before the old one closed.
@@ -141,7 +142,7 @@ export function applyAck(state: EnvoyState, args: { typeUrl: string; version: Ga
   const base = previous ?? freshType(args.version.lineage);
   const acked = Math.max(base.acked ?? args.version.seq, args.version.seq);
   const type: TypeState = { lineage: base.lineage, subscribed: base.subscribed, acked };
-  if (base.nack !== undefined && base.nack.seq > acked) type.nack = base.nack;
+  if (isUnresolvedNack(base.nack, acked)) type.nack = base.nack;
   if (base.pending !== undefined && base.pending.seq > acked) type.pending = base.pending;
   // Only a response sent after the names were added can carry them (classifyRequest ties the ACK to
   // the latest response sent).

@@ -22,6 +22,7 @@ export * from './convergence-state';
 export * from './stored-decision';
 export * from './ports';
 export * from './classify';
+export * from './type-history';
 export * from './programmed-through';
 export * from './envoy-state';
 export * from './watermark';

@@ -1,25 +1,12 @@
-// programmedThrough (docs/ARCHITECTURE.md, "Envoy state"): one counter per lineage is shared by all
-// types, and a type's version at lineage seq S is the last seq <= S at which that type changed. An
-// Envoy is programmed through S iff every subscribed type is ACKed at or past its version at S.
-
-/** Per type, the ascending seqs at which it changed. */
-export type TypeHistory = Readonly<Record<string, readonly number[]>>;
+// programmedThrough (docs/ARCHITECTURE.md, "Envoy state"): an Envoy is programmed through lineage seq
+// S iff every subscribed type is ACKed at or past its version at S (type-history.ts typeVersionAt).
+import { latestChange, nextChangeAfter, type TypeHistory } from './type-history';
 
 export interface ProgrammedThroughOptions {
   /** The lineage's current seq (upper bound of the answer); default: the largest seq in any history. */
   currentSeq?: number;
   /** Histories are complete only for seqs >= historyStart (older entries trimmed); default 0. */
   historyStart?: number;
-}
-
-/** The version of `typeUrl` current at lineage seq `seq`, or undefined if it had not changed by then. */
-export function typeVersionAt(history: readonly number[] | undefined, seq: number): number | undefined {
-  let found: number | undefined;
-  for (const changed of history ?? []) {
-    if (changed > seq) break;
-    found = changed;
-  }
-  return found;
 }
 
 /**
@@ -34,14 +21,7 @@ export function programmedThrough(
   options: ProgrammedThroughOptions = {},
 ): number | undefined {
   const historyStart = options.historyStart ?? 0;
-  let currentSeq = options.currentSeq;
-  if (currentSeq === undefined) {
-    currentSeq = 0;
-    for (const history of Object.values(typeHistory)) {
-      const last = history[history.length - 1];
-      if (last !== undefined && last > currentSeq) currentSeq = last;
-    }
-  }
+  const currentSeq = options.currentSeq ?? latestChange(typeHistory);
   const types = Object.keys(ackedByType);
   if (types.length === 0) return undefined;
   let bound = currentSeq;
@@ -52,7 +32,7 @@ export function programmedThrough(
     if (acked + 1 < historyStart) {
       limit = acked;
     } else {
-      const nextChange = (typeHistory[typeUrl] ?? []).find((changed) => changed > acked);
+      const nextChange = nextChangeAfter(typeHistory[typeUrl], acked);
       limit = nextChange === undefined ? Number.MAX_SAFE_INTEGER : nextChange - 1;
     }
     bound = Math.min(bound, limit);

@@ -1,8 +1,8 @@
 // A fleet view like `istioctl proxy-status`: per Envoy and type, is it running what its gateway
 // currently serves? For the query function; pure.
-import type { EnvoyState } from './envoy-record';
+import { isUnresolvedNack, type EnvoyState } from './envoy-record';
 import type { LineageState } from './lineage-state';
-import { currentTypeVersions } from './lineage';
+import { currentVersion } from './type-history';
 
 /**
  * SYNCED: ACKed the lineage's current version. NACKED: rejected something newer than it runs.
@@ -24,10 +24,10 @@ export function typeSyncReports(envoy: EnvoyState, lineages: ReadonlyMap<string,
   for (const [typeUrl, type] of Object.entries(envoy.types)) {
     if (!type.subscribed) continue;
     const lineage = lineages.get(type.lineage);
-    const current = lineage === undefined ? undefined : currentTypeVersions(lineage)[typeUrl] ?? 0;
+    const current = lineage === undefined ? undefined : currentVersion(lineage.typeHistory[typeUrl]) ?? 0;
     const base = { typeUrl, ...(type.acked === undefined ? {} : { acked: type.acked }), ...(current === undefined ? {} : { current }) };
     let report: TypeSyncReport;
-    if (type.nack !== undefined && (type.acked === undefined || type.acked < type.nack.seq)) report = { ...base, status: 'NACKED', nackMessage: type.nack.message };
+    if (isUnresolvedNack(type.nack, type.acked)) report = { ...base, status: 'NACKED', nackMessage: type.nack.message };
     else if (current === undefined) report = { ...base, status: 'UNKNOWN' };
     else if (type.acked !== undefined && type.acked >= current) report = { ...base, status: 'SYNCED' };
     else if (type.pending !== undefined) report = { ...base, status: 'STALE' };

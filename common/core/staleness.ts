@@ -1,23 +1,52 @@
-// Staleness (brief §2 "the denominator"): an Envoy not seen for the TTL leaves the denominator; a
-// response neither ACKed nor NACKed within the ACK timeout is stuck and reported, not waited on forever.
-import type { EnvoyState } from './envoy-record';
+// Staleness (docs/CONVERGENCE.md, "Expiry and stuck Envoys"): an Envoy not seen for the TTL leaves the
+// denominator; a response neither ACKed nor NACKed within the ACK timeout is stuck and reported, not
+// waited on forever. The rules are stated once here, on plain times, so the evaluation over Envoy
+// states (convergence.ts) and the one over aggregate members (aggregate.ts) apply the same ones.
+import type { EnvoyState, TypeState } from './envoy-record';
+
+/** Heard of within the window: `lastSeenAt` at most `windowMs` before `now`. */
+export function seenWithin(lastSeenAt: number, now: number, windowMs: number): boolean {
+  return now - lastSeenAt <= windowMs;
+}
 
 /** Not yet expired, but not seen for more than `ttlMs`. */
 export function shouldExpire(envoy: EnvoyState, now: number, ttlMs: number): boolean {
-  return envoy.status !== 'EXPIRED' && now - envoy.lastSeenAt > ttlMs;
+  return envoy.status !== 'EXPIRED' && !seenWithin(envoy.lastSeenAt, now, ttlMs);
 }
 
 /** Counts in the denominator: not expired and seen within the TTL (even if disconnected). */
 export function isLive(envoy: EnvoyState, now: number, ttlMs: number): boolean {
-  return envoy.status !== 'EXPIRED' && now - envoy.lastSeenAt <= ttlMs;
+  return envoy.status !== 'EXPIRED' && seenWithin(envoy.lastSeenAt, now, ttlMs);
 }
 
-/** When the type started waiting for an answer: an unanswered response, or names added but not yet served. */
+/** When a type started waiting for an answer: its unanswered response, or names added but not yet served. */
+export function typeWaitingSince(type: Pick<TypeState, 'pending' | 'namesChange'>): number | undefined {
+  const since = [type.pending?.sentAt, type.namesChange?.at].filter((t): t is number => t !== undefined);
+  return since.length === 0 ? undefined : Math.min(...since);
+}
+
+/** When the subscribed type started waiting for an answer (typeWaitingSince); undefined if not subscribed. */
 export function waitingSince(envoy: EnvoyState, typeUrl: string): number | undefined {
   const type = envoy.types[typeUrl];
   if (type === undefined || !type.subscribed) return undefined;
-  const since = [type.pending?.sentAt, type.namesChange?.at].filter((t): t is number => t !== undefined);
-  return since.length === 0 ? undefined : Math.min(...since);
+  return typeWaitingSince(type);
+}
+
+/** A type waiting since `since` is stuck at `at` once it has waited the ACK timeout. */
+export function waitedPastTimeout(since: number, at: number, ackTimeoutMs: number): boolean {
+  return at - since >= ackTimeoutMs;
+}
+
+/**
+ * The moment a stored state is judged at: its own `lastSeenAt` (the last time its gateway vouched for
+ * it), never the reader's clock. A stored state lags the gateway by the pipeline (flush, stream,
+ * convergence backlog); judged at `now`, an Envoy that ACKed long ago would look stuck because its ACK
+ * has not reached the reader yet, and the object would get a false Stuck write. The gateway refreshes
+ * `lastSeenAt` when it finds a response unanswered past the timeout (it writes the STUCK event then),
+ * so a real stuck Envoy is still reported, one state write later.
+ */
+export function storedObservationTime(now: number, lastSeenAt: number): number {
+  return Math.min(now, lastSeenAt);
 }
 
 /**
@@ -28,23 +57,36 @@ export function stuckTypes(envoy: EnvoyState, now: number, ackTimeoutMs: number)
   const stuck: string[] = [];
   for (const typeUrl of Object.keys(envoy.types)) {
     const since = waitingSince(envoy, typeUrl);
-    if (since !== undefined && now - since >= ackTimeoutMs) stuck.push(typeUrl);
+    if (since !== undefined && waitedPastTimeout(since, now, ackTimeoutMs)) stuck.push(typeUrl);
   }
   return stuck.sort();
 }
 
-/**
- * `stuckTypes` as the *stored* state proves it: judged at the state's own `lastSeenAt` (the last time
- * its gateway vouched for it), never at the reader's clock. A stored state lags the gateway by the
- * pipeline (flush, stream, convergence backlog); judged at `now`, an Envoy that ACKed long ago would
- * look stuck because its ACK has not reached the reader yet, and the object would get a false Stuck
- * write. The gateway refreshes `lastSeenAt` when it finds a response unanswered past the timeout (it
- * writes the STUCK event then), so a real stuck Envoy is still reported, one state write later.
- */
+/** `stuckTypes` as the *stored* state proves it: judged at storedObservationTime, never at the reader's clock. */
 export function stuckTypesAsStored(envoy: EnvoyState, now: number, ackTimeoutMs: number): string[] {
-  return stuckTypes(envoy, Math.min(now, envoy.lastSeenAt), ackTimeoutMs);
+  return stuckTypes(envoy, storedObservationTime(now, envoy.lastSeenAt), ackTimeoutMs);
 }
 
 export function isStuck(envoy: EnvoyState, now: number, ackTimeoutMs: number): boolean {
   return envoy.status === 'CONNECTED' && stuckTypes(envoy, now, ackTimeoutMs).length > 0;
+}
+
+/**
+ * Credits time in which the gateway did not read this Envoy's answers (backpressure paused its
+ * streams: docs/GATEWAY.md, "Backpressure") to every wait that began before `before`: the Envoy may
+ * have answered at once, its ACK held unread by HTTP/2 flow control, so that time must not make it
+ * look stuck. Each unanswered response and each names hold begun before `before` waits `creditMs`
+ * less. Returns the same state when nothing waits.
+ */
+export function creditUnreadTime(envoy: EnvoyState, args: { creditMs: number; before: number }): EnvoyState {
+  if (args.creditMs <= 0) return envoy;
+  let types: Record<string, TypeState> | undefined;
+  for (const [typeUrl, type] of Object.entries(envoy.types)) {
+    const pending = type.pending !== undefined && type.pending.sentAt < args.before ? { ...type.pending, sentAt: type.pending.sentAt + args.creditMs } : undefined;
+    const namesChange = type.namesChange !== undefined && type.namesChange.at < args.before ? { ...type.namesChange, at: type.namesChange.at + args.creditMs } : undefined;
+    if (pending === undefined && namesChange === undefined) continue;
+    types ??= { ...envoy.types };
+    types[typeUrl] = { ...type, ...(pending === undefined ? {} : { pending }), ...(namesChange === undefined ? {} : { namesChange }) };
+  }
+  return types === undefined ? envoy : { ...envoy, types };
 }

@@ -17,6 +17,19 @@ export function watermarkOf(generation: ObjectGeneration): Watermark {
   return { observable: true, lineages: generation.watermarks };
 }
 
+/** The version of `typeUrl` a lineage's watermark asks for: a type it does not list had no version yet, so any ACK will do. */
+export function requiredVersion(mark: LineageWatermark, typeUrl: string): number {
+  return mark.types[typeUrl] ?? 0;
+}
+
+/**
+ * Whether a type's ACKed seq (undefined or -1: nothing ACKed) covers the version `required`. With
+ * names added and not yet served (`namesChanged`), it covers nothing: the ACK says nothing about them.
+ */
+export function ackCovers(acked: number | undefined, required: number, namesChanged: boolean): boolean {
+  return !namesChanged && acked !== undefined && acked >= required;
+}
+
 export interface WatermarkOptions {
   /** Types every Envoy must have subscribed (e.g. LDS and CDS), so a half-subscribed new Envoy is not counted. */
   requiredTypeUrls?: readonly string[];
@@ -49,8 +62,7 @@ export function watermarkProgress(envoy: EnvoyState, watermark: Watermark, optio
       missing.add(type.lineage);
       continue;
     }
-    const required = mark.types[typeUrl] ?? 0;
-    if (type.acked === undefined || type.acked < required || type.namesChange !== undefined) behindTypes.push(typeUrl);
+    if (!ackCovers(type.acked, requiredVersion(mark, typeUrl), type.namesChange !== undefined)) behindTypes.push(typeUrl);
   }
   for (const typeUrl of options.requiredTypeUrls ?? []) {
     if (envoy.types[typeUrl]?.subscribed !== true) behindTypes.push(typeUrl);

@@ -1,8 +1,12 @@
 // Builds the DynamoDB clients once per process (module scope in Lambda handlers, so warm
-// invocations reuse TCP connections) from a validated configuration.
-import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+// invocations reuse TCP connections) from a validated configuration. The clients stay in this file:
+// what leaves it is a StoreConnection, the store's own operations and table administration on them.
+import { DynamoDBClient, type DynamoDBClientConfig, type TableDescription } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
+
+import { documentOperations, type DocumentOperations } from './operations';
+import { describeTable, ensureTable, type EnsureTableOptions } from './table';
 
 /**
  * Retry modes of the AWS SDK. Both retry throttling (ProvisionedThroughputExceededException,
@@ -27,7 +31,7 @@ export const storeClientConfigSchema = z.object({
 });
 export type StoreClientConfig = z.input<typeof storeClientConfigSchema>;
 
-export interface StoreClients {
+interface StoreClients {
   client: DynamoDBClient;
   documentClient: DynamoDBDocumentClient;
 }
@@ -41,7 +45,7 @@ export interface StoreClientSeams {
 }
 
 /** Validate `config` (throws a ZodError naming the bad field) and build both clients. */
-export function createStoreClients(config: StoreClientConfig, seams: StoreClientSeams = {}): StoreClients {
+function createStoreClients(config: StoreClientConfig, seams: StoreClientSeams = {}): StoreClients {
   const parsed = storeClientConfigSchema.parse(config);
   const client = new DynamoDBClient({
     region: parsed.region,
@@ -58,6 +62,48 @@ export function createStoreClients(config: StoreClientConfig, seams: StoreClient
     unmarshallOptions: { wrapNumbers: false },
   });
   return { client, documentClient };
+}
+
+/** The retry settings the SDK resolved from a StoreClientConfig. */
+export interface ResolvedRetrySettings {
+  maxAttempts: number;
+  /** The SDK's retry strategy's mode (`standard`, `adaptive`); undefined for a strategy that names none. */
+  retryMode: string | undefined;
+}
+
+/**
+ * One process's connection to DynamoDB: the document operations every port is built on (openTable,
+ * and the store's own tests and benchmarks that wrap them to count calls or inject faults), the table
+ * administration local runs and tests need, and close. No SDK client is reachable through it.
+ */
+export interface StoreConnection {
+  readonly operations: DocumentOperations;
+  /** Creates the table if it does not exist and waits until it is ACTIVE (local runs; on AWS serverless.yml declares it). */
+  ensureTable(tableName: string, options?: EnsureTableOptions): Promise<void>;
+  /** The table as DynamoDB describes it (keys, indexes, billing mode, status); undefined when there is none. */
+  describeTable(tableName: string): Promise<TableDescription | undefined>;
+  retrySettings(): Promise<ResolvedRetrySettings>;
+  /** Closes the clients' connections. */
+  close(): void;
+}
+
+/** Validate `config` (throws a ZodError naming the bad field) and connect. */
+export function connectStore(config: StoreClientConfig, seams: StoreClientSeams = {}): StoreConnection {
+  const clients = createStoreClients(config, seams);
+  return {
+    operations: documentOperations(clients.documentClient),
+    ensureTable: (tableName, options) => ensureTable(clients.client, tableName, options),
+    describeTable: (tableName) => describeTable(clients.client, tableName),
+    async retrySettings() {
+      const strategy = await clients.client.config.retryStrategy();
+      const mode = 'mode' in strategy && typeof strategy.mode === 'string' ? strategy.mode : undefined;
+      return { maxAttempts: await clients.client.config.maxAttempts(), retryMode: mode };
+    },
+    close() {
+      clients.documentClient.destroy();
+      clients.client.destroy();
+    },
+  };
 }
 
 const envSchema = z.object({

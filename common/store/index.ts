@@ -1,18 +1,11 @@
-// The DynamoDB store adapter's public API. Handlers build the store once at module scope:
-//   const { store } = createEventStoreFromEnv(process.env, logger);
-// so warm Lambda invocations reuse the client and its connections.
-import { z } from 'zod';
-
-import type { Clock } from '../core';
-import { createStoreClients, storeClientConfigFromEnv, type StoreClients, type StoreClientSeams } from './client';
-import { DynamoEventStore } from './dynamo-store';
-import type { StoreLogger } from './logger';
-import { documentOperations } from './operations';
-
+// The DynamoDB store adapter's public API. Handlers open the table once at module scope:
+//   const table = openTableFromEnv(process.env, logger);
+// so warm Lambda invocations reuse the client and its connections. No SDK client leaves this folder:
+// callers get ports (openTable) or, for the store's own tests and benchmarks, a StoreConnection.
 export { batchPut, BATCH_WRITE_MAX_ITEMS, fullJitterDelay, UnwrittenItemsError } from './batch-write';
 export type { BatchWriteOptions, BatchWriteReport, KeyedItem, UnwrittenItem } from './batch-write';
-export { createStoreClients, retryModes, storeClientConfigFromEnv, storeClientConfigSchema } from './client';
-export type { RetryMode, StoreClientConfig, StoreClients, StoreClientSeams } from './client';
+export { connectStore, retryModes, storeClientConfigFromEnv, storeClientConfigSchema } from './client';
+export type { ResolvedRetrySettings, RetryMode, StoreClientConfig, StoreClientSeams, StoreConnection } from './client';
 export { DynamoAggregateStore, registerLineageHeartbeats } from './aggregates';
 export type { DynamoAggregateStoreOptions } from './aggregates';
 export { DynamoEventStore, eventKeyOf } from './dynamo-store';
@@ -20,7 +13,6 @@ export type { DynamoEventStoreOptions, DynamoPutEventsResult, FailedEvent } from
 export { InvalidStoreInputError, isPermanentStoreError } from './errors';
 export { DEFAULT_PAGE_LIMIT, iteratePages, MAX_PAGE_LIMIT } from './listing';
 export type { StoreLogger } from './logger';
-export { documentOperations } from './operations';
 export type { DocumentOperations } from './operations';
 export { InvalidPageTokenError } from './page-token';
 export {
@@ -29,42 +21,9 @@ export {
   PARTITION_KEY,
   SORT_KEY,
   TTL_ATTRIBUTE,
-  ensureTable,
   tableDefinition,
 } from './table';
-
-import type { EventStoreConfig } from './table-access';
-export type { EventStoreConfig } from './table-access';
-
-const systemClock: Clock = { now: () => Date.now() };
-
-/** Build the clients and the store on top of them. */
-export function createEventStore(config: EventStoreConfig, seams: StoreClientSeams = {}): { store: DynamoEventStore; clients: StoreClients } {
-  const clients = createStoreClients(config.client, seams);
-  const store = new DynamoEventStore({
-    tableName: config.tableName,
-    operations: documentOperations(clients.documentClient),
-    logger: config.logger,
-    clock: config.clock ?? systemClock,
-    ...(config.batch === undefined ? {} : { batch: config.batch }),
-    ...(config.expiredStateRetentionMs === undefined ? {} : { expiredStateRetentionMs: config.expiredStateRetentionMs }),
-  });
-  return { store, clients };
-}
-
-const tableNameSchema = z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/, 'DynamoDB table names are 3-255 of [A-Za-z0-9_.-]');
-
-/**
- * The store from environment variables: TABLE_NAME (required) plus the client variables of
- * storeClientConfigFromEnv. Throws a ZodError naming the bad variable.
- */
-export function createEventStoreFromEnv(
-  env: Record<string, string | undefined>,
-  logger: StoreLogger,
-): { store: DynamoEventStore; clients: StoreClients } {
-  const tableName = z.object({ TABLE_NAME: tableNameSchema }).parse(env).TABLE_NAME;
-  return createEventStore({ tableName, client: storeClientConfigFromEnv(env), logger });
-}
+export type { EnsureTableOptions } from './table';
 export { parseStreamImage, streamImageOf, streamRecordImages } from './stream-image';
 export type { PlainStreamImages } from './stream-image';
 export { openTable, openTableFromEnv } from './table-access';

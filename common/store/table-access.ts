@@ -1,32 +1,30 @@
-// The one constructor of the table's ports: one pair of DynamoDB clients per process (module scope
+// The one constructor of the table's ports: one connection per process (connectStore; module scope
 // in Lambda handlers, so warm invocations reuse connections) and every port the gateway, the
-// functions and the benchmarks use, built on the same document operations. It hands out no client:
-// outside common/store nothing talks to DynamoDB except through these ports (eslint.config.mjs).
+// functions, the benchmarks and the tests use, built on the same document operations. It hands out no
+// client: outside common/store nothing talks to DynamoDB except through these ports (eslint.config.mjs).
+import type { TableDescription } from '@aws-sdk/client-dynamodb';
 import { z } from 'zod';
 
 import type { Clock } from '../core';
 import { DynamoAggregateStore } from './aggregates';
-import { createStoreClients, storeClientConfigFromEnv, type StoreClientConfig, type StoreClientSeams } from './client';
+import { connectStore, storeClientConfigFromEnv, type StoreClientConfig, type StoreClientSeams } from './client';
 import { dynamoConditionResyncTable } from './condition-resync-table';
 import { DynamoEventStore, type DynamoEventStoreOptions } from './dynamo-store';
 import type { StoreLogger } from './logger';
 import { dynamoObjectCleanup, dynamoObjectItemReader } from './object-items';
-import { documentOperations, type DocumentOperations } from './operations';
-import { dynamoRawItemWriter } from './raw-items';
-import { ensureTable, type EnsureTableOptions } from './table';
-import type { ConditionResyncTable, ObjectCleanup, ObjectItemReader, RawItemWriter } from './table-ports';
+import type { DocumentOperations } from './operations';
+import { dynamoRawItems } from './raw-items';
+import type { EnsureTableOptions } from './table';
+import type { ConditionResyncTable, ObjectCleanup, ObjectItemReader, RawItems } from './table-ports';
 
-export interface EventStoreConfig {
+export interface TableAccessConfig {
   tableName: string;
   client: StoreClientConfig;
   logger: StoreLogger;
-  /** Defaults to the system clock. */
+  /** The event store's clock; defaults to the system clock. */
   clock?: Clock;
   batch?: DynamoEventStoreOptions['batch'];
   expiredStateRetentionMs?: number;
-}
-
-export interface TableAccessConfig extends EventStoreConfig {
   /** How long a gone object's items are kept before DynamoDB's TTL removes them (ObjectCleanup). Default 1 h. */
   deletedObjectRetentionMs?: number;
 }
@@ -43,9 +41,11 @@ export interface TableAccess {
   readonly objectCleanup: ObjectCleanup;
   readonly objectItems: ObjectItemReader;
   readonly conditionResync: ConditionResyncTable;
-  readonly rawItems: RawItemWriter;
+  readonly rawItems: RawItems;
   /** Creates the table if it does not exist and waits until it is ACTIVE (local runs; on AWS serverless.yml declares it). */
   ensureTable(options?: EnsureTableOptions): Promise<void>;
+  /** The table as DynamoDB describes it (keys, indexes, billing mode, status); undefined when there is none. */
+  describeTable(): Promise<TableDescription | undefined>;
   /** Closes the clients' connections. */
   close(): void;
 }
@@ -54,9 +54,8 @@ const systemClock: Clock = { now: () => Date.now() };
 
 export function openTable(config: TableAccessConfig, seams: TableAccessSeams = {}): TableAccess {
   const { wrapOperations, ...clientSeams } = seams;
-  const clients = createStoreClients(config.client, clientSeams);
-  const plain = documentOperations(clients.documentClient);
-  const operations = wrapOperations === undefined ? plain : wrapOperations(plain);
+  const connection = connectStore(config.client, clientSeams);
+  const operations = wrapOperations === undefined ? connection.operations : wrapOperations(connection.operations);
   const { tableName, logger } = config;
   return {
     tableName,
@@ -72,12 +71,10 @@ export function openTable(config: TableAccessConfig, seams: TableAccessSeams = {
     objectCleanup: dynamoObjectCleanup(operations, tableName, config.deletedObjectRetentionMs),
     objectItems: dynamoObjectItemReader(operations, tableName),
     conditionResync: dynamoConditionResyncTable(operations, tableName),
-    rawItems: dynamoRawItemWriter(operations, tableName),
-    ensureTable: (options) => ensureTable(clients.client, tableName, options),
-    close: () => {
-      clients.documentClient.destroy();
-      clients.client.destroy();
-    },
+    rawItems: dynamoRawItems(operations, tableName),
+    ensureTable: (options) => connection.ensureTable(tableName, options),
+    describeTable: () => connection.describeTable(tableName),
+    close: () => connection.close(),
   };
 }
 

@@ -2,7 +2,7 @@
 // AggregateStore: each names what one caller does with the table, so no caller outside
 // common/store holds a DynamoDB client (lint-enforced, eslint.config.mjs). `openTable` (table-access.ts)
 // builds them all on one client.
-import type { EventStore, ItemRead, ObjectRef, Page, PageRequest } from '../core';
+import type { EventStore, ItemKey, ItemRead, ObjectRef, Page, PageRequest } from '../core';
 import type { ConditionResyncCursor, ScanKey, TableItem } from './items';
 import type { ItemKind } from './table-layout';
 
@@ -60,9 +60,23 @@ export interface ConditionResyncTable {
   scanConditionedGenerations(request: { startKey?: ScanKey; limit: number }): Promise<ConditionedGenerationsPage>;
 }
 
-/** Plain items written as they are (benchmarks of the local DynamoDB front, bench/dynamo.ts). */
-export interface RawItemWriter {
+/**
+ * Items exactly as stored, without the store's validation: benchmarks of the local DynamoDB front
+ * write their load through it (bench/dynamo.ts), and tests plant and edit items the adapters would
+ * refuse or never write (a corrupt item, a decision set as convergence sets it, an attribute removed)
+ * and read them back with their `ttl`.
+ */
+export interface RawItems {
   /** One BatchWriteItem of at most 25 items; unprocessed items are an error (the local front never returns any). */
-  batchWriteItems(items: readonly (Record<string, unknown> & { pk: string; sk: string })[]): Promise<void>;
-  putItem(item: Record<string, unknown> & { pk: string; sk: string }): Promise<void>;
+  batchWriteItems(items: readonly (Record<string, unknown> & ItemKey)[]): Promise<void>;
+  /** A PutItem of the item as given (DynamoDB itself refuses one without `pk` and `sk`). */
+  putItem(item: Record<string, unknown>): Promise<void>;
+  /** The item at `key`, or undefined; `consistent` asks for a strongly consistent read. */
+  getItem(key: ItemKey, options?: { consistent?: boolean }): Promise<Record<string, unknown> | undefined>;
+  /** Sets the attributes (an UpdateItem `SET`): creates the item when there is none, as UpdateItem does. */
+  setAttributes(key: ItemKey, attributes: Record<string, unknown>): Promise<void>;
+  /** Removes the attributes (an UpdateItem `REMOVE`). */
+  removeAttributes(key: ItemKey, names: readonly string[]): Promise<void>;
+  /** Every item of one partition, in sort-key order (all pages, eventually consistent). */
+  queryPartition(pk: string): Promise<Record<string, unknown>[]>;
 }

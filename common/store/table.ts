@@ -8,6 +8,7 @@ import {
   ResourceNotFoundException,
   type CreateTableCommandInput,
   type DynamoDBClient,
+  type TableDescription,
 } from '@aws-sdk/client-dynamodb';
 
 /** Partition key attribute (string). */
@@ -102,5 +103,15 @@ export async function ensureTable(
       throw new Error(`table ${tableName} not ACTIVE after ${timeoutMs} ms`);
     }
     await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+}
+
+/** The table as DynamoDB describes it; undefined when it does not exist. */
+export async function describeTable(client: DynamoDBClient, tableName: string): Promise<TableDescription | undefined> {
+  try {
+    return (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
+  } catch (error) {
+    if (error instanceof ResourceNotFoundException) return undefined;
+    throw error;
   }
 }

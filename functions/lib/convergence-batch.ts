@@ -77,7 +77,7 @@ export function memberUpdatesFor(oldState: EnvoyState | undefined, newState: Env
     const shard = shardOf(newState.nodeId, deps.shardCount);
     updates.push({ kind: 'set', lineage: newState.lineage, shard, nodeId: newState.nodeId, member: memberFromEnvoyState(newState, deps.requiredTypeUrls ?? []) });
     if (oldState !== undefined && oldState.lineage !== newState.lineage) {
-      updates.push({ kind: 'set', lineage: oldState.lineage, shard, nodeId: newState.nodeId, member: { ...goneMember(newState.rev, newState.lastSeenAt), ...((oldState.incarnation ?? 1) > 1 ? { k: oldState.incarnation } : {}) } });
+      updates.push({ kind: 'set', lineage: oldState.lineage, shard, nodeId: newState.nodeId, member: goneMember(newState.rev, newState.lastSeenAt, oldState.incarnation ?? 1) });
     }
   } else if (oldState !== undefined) {
     updates.push({ kind: 'remove', lineage: oldState.lineage, shard: shardOf(oldState.nodeId, deps.shardCount), nodeId: oldState.nodeId, rev: oldState.rev, lastSeenAt: oldState.lastSeenAt });

@@ -10,8 +10,11 @@ import {
   attributedTo,
   evaluateFromAggregates,
   formatObjectRef,
+  isSettledDecision,
   maxEvaluatedRevs,
   sameDecision,
+  sameVerdict,
+  seenWithin,
   snapshotRev,
   snapshotRevs,
   watermarkOf,
@@ -35,7 +38,7 @@ export interface EvaluationDeps {
   policy: ConvergencePolicy;
   now: () => number;
   /**
-   * A stored decision with the same verdict (state, supersededBy, not-observable reason) younger than
+   * A stored decision with the same verdict (core sameVerdict) younger than
    * this is not rewritten when only its counts or blockers changed. 0 (default): every change is
    * written. Verdict changes are always written at once, so the condition (status, reason,
    * observedGeneration) is never delayed; the stored counts may lag by up to this much, and expire's
@@ -118,7 +121,7 @@ export type EvaluationOutcome = 'written' | 'unchanged' | 'stale' | 'missing' | 
  */
 export function liveLineages(lineages: Readonly<Record<string, number>>, now: number, ttlMs: number): string[] {
   return Object.entries(lineages)
-    .filter(([, heartbeatAt]) => now - heartbeatAt <= 2 * ttlMs)
+    .filter(([, heartbeatAt]) => seenWithin(heartbeatAt, now, 2 * ttlMs))
     .map(([lineage]) => lineage)
     .sort();
 }
@@ -228,7 +231,7 @@ function nothingToWrite(deps: EvaluationDeps, stored: Decision | undefined, fres
 /** Whether `stored` already says what `fresh` says (same verdict) and was decided less than `refreshMs` ago. */
 export function recentSameVerdict(stored: Decision | undefined, fresh: Decision, now: number, refreshMs: number): boolean {
   if (stored === undefined || refreshMs <= 0 || now - stored.decidedAt >= refreshMs) return false;
-  return stored.state === fresh.state && stored.supersededBy === fresh.supersededBy && stored.notObservableReason === fresh.notObservableReason && stored.controllerMessage === fresh.controllerMessage;
+  return sameVerdict(stored, fresh);
 }
 
 /**
@@ -271,7 +274,7 @@ export async function evaluateCandidate(deps: EvaluationDeps, snapshot: Aggregat
 async function unchangedFromCache(deps: EvaluationDeps, snapshot: AggregateSnapshot, key: string): Promise<boolean> {
   const cached = deps.generationCache?.get(key, deps.now());
   const stored = cached?.decision;
-  if (cached === undefined || stored === undefined || stored.supersededBy !== undefined || stored.state === 'Programmed') return false;
+  if (cached === undefined || stored === undefined || isSettledDecision(stored)) return false;
   const { decision: fresh, now } = await snapshot.decide(cached);
   if (isResolving(fresh)) return false;
   return nothingToWrite(deps, stored, fresh, now);
@@ -344,7 +347,7 @@ export async function supersedeOlder(deps: EvaluationDeps, latest: Candidate): P
   let superseded = 0;
   for (const older of page.items) {
     if (older.generation >= latest.generation) continue;
-    if (older.decision?.supersededBy !== undefined || older.decision?.state === 'Programmed') continue;
+    if (isSettledDecision(older.decision)) continue;
     const now = deps.now();
     const base = older.decision ?? { state: 'Pending' as const, programmed: 0, total: 0, blockers: [], blockersOmitted: 0, decidedAt: now, evaluatedRev: 0 };
     const written = await deps.aggregates.writeDecision(older.object, older.generation, { ...base, supersededBy: latest.generation, decidedAt: now });
@@ -356,7 +359,7 @@ export async function supersedeOlder(deps: EvaluationDeps, latest: Candidate): P
 
 /** Adds the generation to the pending index of every lineage it has a watermark on. */
 export async function indexPending(deps: EvaluationDeps, candidate: Candidate, record: ObjectGeneration): Promise<void> {
-  if (record.decision?.state === 'Programmed' || record.decision?.supersededBy !== undefined) return;
+  if (isSettledDecision(record.decision)) return;
   for (const entry of pendingEntriesOf({ ...record, object: candidate.object })) await deps.aggregates.putPending(entry);
 }
 

@@ -4,18 +4,18 @@
 // Another writer may replace the whole `status.conditions` list of an object and drop ours (a merge
 // patch replaces lists wholesale, RFC 7386), or a restore from backup may bring back an old one. The
 // status function only writes when a stream record arrives, so without this nothing would ever put
-// the condition back. For each object whose latest generation has a recorded `lastCondition`, we
-// rebuild the condition its stored decision says now and hand it to the one status writer: it
-// re-reads the object, writes only if our condition is missing or differs in status, reason or
-// observedGeneration (message-only changes are not drift: invariant 4), merges by type and retries
-// on 409. So a drifted object costs one PATCH, an object in sync costs one GET and no write.
+// the condition back. For each object, its latest generation goes to the one status path as a
+// `resync` update (functions/status/apply.ts: its rules say why resync differs from the status
+// function): the condition its stored decision says now, written only if it was written once
+// (`lastCondition` on the item) and Kubernetes no longer holds it in status, reason or
+// observedGeneration (message-only changes are not drift: invariant 4); the status writer re-reads
+// the object, merges by type, revalidates against the stored decision and retries on 409. So a
+// drifted object costs one PATCH, an object in sync costs one GET and no write.
 //
 // Bounded work: the OBJECT generation items are found by a paged, filtered Scan; a run stops after
 // `maxObjectsPerRun` objects or `maxScannedItemsPerRun` scanned items and saves where it stopped in
 // one cursor item, so the next run continues there and a pass over a large table spans several runs.
-import type { Logger } from 'pino';
-
-import { conditionChanged, formatObjectRef, type ObjectRef, type ObjectStore } from '../../common/core';
+import { formatObjectRef, type ObjectRef, type ObjectStore } from '../../common/core';
 import {
   ATTR,
   CONDITION_RESYNC_CURSOR_KEY,
@@ -26,27 +26,18 @@ import {
   type ObjectItemReader,
   type ScanKey,
 } from '../../common/store';
-import type { StatusWriter } from '../kube/status-writer';
-import type { TrackedKinds } from '../kube/tracked-kinds';
-import { conditionDraftFor, conditionOptionsFor, readDecision, storedDecisionRevalidator } from '../status/decision';
+import { applyStatusUpdate, type StatusPathDeps } from '../status/apply';
 import { collectDeletedObject, describeCollected, type DeletedObjectCollectorDeps } from './resync-gc';
 
 /** Where the condition pass stopped: one item (common/store CONDITION_RESYNC_CURSOR_KEY, ConditionResyncCursorItem). */
 export const CONDITION_CURSOR_KEY = CONDITION_RESYNC_CURSOR_KEY;
 
-export interface ConditionResyncDeps extends DeletedObjectCollectorDeps {
+export interface ConditionResyncDeps extends DeletedObjectCollectorDeps, StatusPathDeps {
   /** The pass's scan and its saved cursor. */
   table: ConditionResyncTable;
   objectItems: Pick<ObjectItemReader, 'latestObjectGenerationItem'>;
   /** With `getObjectGeneration`, a same-generation change is revalidated against the stored decision (status-writer.ts `needsRevalidation`). */
   store: Pick<ObjectStore, 'listObjectGenerations' | 'recordCondition'> & Partial<Pick<ObjectStore, 'getObjectGeneration'>>;
-  writer: Pick<StatusWriter, 'write'>;
-  logger: Logger;
-  conditionType: string;
-  /** Per-kind condition types (TrackedKinds); absent: `conditionType` for every kind. */
-  kinds?: Pick<TrackedKinds, 'conditionTypeFor'>;
-  writeOnMessageChange: boolean;
-  now: () => number;
   /** Objects checked against Kubernetes per run (one GET each, one PATCH if drifted). Default 500. */
   maxObjectsPerRun?: number;
   /** Items the Scan may read per run (it reads every item kind, then filters). Default 50,000. */
@@ -98,44 +89,20 @@ async function resyncObject(deps: ConditionResyncDeps, ref: ObjectRef): Promise<
   const parsed = parseItem(raw);
   if (!parsed.ok || parsed.item.kind !== ITEM_KIND.objectGeneration) return 'skipped';
   const record = objectGenerationFromItem(parsed.item);
-  const object = formatObjectRef(record.object);
-  // A newer generation without a condition yet is the status function's to write (its stream record is coming).
-  if (record.lastCondition === undefined) return 'skipped';
-  const decision = readDecision(record, parsed.warnings);
-  if (decision.status !== 'found') {
-    if (decision.status === 'invalid') deps.logger.error({ object, generation: record.generation, error: decision.error }, 'decision on OBJECT item is invalid; not re-asserted');
-    return 'skipped';
-  }
-  const draft = conditionDraftFor(record, decision.decision, conditionOptionsFor(record.object, deps));
-  // The item was read before the object: convergence's handoff may have applied a newer verdict in
-  // between, which an older draft must not undo.
-  const store = deps.store;
-  const getObjectGeneration = store.getObjectGeneration?.bind(store);
-  const revalidate = getObjectGeneration === undefined ? undefined : storedDecisionRevalidator({ getObjectGeneration }, record, draft, conditionOptionsFor(record.object, deps));
-  const outcome = await deps.writer.write(record.object, draft, revalidate === undefined ? {} : { revalidate });
-  switch (outcome.outcome) {
+  const { kubernetes } = await applyStatusUpdate({ source: 'resync', record, warnings: parsed.warnings ?? [] }, deps);
+  // Not asked: no usable decision, or no condition written yet (the status function's to write).
+  if (kubernetes === undefined) return 'skipped';
+  switch (kubernetes.outcome) {
     case 'written':
-      deps.logger.warn(
-        { object, generation: record.generation, status: outcome.condition.status, reason: outcome.condition.reason, found: outcome.previous ?? null, conflicts: outcome.conflicts },
-        'condition drifted in Kubernetes; re-asserted',
-      );
-      // Record only what changes the item: the status function compares status, reason and
-      // observedGeneration with it, and an unchanged record would be one more stream record for nothing.
-      if (conditionChanged(record.lastCondition, outcome.condition, { includeMessage: deps.writeOnMessageChange })) {
-        await deps.store.recordCondition(record.object, record.generation, outcome.condition, outcome.condition.status === 'True' ? deps.now() : undefined);
-      }
       return 'reasserted';
     case 'skipped':
-      if (outcome.reason === 'unchanged') return 'inSync';
-      deps.logger.info({ object, generation: record.generation, reason: outcome.reason, detail: outcome.detail }, 'condition not re-asserted');
-      return 'notWritten';
+      return kubernetes.reason === 'unchanged' ? 'inSync' : 'notWritten';
     case 'notFound': {
       const collected = await collectDeletedObject(deps, record.object, deps.now());
       deps.logger.info(describeCollected(record.object, collected), 'object is gone; its items are marked for expiry');
       return 'collected';
     }
     case 'unsupported':
-      deps.logger.error({ object, generation: record.generation, detail: outcome.detail }, 'cannot write the condition on this object');
       return 'notWritten';
   }
 }

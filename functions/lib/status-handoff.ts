@@ -3,9 +3,10 @@
 // DynamoDB stream hops (Envoy state → convergence → decision on the OBJECT item → status → Kubernetes),
 // and on AWS each hop averages ~125 ms (Lambda polls a shard about 4 times a second): two hops alone
 // would spend the 250 ms budget of last ACK → True (docs/bench/README.md). So once convergence has durably written a decision whose
-// verdict changed, the same invocation applies the condition through the status function's own path
-// (functions/status/process.ts `applyDecision`: the one StatusWriter, re-read, pure mutator, no-op
-// skip, 409 retry, newer-generation skip, then recordCondition).
+// verdict changed, the same invocation hands it to the one status path as a `handoff` update
+// (functions/status/apply.ts `applyStatusUpdate`: the item's record, the one StatusWriter with its
+// re-read, pure mutator, no-op skip, revalidation and 409 retry, then recordCondition), the path the
+// status function's stream records take.
 //
 // It is an accelerator, never a dependency: the stream path to the status function is unchanged and
 // stays the backstop (and resync re-asserts drift). A failed, slow or unsupported direct write is
@@ -23,14 +24,14 @@
 // when a record arrives (holding a refresh inside its invocation would stall its whole stream shard).
 // So at the start of a batch, at most every quarter interval per container, the handoff sweeps the
 // pending index (the not-True generations), reads each item and rewrites a stale message that is due
-// through the same applyDecision path.
+// through the same path.
 import type { Logger } from 'pino';
 
 import { formatObjectRef, type AggregateStore, type Decision, type ObjectGeneration, type ObjectRef, type ObjectStore } from '../../common/core';
 import { forEachConcurrently } from '../../common/worker-pool';
 import type { KubeAccess } from '../kube/access';
 import { conditionWritingFromConfig } from '../kube/condition-writing';
-import { applyDecision, staleMessageDue, type ObjectResult, type StatusProcessorDeps } from '../status/process';
+import { applyStatusUpdate, staleMessageDue, type StatusPathDeps, type StatusUpdateResult } from '../status/apply';
 import { functionsConfig, HANDOFF_SETTINGS, type FunctionsConfig } from './config';
 import { liveLineages } from './evaluate';
 
@@ -81,8 +82,8 @@ export interface RefreshSweepOptions {
 }
 
 export interface StatusHandoffOptions {
-  /** The status function's dependencies (writer, store, condition type …), built once per container. */
-  status: StatusProcessorDeps;
+  /** The status path's dependencies (writer, store, condition type …), built once per container. */
+  status: StatusPathDeps;
   logger: Logger;
   now: () => number;
   /** Direct writes in flight per container (default 8). */
@@ -104,7 +105,7 @@ export interface HandoffBatch {
   settle(): Promise<HandoffReport>;
 }
 
-type Attempt = { kind: 'done'; result: ObjectResult } | { kind: 'error'; error: unknown } | { kind: 'timeout' };
+type Attempt = { kind: 'done'; result: StatusUpdateResult } | { kind: 'error'; error: unknown } | { kind: 'timeout' };
 
 export class StatusHandoff {
   private readonly concurrency: number;
@@ -154,7 +155,7 @@ export class StatusHandoff {
         this.options.logger.debug(context, 'status handoff paused after a recent failure; left to the status function');
         return;
       }
-      const attempt = await this.withDeadline(applyDecision(record, [], this.options.status, { fresh: true }));
+      const attempt = await this.withDeadline(applyStatusUpdate({ source: 'handoff', record }, this.options.status));
       if (attempt.kind !== 'done') {
         report.failed++;
         this.pausedUntil = this.options.now() + this.pauseMs;
@@ -163,6 +164,8 @@ export class StatusHandoff {
         return;
       }
       const { result } = attempt;
+      // A deleted object's items are marked by the status function when it meets the same 404.
+      if (result.result === 'notFound') this.options.logger.info(context, 'object is gone; left to the status function');
       if (result.result === 'written') report.written++;
       else if (result.result === 'alreadyWritten' || (result.result === 'skipped' && result.detail === 'unchanged')) report.unchanged++;
       else report.notWritten++;
@@ -188,7 +191,7 @@ export class StatusHandoff {
   /**
    * Every pending generation on a live lineage (deduplicated across lineages, at most `maxChecked`),
    * read with a consistent read; those whose recorded condition is not True, out of date and due
-   * are written through applyDecision, which plans against what Kubernetes holds and records the
+   * are handed to the status path, which plans against what Kubernetes holds and records the
    * write's time. Bounded by the handoff's deadline: generations not reached by then wait for the next
    * sweep, so a batch never waits long for it.
    */
@@ -220,7 +223,7 @@ export class StatusHandoff {
       stats.checked++;
       const item = await read(candidate.object, candidate.generation);
       if (item.status !== 'found' || !staleMessageDue(item.value, status)) return;
-      const attempt = await this.withDeadline(applyDecision(item.value, [], status, { fresh: true }));
+      const attempt = await this.withDeadline(applyStatusUpdate({ source: 'handoff', record: item.value }, status));
       if (attempt.kind === 'done') {
         if (attempt.result.result === 'written') stats.refreshed++;
         return;
@@ -234,7 +237,7 @@ export class StatusHandoff {
   }
 
   /** The attempt, or 'timeout' once the deadline passes (the request is then abandoned, not awaited). */
-  private withDeadline(work: Promise<ObjectResult>): Promise<Attempt> {
+  private withDeadline(work: Promise<StatusUpdateResult>): Promise<Attempt> {
     let timer: NodeJS.Timeout | undefined;
     const settled = work.then(
       (result): Attempt => ({ kind: 'done', result }),
@@ -286,11 +289,9 @@ export function buildStatusHandoff(source: Record<string, string | undefined> | 
   // unreachable API server is the status function's to retry (with its backoff), not something to
   // sit out inside a convergence batch.
   const writing = conditionWritingFromConfig(config, trackedKinds, logger, { ...(options.access === undefined ? {} : { access: options.access }), now, maxServerErrorAttempts: 1 });
-  const status: StatusProcessorDeps = {
+  const status: StatusPathDeps = {
     ...writing,
     store: options.store,
-    // A deleted object's items are marked by the status function when it meets the same 404.
-    cleanup: { markDeleted: async () => 0 },
     logger,
     messageRefreshMs: settings.STATUS_MESSAGE_REFRESH_MS,
     now,

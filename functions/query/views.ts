@@ -4,6 +4,7 @@ import {
   computeConvergence,
   encodeVersion,
   isLive,
+  isUnresolvedNack,
   shortTypeName,
   typeSyncReports,
   watermarkOf,
@@ -85,7 +86,7 @@ export function sentSync(type: TypeState): SentSync {
   const sent = lastSentSeq(type);
   if (sent === undefined) return 'NOT_SENT';
   if (type.pending !== undefined) return 'STALE';
-  if (type.nack !== undefined && type.nack.seq === sent && (type.acked === undefined || type.acked < sent)) return 'NACKED';
+  if (isUnresolvedNack(type.nack, type.acked) && type.nack.seq === sent) return 'NACKED';
   return 'SYNCED';
 }
 

@@ -1,75 +1,27 @@
 // The status function's work on one stream batch: pick the OBJECT generation items whose decision
-// may need writing, write each object's condition through the one status writer, and remember what
-// was written. Per object, only its latest record in the batch matters (the writer re-reads the
-// object anyway); a failure fails every record of that object, so Lambda resumes at the first.
+// may need writing and hand each object's latest one to the one status path (./apply.ts), which
+// writes and records its condition. Per object, only its latest record in the batch matters (the
+// path re-reads the item and the object anyway); a failure fails every record of that object, so
+// Lambda resumes at the first. A 404 marks the object's items for expiry (the status function is
+// the writer that collects them on the stream).
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type { Logger } from 'pino';
 
-import {
-  conditionChanged,
-  formatObjectRef,
-  type ObjectGeneration,
-  type ObjectStore,
-} from '../../common/core';
-import { ATTR, ITEM_KIND, OBJECT_PK_PREFIX, objectGenerationFromItem, parseItem, streamRecordImages } from '../../common/store';
-import { messageRefreshDue, type MessageRefresh } from '../../common/core/status-update';
-import type { StatusWriter, WriteOutcome } from '../kube/status-writer';
-import type { TrackedKinds } from '../kube/tracked-kinds';
+import { formatObjectRef, type ObjectGeneration } from '../../common/core';
+import { ATTR, ITEM_KIND, OBJECT_PK_PREFIX, objectGenerationFromItem, parseItem, streamRecordImages, type ObjectCleanup } from '../../common/store';
 import { forEachConcurrently } from '../../common/worker-pool';
-import { conditionDraftFor, conditionOptionsFor, readDecision, storedDecisionRevalidator } from './decision';
-import type { ObjectCleanup } from '../../common/store';
+import { applyStatusUpdate, type StatusPathDeps, type StatusUpdateResult } from './apply';
 
-export interface StatusProcessorDeps {
-  writer: Pick<StatusWriter, 'write'>;
-  /**
-   * With `getObjectGeneration` (the real store always has it), a record whose condition is not yet
-   * recorded on its image is checked against the stored item before Kubernetes is called, and the
-   * writer revalidates a same-generation change against it (`applyDecision`).
-   */
-  store: Pick<ObjectStore, 'recordCondition'> & Partial<Pick<ObjectStore, 'getObjectGeneration'>>;
+export interface StatusProcessorDeps extends StatusPathDeps {
+  /** A deleted object's items get a `ttl` when Kubernetes answers 404 for it. */
   cleanup: ObjectCleanup;
-  logger: Logger;
-  conditionType: string;
-  /** Per-kind condition types (TrackedKinds); absent: `conditionType` for every kind. */
-  kinds?: Pick<TrackedKinds, 'conditionTypeFor'>;
-  writeOnMessageChange: boolean;
-  /**
-   * STATUS_MESSAGE_REFRESH_MS: a not-True condition whose message (counts, blockers) is out of date
-   * is rewritten once our last write of the generation is this old (core `messageRefreshDue`).
-   * 0 or absent: message-only changes are never written.
-   */
-  messageRefreshMs?: number;
-  now: () => number;
   /** Objects written in parallel per batch (records of one object are always sequential). */
   concurrency?: number;
 }
 
 /** What happened to one object in a batch (returned for tests and logged). */
-export interface ObjectResult {
-  object: string;
-  generation: number;
-  result: WriteOutcome['outcome'] | 'alreadyWritten' | 'noDecision' | 'failed';
-  /** For `written`: 'refresh' when only the message was brought up to date. */
-  detail?: string;
-}
-
-/** The refresh rule for a record: the interval, and our last write's time as its item records it. */
-function refreshFor(record: ObjectGeneration, deps: Pick<StatusProcessorDeps, 'messageRefreshMs'>): MessageRefresh | undefined {
-  const intervalMs = deps.messageRefreshMs ?? 0;
-  return intervalMs > 0 ? { intervalMs, lastWrittenAt: record.conditionWrittenAt } : undefined;
-}
-
-/**
- * Whether the condition recorded on this item is a not-True one whose message is out of date (its
- * stored decision says other counts or blockers) and may be rewritten now: what convergence's sweep
- * looks for (functions/lib/status-handoff.ts), with the same rule the status function applies.
- */
-export function staleMessageDue(record: ObjectGeneration, deps: Pick<StatusProcessorDeps, 'conditionType' | 'kinds' | 'messageRefreshMs' | 'now'>): boolean {
-  const decision = readDecision(record);
-  const refresh = refreshFor(record, deps);
-  if (decision.status !== 'found' || record.lastCondition === undefined || refresh === undefined) return false;
-  const draft = conditionDraftFor(record, decision.decision, conditionOptionsFor(record.object, deps));
-  return messageRefreshDue(record.lastCondition, draft, deps.now(), refresh).kind === 'due';
+export interface ObjectResult extends Omit<StatusUpdateResult, 'result' | 'kubernetes'> {
+  result: StatusUpdateResult['result'] | 'failed';
 }
 
 interface Candidate {
@@ -130,90 +82,14 @@ export function selectCandidates(records: readonly DynamoDBRecord[], logger: Log
   return byObject;
 }
 
-function processObject(candidate: Candidate, deps: StatusProcessorDeps): Promise<ObjectResult> {
-  return applyDecision(candidate.record, candidate.warnings, deps);
-}
-
-export interface ApplyDecisionOptions {
-  /**
-   * The record was just read with a strongly consistent read (convergence's handoff): no re-read
-   * before Kubernetes is called. Otherwise (a stream image, possibly older than the item) the item is
-   * read first when its image would need a Kubernetes call.
-   */
-  fresh?: boolean;
-}
-
-/**
- * The status function's path for one OBJECT generation record: decision → condition draft → skip if
- * already recorded → the one status writer → record what was written. Also convergence's direct
- * handoff (functions/lib/status-handoff.ts), so both write and record a condition the same way.
- *
- * A stream image can be older than the item: convergence may already have applied a newer decision
- * itself. Before calling Kubernetes we read the item (one consistent GetItem, cheaper than the
- * Kubernetes GET it often saves) and act on what is stored; and the writer revalidates a change of our
- * condition at the same generation against the stored decision after its own read of the object
- * (`needsRevalidation`), which closes the race with a write that lands between the two reads.
- */
-export async function applyDecision(record: ObjectGeneration, warnings: readonly string[], deps: StatusProcessorDeps, options: ApplyDecisionOptions = {}): Promise<ObjectResult> {
-  const object = formatObjectRef(record.object);
-  const base = { object, generation: record.generation };
-  const decision = readDecision(record, warnings);
-  if (decision.status === 'none') return { ...base, result: 'noDecision' };
-  if (decision.status === 'superseded') return { ...base, result: 'skipped', detail: `superseded by generation ${decision.by}` };
-  if (decision.status === 'invalid') {
-    deps.logger.error({ ...base, error: decision.error }, 'decision on OBJECT item is invalid; skipped');
-    return { ...base, result: 'noDecision', detail: decision.error };
+/** One object's latest record through the one status path; a gone object's items are marked for expiry. */
+async function processObject(candidate: Candidate, deps: StatusProcessorDeps): Promise<ObjectResult> {
+  const { object, generation, result, detail } = await applyStatusUpdate({ source: 'stream', record: candidate.record, warnings: candidate.warnings }, deps);
+  if (result === 'notFound') {
+    const marked = await deps.cleanup.markDeleted(candidate.record.object, deps.now());
+    deps.logger.info({ object, generation, marked }, 'object is gone; its items are marked for expiry');
   }
-  const draft = conditionDraftFor(record, decision.decision, conditionOptionsFor(record.object, deps));
-  // Already written for this generation (e.g. this record is our own recordCondition): no read, no
-  // write. Keeps Kubernetes traffic O(1) per generation however many records the item gets. A record
-  // that changes only the message goes on only once the refresh is due (at most one write per
-  // interval; the sweep in convergence catches the change if no later record does).
-  const refresh = refreshFor(record, deps);
-  if (record.lastCondition !== undefined && !conditionChanged(record.lastCondition, draft, { includeMessage: deps.writeOnMessageChange })) {
-    const due = refresh === undefined ? undefined : messageRefreshDue(record.lastCondition, draft, deps.now(), refresh);
-    if (due?.kind !== 'due') return { ...base, result: 'alreadyWritten', ...(due?.kind === 'notDue' ? { detail: 'refreshNotDue' } : {}) };
-  }
-  const store = deps.store;
-  const getObjectGeneration = store.getObjectGeneration?.bind(store);
-  if (options.fresh !== true && getObjectGeneration !== undefined) {
-    const stored = await getObjectGeneration(record.object, record.generation);
-    if (stored.status === 'found') return applyDecision(stored.value, [], deps, { fresh: true });
-    // Gone or unreadable (logged by the store): act on the image, as before.
-  }
-  const revalidate = getObjectGeneration === undefined ? undefined : storedDecisionRevalidator({ getObjectGeneration }, record, draft, conditionOptionsFor(record.object, deps));
-  // Against what Kubernetes holds, the time on the item only counts for the condition the item
-  // recorded with it (core MessageRefresh.recorded): a write of ours not yet recorded is never "due".
-  const writeRefresh = refresh === undefined ? undefined : { ...refresh, recorded: record.lastCondition };
-  const outcome = await deps.writer.write(record.object, draft, { ...(revalidate === undefined ? {} : { revalidate }), ...(writeRefresh === undefined ? {} : { refresh: writeRefresh }) });
-  switch (outcome.outcome) {
-    case 'written': {
-      // The write's time is recorded with it: the next message-only write is spaced from it.
-      const writtenAt = deps.now();
-      await deps.store.recordCondition(record.object, record.generation, outcome.condition, outcome.condition.status === 'True' ? writtenAt : undefined, writtenAt);
-      deps.logger.info({ ...base, status: outcome.condition.status, reason: outcome.condition.reason, conflicts: outcome.conflicts, refresh: outcome.refresh === true }, 'condition written');
-      return { ...base, result: 'written', ...(outcome.refresh === true ? { detail: 'refresh' } : {}) };
-    }
-    case 'skipped':
-      deps.logger.info({ ...base, reason: outcome.reason, detail: outcome.detail }, 'condition not written');
-      // Kubernetes already holds it (e.g. our write landed but recording it failed last time, or
-      // another writer of ours has not recorded its write yet): remember it, so the next record of
-      // this item needs no Kubernetes read. When it was written is not known: now, so the next
-      // message refresh is spaced from it too.
-      if ((outcome.reason === 'unchanged' || outcome.reason === 'refreshNotDue') && outcome.current !== undefined && conditionChanged(record.lastCondition, outcome.current)) {
-        const now = deps.now();
-        await deps.store.recordCondition(record.object, record.generation, outcome.current, outcome.current.status === 'True' ? now : undefined, now);
-      }
-      return { ...base, result: 'skipped', detail: outcome.reason };
-    case 'notFound': {
-      const marked = await deps.cleanup.markDeleted(record.object, deps.now());
-      deps.logger.info({ ...base, marked }, 'object is gone; its items are marked for expiry');
-      return { ...base, result: 'notFound' };
-    }
-    case 'unsupported':
-      deps.logger.error({ ...base, detail: outcome.detail }, 'cannot write the condition on this object');
-      return { ...base, result: 'unsupported', detail: outcome.detail };
-  }
+  return { object, generation, result, ...(detail === undefined ? {} : { detail }) };
 }
 
 /** Handles one DynamoDB stream batch; failures are reported per record (ReportBatchItemFailures). */

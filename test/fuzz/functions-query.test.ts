@@ -3,14 +3,12 @@
 // oversize inputs. Whatever comes in: no throw, a status in {200, 400, 404, 405}, a JSON body, a
 // clear `{ error: { code, message } }` on every non-200, no stack trace, and with QUERY_NAMESPACES
 // set nothing of another namespace's objects. FUZZ_RUNS raises the number of runs (default 200).
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import fc from 'fast-check';
 import pino from 'pino';
 
 import { type EnvoyState, type ObjectRef } from '../../common/core';
-import { objectGenerationKey } from '../../common/store';
-import { createEventStore, type DynamoEventStore, type StoreClients } from '../../common/store';
+import { objectGenerationKey, type DynamoEventStore, type RawItems } from '../../common/store';
 import { createQueryHandler, type QueryHandler } from '../../functions/query';
 import { startStoreFixture, type StoreFixture } from '../support/store-fixture';
 
@@ -114,33 +112,28 @@ const requestArb = fc.record({
 describe('query function URL under random input', () => {
   let fixture: StoreFixture;
   let store: DynamoEventStore;
-  let clients: StoreClients;
+  let rawItems: RawItems;
   let open: QueryHandler;
   let scoped: QueryHandler;
 
   beforeAll(async () => {
     fixture = await startStoreFixture();
     const tableName = await fixture.newTable();
-    ({ store, clients } = createEventStore({ tableName, client: { region: 'us-east-1', endpoint: fixture.endpoint, credentials: { accessKeyId: 'l', secretAccessKey: 'l' } }, logger: silent }));
+    ({ store, rawItems } = fixture.openTable(tableName, silent));
     await store.putLineageState({ lineage: LINEAGE, instanceId: 'gw-0', bootId: 'boot-1', group: 'contour', currentSeq: 2, typeHistory: { [RDS]: [1, 2] }, historyStart: 0, startedAt: NOW - 100_000, heartbeatAt: NOW - 2000, rev: 0 }, undefined);
     for (let i = 0; i < 5; i++) await store.updateEnvoyState(envoy(i), undefined);
     for (const [ref, generation] of [[refA, 1], [refA, 2], [refB, 1], [refCluster, 4]] as const) {
       await store.putWatermark(ref, generation, LINEAGE, { seq: 2, types: { [RDS]: 2 }, at: NOW - 5000 });
     }
     // team-b's decision carries the marker (as an Envoy's NACK message would).
-    await clients.documentClient.send(new UpdateCommand({
-      TableName: tableName,
-      Key: objectGenerationKey(refB, 1),
-      UpdateExpression: 'SET #d = :d',
-      ExpressionAttributeNames: { '#d': 'decision' },
-      ExpressionAttributeValues: { ':d': { state: 'Rejected', programmed: 4, total: 5, decidedAt: NOW, blockersOmitted: 0, evaluatedRev: 1, blockers: [{ nodeId: 'envoy-0', reason: 'nacked', nacks: [{ typeUrl: RDS, seq: 2, message: TEAM_B_MARKER, at: NOW }] }] } },
-    }));
+    await rawItems.setAttributes(objectGenerationKey(refB, 1), {
+      decision: { state: 'Rejected', programmed: 4, total: 5, decidedAt: NOW, blockersOmitted: 0, evaluatedRev: 1, blockers: [{ nodeId: 'envoy-0', reason: 'nacked', nacks: [{ typeUrl: RDS, seq: 2, message: TEAM_B_MARKER, at: NOW }] }] },
+    });
     const env = { TABLE_NAME: tableName, AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: fixture.endpoint };
     open = createQueryHandler({ env, logger: silent, now: () => NOW });
     scoped = createQueryHandler({ env: { ...env, QUERY_NAMESPACES: 'team-a' }, logger: silent, now: () => NOW });
   });
   afterAll(async () => {
-    clients.client.destroy();
     await fixture.close();
   });
 

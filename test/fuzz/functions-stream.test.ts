@@ -4,7 +4,6 @@
 // throw: a thrown batch is retried whole, and a poison record would block its shard until it
 // expires), report no `batchItemFailures`, and still process the undamaged records of the batch.
 // FUZZ_RUNS raises the number of runs (default 200).
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import fc from 'fast-check';
@@ -72,9 +71,8 @@ describe('convergence handler under damaged stream records', () => {
 
 async function putObjectImage(world: World, record: DynamoDBRecord): Promise<void> {
   const { unmarshall } = await import('@aws-sdk/util-dynamodb');
-  const { PutCommand } = await import('@aws-sdk/lib-dynamodb');
   const image = unmarshall(record.dynamodb?.NewImage as unknown as Parameters<typeof unmarshall>[0]);
-  await world.clients.documentClient.send(new PutCommand({ TableName: world.tableName, Item: image }));
+  await world.table.rawItems.putItem(image);
 }
 
 describe('status handler under damaged stream records', () => {
@@ -84,8 +82,8 @@ describe('status handler under damaged stream records', () => {
   /** The INSERT record the stream carries for an OBJECT generation item, built from the stored item. */
   async function objectRecord(ref: ObjectRef, generation: number, sequenceNumber: string): Promise<DynamoDBRecord> {
     const key = objectGenerationKey(ref, generation);
-    const stored = await world.clients.documentClient.send(new GetCommand({ TableName: world.tableName, Key: key }));
-    if (stored.Item === undefined) throw new Error('item missing');
+    const stored = await world.table.rawItems.getItem(key);
+    if (stored === undefined) throw new Error('item missing');
     return {
       eventID: `e-${sequenceNumber}`,
       eventName: 'INSERT',
@@ -94,7 +92,7 @@ describe('status handler under damaged stream records', () => {
       awsRegion: 'us-east-1',
       dynamodb: {
         Keys: marshall(key) as NonNullable<DynamoDBRecord['dynamodb']>['Keys'],
-        NewImage: marshall(stored.Item, { removeUndefinedValues: true }) as NonNullable<DynamoDBRecord['dynamodb']>['NewImage'],
+        NewImage: marshall(stored, { removeUndefinedValues: true }) as NonNullable<DynamoDBRecord['dynamodb']>['NewImage'],
         SequenceNumber: sequenceNumber,
         SizeBytes: 100,
         StreamViewType: 'NEW_AND_OLD_IMAGES',

@@ -21,7 +21,7 @@ import {
   type EnvoyState,
   type LineageState,
 } from '../../common/core';
-import { createEventStore } from '../../common/store';
+import { openTable } from '../../common/store';
 
 const [endpoint, tableName] = process.argv.slice(2);
 if (endpoint === undefined || tableName === undefined) {
@@ -30,11 +30,12 @@ if (endpoint === undefined || tableName === undefined) {
 }
 
 const logger = pino({ level: 'silent' });
-const { store, clients } = createEventStore({
+const table = openTable({
   tableName,
   client: { region: 'us-east-1', endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 10 },
   logger,
 });
+const { store } = table;
 
 const refSchema = z.object({ group: z.string(), kind: z.string(), namespace: z.string(), name: z.string() });
 const commandSchema = z.discriminatedUnion('op', [
@@ -200,5 +201,5 @@ lines.on('line', (line) => {
   });
 });
 lines.on('close', () => {
-  void queue.then(() => clients.client.destroy());
+  void queue.then(() => table.close());
 });

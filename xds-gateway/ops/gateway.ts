@@ -264,7 +264,12 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
         lowWaterEvents: config.queueLowWater ?? Math.floor(config.queueHighWater / 2),
         checkIntervalMs: config.flushIntervalMs,
         logger: log.child({ component: 'backpressure' }),
-        onChange: (paused) => metrics.relayPaused(paused),
+        onChange: (paused) => {
+          metrics.relayPaused(paused);
+          // The Envoys' answers wait unread while paused: not theirs to be stuck for.
+          if (paused) tracker.readingPaused();
+          else tracker.readingResumed();
+        },
       })
     : undefined;
 

@@ -19,7 +19,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { classifyRequest, parseVersion, recordSent, type SentRecord } from '../../common/core';
 import type { DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaResource, ResourceTypeUrl } from '../../common/xds';
-import { checkNames, checkTypeCount, deltaRequestSchema, DownstreamStream, notify, requestTypeUrl, RequestError, type RelayContext } from './downstream-common';
+import { checkNames, checkTypeCount, deltaRequestSchema, DownstreamStream, notify, requestTypeUrl, type RelayContext } from './downstream-common';
+import { RequestError } from './request-error';
 
 interface DeltaTypeState {
   wildcard: boolean;
@@ -87,8 +88,13 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
       else state.names.add(name);
     }
     for (const name of unsubscribe) {
-      if (name === '*') state.wildcard = false;
-      else {
+      if (name === '*') {
+        state.wildcard = false;
+        // Envoy drops every resource it held only through the wildcard when it unsubscribes from it
+        // (DeltaSubscriptionState::updateSubscriptionInterest clears its wildcard and ambiguous
+        // resources); kept here, a later `*` would find them "held" and never send them again.
+        for (const held of [...state.held.keys()]) if (!state.names.has(held)) state.held.delete(held);
+      } else {
         state.names.delete(name);
         // The client forgets what it unsubscribed from; if it subscribes again it gets it anew.
         if (!state.wildcard) state.held.delete(name);
@@ -114,7 +120,8 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
         this.recordAnswer(typeUrl, state.sentSeq);
         // Envoy applied none of it: it holds what it held before this response.
         for (const [name, previous] of state.unanswered ?? []) {
-          if (previous === undefined) state.held.delete(name);
+          // What the client lost interest in since (an unsubscribed `*` or name) it no longer holds.
+          if (previous === undefined || !(state.wildcard || state.names.has(name))) state.held.delete(name);
           else state.held.set(name, previous);
         }
         state.rejectedSeq = state.sentSeq;

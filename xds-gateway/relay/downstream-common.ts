@@ -141,8 +141,6 @@ export interface RelayContext {
   admission?: StreamAdmission;
 }
 
-export { RequestError };
-
 // Fields we read from decoded requests. protobuf decoding already guarantees the types; the schema
 // pins the shape we rely on (arrays of strings) so a future loader option change fails loudly here.
 const errorDetailSchema = z.object({ code: z.number().optional(), message: z.string().optional() }).loose().nullable().optional();

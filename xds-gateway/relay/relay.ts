@@ -28,7 +28,6 @@ import { DeltaDownstream } from './delta-downstream';
 import {
   certificateNames,
   peerAddressOf,
-  RequestError,
   type DownstreamLimits,
   type JoiningStream,
   type LiveStream,
@@ -39,6 +38,7 @@ import {
 } from './downstream-common';
 import type { RelayControl, RelayObserver } from './observer';
 import { RelayGroup, type MonotonicityGuard } from './relay-group';
+import { RequestError } from './request-error';
 import { SotwResponseEncoder, withSharedResponseEncoding, type ResponseEncodingStats } from './response-encoding';
 import { SotwDownstream } from './sotw-downstream';
 import type { RequestRateLimit } from './token-bucket';

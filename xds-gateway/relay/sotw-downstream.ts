@@ -18,7 +18,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { classifyRequest, recordSent, type SentRecord } from '../../common/core';
 import type { AnyResource, DiscoveryRequest, DiscoveryResponse, ResourceTypeUrl } from '../../common/xds';
-import { checkNames, checkTypeCount, DownstreamStream, notify, requestTypeUrl, RequestError, sotwRequestSchema, type RelayContext } from './downstream-common';
+import { checkNames, checkTypeCount, DownstreamStream, notify, requestTypeUrl, sotwRequestSchema, type RelayContext } from './downstream-common';
+import { RequestError } from './request-error';
 
 interface SotwTypeState {
   legacyWildcard: boolean;

@@ -4,7 +4,7 @@
 // resource remembers the seq at which it last changed (its Delta resource version). Content is
 // compared as bytes, never by upstream version string: Contour sends a new UUID on every rebuild even
 // for types whose bytes did not change. No I/O here.
-import { encodeVersion, type Lineage } from '../../common/core';
+import { appendChange, DEFAULT_MAX_HISTORY, encodeVersion, type Lineage } from '../../common/core';
 import type { AnyResource } from '../../common/xds';
 
 export interface CachedResource {
@@ -36,12 +36,12 @@ export interface ApplyResult {
   seq: number;
 }
 
-export const DEFAULT_TYPE_HISTORY = 1000;
+export const DEFAULT_TYPE_HISTORY = DEFAULT_MAX_HISTORY;
 
 export class GroupCache {
   private currentSeqValue = 0;
   private readonly types = new Map<string, TypeSnapshot>();
-  private readonly history = new Map<string, number[]>();
+  private readonly history = new Map<string, readonly number[]>();
 
   constructor(
     readonly group: string,
@@ -102,10 +102,9 @@ export class GroupCache {
       resources,
       anyList: [...resources.values()].map((cached) => cached.resource),
     });
-    const seqs = this.history.get(typeUrl) ?? [];
-    seqs.push(seq);
-    if (seqs.length > this.maxHistory) seqs.splice(0, seqs.length - this.maxHistory);
-    this.history.set(typeUrl, seqs);
+    // The same history rule as the LINEAGE item's (core type-history.ts): the tracker mirrors it.
+    const appended = appendChange(this.history.get(typeUrl), seq, 0, this.maxHistory);
+    if (appended !== undefined) this.history.set(typeUrl, appended.history);
     return { changed: true, seq };
   }
 }

@@ -14,6 +14,8 @@ import {
   applyReferenceSatisfied,
   applySent,
   applyTypeStreamClosed,
+  creditUnreadTime,
+  changesAfter,
   LDS_TYPE_URL,
   newEnvoyState,
   stuckEvents,
@@ -89,6 +91,8 @@ interface TrackedEnvoy {
   disconnectedAt?: number;
   /** Per child type and referencing type: the last check (a full check reads every referenced name). */
   referenceChecks: Map<string, ReferenceCheck>;
+  /** While the relay does not read: up to when its unread time was credited (readingPaused). */
+  creditedThrough?: number;
 }
 
 export interface UpstreamGroupStatus {
@@ -125,6 +129,8 @@ export class EnvoyTracker implements RelayObserver {
   private readonly upstream = new Map<string, UpstreamGroupStatus>();
   /** Whether the last group freed (forgetGroup) had a ready upstream: readiness while no group exists. */
   private readyWhenNoGroups = false;
+  /** Since when the relay has not read any stream (backpressure); undefined while it reads. */
+  private unreadSince: number | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly upstreamAppliedListeners: Array<(e: UpstreamAppliedEvent) => void> = [];
   private readonly references: ReferenceHistory;
@@ -325,8 +331,7 @@ export class EnvoyTracker implements RelayObserver {
       if (lineage === undefined) continue;
       for (const [typeUrl, type] of Object.entries(state.types)) {
         if (!type.subscribed || type.lineage !== state.lineage) continue;
-        const history = lineage.typeHistory[typeUrl] ?? [];
-        const gap = history.filter((seq) => seq > (type.acked ?? -1)).length;
+        const gap = changesAfter(lineage.typeHistory[typeUrl], type.acked);
         const entry = (behind[typeUrl] ??= { envoys: 0, maxVersionsBehind: 0 });
         if (gap > 0) entry.envoys++;
         entry.maxVersionsBehind = Math.max(entry.maxVersionsBehind, gap);
@@ -344,8 +349,45 @@ export class EnvoyTracker implements RelayObserver {
   // -------------------------------------------------------------------------------------------
   // Timers
 
+  /**
+   * The relay stopped reading every downstream stream (backpressure, ops/backpressure.ts): what the
+   * Envoys answer now waits unread in HTTP/2 flow control. No STUCK is reported meanwhile, and the
+   * unread time is credited to their waits (core creditUnreadTime) when states are written and when
+   * reading resumes, so an Envoy is never blamed for answers the gateway did not read.
+   */
+  readingPaused(at = this.clock.now()): void {
+    this.unreadSince ??= at;
+  }
+
+  /** The relay reads again: the unread time is credited to every Envoy still waiting, and written. */
+  readingResumed(at = this.clock.now()): void {
+    if (this.unreadSince === undefined) return;
+    for (const tracked of this.envoys.values()) {
+      const credited = this.creditUnread(tracked, at);
+      delete tracked.creditedThrough;
+      if (credited !== tracked.state) {
+        tracked.state = credited;
+        this.write(tracked.state);
+      }
+    }
+    this.unreadSince = undefined;
+  }
+
+  /** The tracked state with the unread time up to `now` credited (unchanged while the relay reads). */
+  private creditUnread(tracked: TrackedEnvoy, now: number): EnvoyState {
+    const since = this.unreadSince;
+    if (since === undefined) return tracked.state;
+    // Every wait already there at `from` has waited unread since then (an earlier credit moved its
+    // start forward, but never past `from`).
+    const from = Math.max(since, tracked.creditedThrough ?? since);
+    tracked.creditedThrough = Math.max(from, now);
+    return creditUnreadTime(tracked.state, { creditMs: now - from, before: from });
+  }
+
   /** Emits STUCK once per pending response older than the ACK timeout. */
   checkStuck(now = this.clock.now()): void {
+    // Answers are not being read: nothing can be judged unanswered (readingPaused).
+    if (this.unreadSince !== undefined) return;
     for (const tracked of this.envoys.values()) {
       if (tracked.state.status !== 'CONNECTED') continue;
       let reported = false;
@@ -389,7 +431,8 @@ export class EnvoyTracker implements RelayObserver {
   heartbeatEnvoys(now = this.clock.now()): void {
     for (const [nodeId, tracked] of this.envoys) {
       if (tracked.state.status === 'CONNECTED' && now - tracked.state.lastSeenAt >= this.envoyHeartbeatMs) {
-        tracked.state = applyHeartbeat(tracked.state, now);
+        // A heartbeat vouches for the state at `now`; readers judge its waits at that time.
+        tracked.state = applyHeartbeat(this.creditUnread(tracked, now), now);
         this.write(tracked.state);
       } else if (tracked.streams.size === 0 && tracked.disconnectedAt !== undefined && now - tracked.disconnectedAt >= this.forgetDisconnectedMs) {
         // The recorder forgets it too (or, with a write of it still pending, on a later tick).

@@ -6,7 +6,7 @@
 // alone would be too early: one generation's config arrives as several responses (CDS, LDS, RDS on
 // separate streams), and an Envoy that ACKed the first of them does not yet run G.
 import type { Logger } from 'pino';
-import { currentTypeVersions, formatObjectRef, parseSourceRef, type Clock, type LineageState, type ObjectRef } from '../../common/core';
+import { currentWatermark, formatObjectRef, parseSourceRef, type Clock, type LineageState, type ObjectRef } from '../../common/core';
 import { CDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../common/core';
 import { readProvenance, unpackAny } from '../../common/xds';
 import type { UpstreamAppliedEvent } from '../relay/observer';
@@ -184,7 +184,7 @@ export class ProvenanceWatermarks {
       const generation = [...seen][0] as number;
       if ((cache.recorded.get(key) ?? 0) >= generation) continue;
       cache.recorded.set(key, generation);
-      this.options.recorder.enqueueWatermark(ref, generation, lineage, { seq: state.currentSeq, types: currentTypeVersions(state), at: now });
+      this.options.recorder.enqueueWatermark(ref, generation, lineage, currentWatermark(state, now));
     }
   }
 }

@@ -24,8 +24,6 @@ export function objectKeyString(key: ObjectKey): string {
 }
 
 
-export { objectMetadataSchema };
-
 /** An HTTPProxy as the control plane sees it: metadata validated, spec still unknown. */
 export const httpProxyObjectSchema = z.object({
   metadata: objectMetadataSchema,

@@ -2,7 +2,7 @@
 // every state is written and captured once, the result adds up; never how fast.
 import pino from 'pino';
 
-import { createEventStore, ensureTable } from '../../../common/store';
+import { openTable } from '../../../common/store';
 import { startLocalDynamo, type LocalDynamo } from '../../../infra/local/dynamo';
 import { measureWriteCeiling } from '../../../bench/write-ceiling';
 
@@ -16,9 +16,10 @@ describe('measureWriteCeiling (local front, writer in its own process)', () => {
   });
 
   it('writes warm-up and timed states once each through the front and reports per-write CPU', async () => {
-    const { store, clients } = createEventStore({ tableName: 'ceiling-test', client: { region: local.region, endpoint: local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }, logger: pino({ level: 'silent' }) });
+    const table = openTable({ tableName: 'ceiling-test', client: { region: local.region, endpoint: local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }, logger: pino({ level: 'silent' }) });
+    const { store } = table;
     try {
-      await ensureTable(clients.client, 'ceiling-test');
+      await table.ensureTable();
       const recordsBefore = local.stats.records;
       const result = await measureWriteCeiling({ endpoint: local.endpoint, tableName: 'ceiling-test', writes: 30, warmup: 10, concurrency: 8, frontInThisProcess: true });
       expect(result).toMatchObject({ writes: 30, concurrency: 8 });
@@ -37,7 +38,7 @@ describe('measureWriteCeiling (local front, writer in its own process)', () => {
       } while (cursor !== undefined);
       expect(states).toBe(40);
     } finally {
-      clients.client.destroy();
+      table.close();
     }
   }, 60_000);
 

@@ -4,7 +4,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import pino from 'pino';
 import { parseDuration } from '../../../common/cli/main';
 import { parseObjectRef } from '../../../common/cli/object-ref';
-import { functionUrlRegion } from '../../../common/cli/sigv4';
+import { functionUrlRegion } from '../../../common/cli/function-url';
 import { startFunctionUrl, type FunctionUrlHandler, type FunctionUrlServer } from '../../../infra/local/system';
 
 describe('CLI parsing', () => {

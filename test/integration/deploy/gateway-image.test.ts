@@ -14,7 +14,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, relative } from 'node:path';
 
-import { createEventStore, type DynamoEventStore } from '../../../common/store';
+import { openTable, type DynamoEventStore } from '../../../common/store';
 import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import type { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
 import type { LocalDynamo } from '../../../infra/local/dynamo';
@@ -209,9 +209,9 @@ describe('the gateway image (Dockerfile), built and run without a Docker engine'
 
     beforeAll(async () => {
       ({ dynamo, source, controlPlane } = await startDynamoAndControlPlane());
-      const built = createEventStore({ tableName: TABLE, client: { region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'l', secretAccessKey: 'l' } }, logger: testLogger });
-      store = built.store;
-      destroyStore = () => built.clients.client.destroy();
+      const table = openTable({ tableName: TABLE, client: { region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'l', secretAccessKey: 'l' } }, logger: testLogger });
+      store = table.store;
+      destroyStore = () => table.close();
       // Configuration by environment, as gateway.yaml gives it; local addresses and plaintext
       // instead of the cluster's Services and Secrets. Ops on all interfaces, as in the pod.
       env = {

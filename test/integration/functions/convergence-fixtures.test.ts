@@ -4,7 +4,6 @@
 // then many invocations at once on one aggregate shard.
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import pino from 'pino';
 
@@ -30,7 +29,7 @@ describe('convergence handler on a recorded batch', () => {
     // The OBJECT item the batch refers to exists in the table (as it did when it was recorded).
     const objectRecord = event.Records.find((r) => r.dynamodb?.Keys?.['pk']?.S?.startsWith('OBJECT#'));
     const image = unmarshall(objectRecord!.dynamodb!.NewImage as unknown as Record<string, AttributeValue>);
-    await world.clients.documentClient.send(new PutCommand({ TableName: world.tableName, Item: image }));
+    await world.table.rawItems.putItem(image);
   });
 
   afterAll(async () => {

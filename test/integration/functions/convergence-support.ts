@@ -20,8 +20,7 @@ import {
   type LineageState,
   type ObjectRef,
 } from '../../../common/core';
-import { createEventStore, documentOperations, ensureTable, type DynamoEventStore, type StoreClients } from '../../../common/store';
-import { DynamoAggregateStore } from '../../../common/store/aggregates';
+import { openTable, type DynamoAggregateStore, type DynamoEventStore, type TableAccess } from '../../../common/store';
 import { createStreamDelivery, startLocalDynamo, type LocalDynamo, type StreamDelivery, type StreamHandler } from '../../../infra/local/dynamo';
 import { waitFor as pollWaitFor } from '../../support/eventually';
 
@@ -35,7 +34,8 @@ export interface World {
   tableName: string;
   /** The gateway's store (a separate client from the functions'). */
   store: DynamoEventStore;
-  clients: StoreClients;
+  /** The table's ports on the gateway's client: tests plant and read items through `table.rawItems`. */
+  table: TableAccess;
   /** Reader of the aggregates for assertions. */
   aggregates: DynamoAggregateStore;
   /** Environment for the functions. */
@@ -46,13 +46,12 @@ export interface World {
 export async function startWorld(prefix: string, ttlMs = 60_000): Promise<World> {
   const dynamo = await startLocalDynamo({ logger: silentLogger, shardCount: 2 });
   const tableName = `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
-  const { store, clients } = createEventStore({
+  const table = openTable({
     tableName,
     client: { region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 10 },
     logger: silentLogger,
   });
-  await ensureTable(clients.client, tableName);
-  const aggregates = new DynamoAggregateStore({ tableName, operations: documentOperations(clients.documentClient), logger: silentLogger });
+  await table.ensureTable();
   const env = {
     TABLE_NAME: tableName,
     AWS_REGION: 'us-east-1',
@@ -66,12 +65,12 @@ export async function startWorld(prefix: string, ttlMs = 60_000): Promise<World>
   return {
     dynamo,
     tableName,
-    store,
-    clients,
-    aggregates,
+    store: table.store,
+    table,
+    aggregates: table.aggregates,
     env,
     async close() {
-      clients.client.destroy();
+      table.close();
       await dynamo.close();
     },
   };

@@ -1,7 +1,6 @@
 // End to end through the local DynamoDB stream: a gateway-like writer (the real store adapter) writes
 // Envoy states, lineage states and watermarks; the stream delivers them to the convergence Lambda
 // handler (run unchanged through fromLambdaHandler); the decision lands on the OBJECT item.
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
 
 import { handler } from '../../../functions/convergence';
 import { fromLambdaHandler, type StreamDelivery } from '../../../infra/local/dynamo';
@@ -111,9 +110,7 @@ describe('convergence function (local DynamoDB stream)', () => {
   });
 
   it('logs and skips a corrupt state item without blocking the stream', async () => {
-    await world.clients.documentClient.send(
-      new PutCommand({ TableName: world.tableName, Item: { pk: 'ENVOY#broken', sk: 'STATE', kind: 'EnvoyState', schemaVersion: 1, nodeId: 'broken' } }),
-    );
+    await world.table.rawItems.putItem({ pk: 'ENVOY#broken', sk: 'STATE', kind: 'EnvoyState', schemaVersion: 1, nodeId: 'broken' });
     const ref = objectRef('route-5');
     await gateway.watermark(ref, 1, Date.now());
     await other.watermark(ref, 1, Date.now());

@@ -7,7 +7,6 @@
 // does), while everything else lives on the other shard. The held Envoy is connected and below the
 // watermark; the others reach it. Evaluation must not say Programmed: the gateway's envoysRecorded (3)
 // exceeds the members applied (2). Released, the held Envoy blocks until it ACKs; then Programmed.
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 
 import { DENOMINATOR_IN_TRANSIT, type ObjectRef } from '../../../common/core';
@@ -104,7 +103,7 @@ describe('the denominator: an Envoy whose state has not reached the aggregates',
     expect(whileHeld).toMatchObject({ state: 'Pending', programmed: 2, total: 3 });
     expect(whileHeld.blockers).toEqual([{ nodeId: `1 Envoy state of gateway lineage ${LINEAGE}`, reason: 'pending', typeUrls: [DENOMINATOR_IN_TRANSIT] }]);
 
-    const pendingEntry = async () => (await world.clients.documentClient.send(new GetCommand({ TableName: world.tableName, Key: pendingKey(LINEAGE, 3, ref, 1), ConsistentRead: true }))).Item;
+    const pendingEntry = async () => await world.table.rawItems.getItem(pendingKey(LINEAGE, 3, ref, 1), { consistent: true });
     expect(await pendingEntry()).toMatchObject({ kind: ITEM_KIND.pendingGeneration, seq: 3, generation: 1 });
 
     // Released: the held Envoy is in the aggregates, below the watermark, so it blocks by name.
@@ -124,7 +123,7 @@ describe('the denominator: an Envoy whose state has not reached the aggregates',
   it('an OBJECT item whose stored decision is invalid stays readable and is re-decided', async () => {
     const broken = objectRef('broken-decision');
     const item = toObjectGenerationItem({ object: broken, generation: 1, watermarks: { [LINEAGE]: { seq: 1, types: {}, at: Date.now() } }, firstSeenAt: Date.now() });
-    await world.clients.documentClient.send(new PutCommand({ TableName: world.tableName, Item: { ...item, decision: { state: 'Maybe', programmed: -1 } } }));
+    await world.table.rawItems.putItem({ ...item, decision: { state: 'Maybe', programmed: -1 } });
     const decided = await waitForDecision(world, broken, 1, (d) => d.state === 'Programmed', 'a valid decision replacing the invalid one');
     expect(decided).toMatchObject({ programmed: 3, total: 3 });
   });

@@ -4,7 +4,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 
 import { CDS_TYPE_URL, RDS_TYPE_URL, toCarriedEvent, type EnvoyEvent, type EnvoyState } from '../../../common/core';
-import { createEventStore, type StoreClients } from '../../../common/store';
 import { createQueryHandler } from '../../../functions/query';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 import { silentLogger } from './status-support';
@@ -18,20 +17,17 @@ function ack(seq: number, typeUrl = RDS_TYPE_URL): EnvoyEvent {
 }
 
 let fixture: StoreFixture;
-let clients: StoreClients;
 
 beforeAll(async () => {
   fixture = await startStoreFixture();
 });
 afterAll(async () => {
-  clients.client.destroy();
   await fixture.close();
 });
 
 test('GET /envoys/{id}: the 20 newest events from every part of the event log, once each', async () => {
   const tableName = await fixture.newTable();
-  let store;
-  ({ store, clients } = createEventStore({ tableName, client: { region: 'us-east-1', endpoint: fixture.endpoint, credentials: { accessKeyId: 'l', secretAccessKey: 'l' } }, logger: silentLogger }));
+  const { store } = fixture.openTable(tableName, silentLogger);
   // Seqs 1-2 as single items (before the upgrade), 3-40 in two log items, 41-43 carried by the STATE
   // (43 also logged: a crash between the log write and the STATE write).
   await store.putEvents([ack(1), ack(2, CDS_TYPE_URL)]);

@@ -1,11 +1,9 @@
 // The query function over a real (dynalite) table holding 1,000 Envoys: every route, pagination with
 // the cursor, the proxy-status classification, and bad input (400/404/405) with clear messages.
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 
 import { type EnvoyState, type TypeState } from '../../../common/core';
-import { objectGenerationKey } from '../../../common/store';
-import { createEventStore, type DynamoEventStore, type StoreClients } from '../../../common/store';
+import { objectGenerationKey, type DynamoEventStore, type RawItems } from '../../../common/store';
 import { createQueryHandler, handleQuery, type QueryHandler } from '../../../functions/query';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 import fleet from '../../fixtures/events/query-fleet.json';
@@ -69,7 +67,7 @@ interface Body {
 describe('query function', () => {
   let fixture: StoreFixture;
   let store: DynamoEventStore;
-  let clients: StoreClients;
+  let rawItems: RawItems;
   let query: QueryHandler;
   let tableName: string;
 
@@ -81,7 +79,7 @@ describe('query function', () => {
   beforeAll(async () => {
     fixture = await startStoreFixture();
     tableName = await fixture.newTable();
-    ({ store, clients } = createEventStore({ tableName, client: { region: 'us-east-1', endpoint: fixture.endpoint, credentials: { accessKeyId: 'l', secretAccessKey: 'l' } }, logger: silentLogger }));
+    ({ store, rawItems } = fixture.openTable(tableName, silentLogger));
     await store.putLineageState(
       { lineage: fleet.lineage, instanceId: 'gw-0', bootId: 'boot-1', group: 'contour', currentSeq: 5, typeHistory: fleet.typeHistory, historyStart: 0, startedAt: NOW - 100_000, heartbeatAt: NOW - 2000, rev: 0 },
       undefined,
@@ -92,19 +90,10 @@ describe('query function', () => {
     await store.updateEnvoyState(envoy(1, 'ns/pod 1'), undefined);
     await store.putEvents([{ nodeId: 'envoy-0025', outcome: 'NACK', lineage: fleet.lineage, seq: 5, typeUrl: RDS, at: NOW - 500, message: fleet.nackMessage, ttl: NOW / 1000 + 3600 }]);
     await store.putWatermark(widgetRef('w1'), 3, fleet.lineage, { ...fleet.watermark, at: NOW - 10_000 });
-    await clients.documentClient.send(
-      new UpdateCommand({
-        TableName: tableName,
-        Key: objectGenerationKey(widgetRef('w1'), 3),
-        UpdateExpression: 'SET #d = :d',
-        ExpressionAttributeNames: { '#d': 'decision' },
-        ExpressionAttributeValues: { ':d': decisions.rejected },
-      }),
-    );
+    await rawItems.setAttributes(objectGenerationKey(widgetRef('w1'), 3), { decision: decisions.rejected });
     query = createQueryHandler({ env: { TABLE_NAME: tableName, AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: fixture.endpoint }, logger: silentLogger, now: () => NOW });
   });
   afterAll(async () => {
-    clients.client.destroy();
     await fixture.close();
   });
 
@@ -211,9 +200,7 @@ describe('query function', () => {
 
   it('an unreadable latest generation is a 500 naming the item, not a 404', async () => {
     await store.putWatermark(widgetRef('w2'), 1, fleet.lineage, { ...fleet.watermark, at: NOW });
-    await clients.documentClient.send(
-      new UpdateCommand({ TableName: tableName, Key: objectGenerationKey(widgetRef('w2'), 1), UpdateExpression: 'SET firstSeenAt = :bad', ExpressionAttributeValues: { ':bad': 'yesterday' } }),
-    );
+    await rawItems.setAttributes(objectGenerationKey(widgetRef('w2'), 1), { firstSeenAt: 'yesterday' });
     const response = await call('/objects/example.com/Widget/default/w2');
     expect(response.status).toBe(500);
     expect(response.body.error).toMatchObject({ code: 'CorruptItem', message: expect.stringContaining('firstSeenAt') });

@@ -2,12 +2,9 @@
 // writer removes or rewrites our condition → the next run puts it back with exactly one write, other
 // writers' conditions untouched; a deleted object's items (and pending entries) get a ttl; a second
 // run writes nothing anywhere; a pass over the table can span several bounded runs via its cursor.
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 import { type ObjectRef } from '../../../common/core';
-import { objectGenerationKey, pendingKey } from '../../../common/store';
-import { documentOperations } from '../../../common/store';
-import { DynamoAggregateStore } from '../../../common/store/aggregates';
+import { objectGenerationKey, pendingKey, type DynamoAggregateStore } from '../../../common/store';
 import { createKubeAccess } from '../../../functions/kube/access';
 import { StatusWriter } from '../../../functions/kube/status-writer';
 import { TrackedKinds } from '../../../functions/kube/tracked-kinds';
@@ -55,7 +52,7 @@ describe('resync re-asserts drifted conditions and collects deleted objects', ()
   const ours = async (name: string): Promise<Record<string, unknown> | undefined> => (await getWidget(world, name))?.status?.conditions?.find((c) => c['type'] === 'EnvoyProgrammed');
   const modifiedOf = (watch: OpenWatch, name: string): number => watch.events.filter((e) => e.type === 'MODIFIED' && e.object.metadata?.name === name).length;
   const raw = async (key: { pk: string; sk: string }): Promise<Record<string, unknown> | undefined> =>
-    (await world.clients.documentClient.send(new GetCommand({ TableName: world.tableName, Key: key, ConsistentRead: true }))).Item;
+    world.table.rawItems.getItem(key, { consistent: true });
 
   async function widgetWithCondition(name: string, decision: unknown): Promise<ObjectRef> {
     const ref = widgetRef(name);
@@ -82,7 +79,7 @@ describe('resync re-asserts drifted conditions and collects deleted objects', ()
       recordCount += event.Records.length;
     });
     context = buildFunctionContext(world.env, silentLogger);
-    aggregates = new DynamoAggregateStore({ tableName: world.tableName, operations: documentOperations(world.clients.documentClient), logger: silentLogger });
+    aggregates = world.table.aggregates;
     const built = buildConditionResync(world.env, silentLogger, { aggregates });
     if (built === undefined) throw new Error('condition resync not enabled by TRACKED_KINDS');
     conditions = built;
@@ -183,21 +180,11 @@ describe('resync re-asserts drifted conditions and collects deleted objects', ()
   it('keeps going past a corrupt item, an untracked kind and an unreachable API server; is configured from the environment', async () => {
     const lastCondition = { type: 'EnvoyProgrammed', status: 'True', reason: 'Programmed', message: 'x', observedGeneration: 1, lastTransitionTime: '2026-01-01T00:00:00Z' };
     // Written by someone else's bug: an ObjectGeneration without watermarks.
-    await world.clients.documentClient.send(
-      new PutCommand({ TableName: world.tableName, Item: { pk: 'OBJECT#example.com/Widget/default/corrupt', sk: 'GEN#0000000000000001', kind: 'ObjectGeneration', schemaVersion: 1, lastCondition } }),
-    );
+    await world.table.rawItems.putItem({ pk: 'OBJECT#example.com/Widget/default/corrupt', sk: 'GEN#0000000000000001', kind: 'ObjectGeneration', schemaVersion: 1, lastCondition });
     // A kind this deployment does not track (TRACKED_KINDS lists only Widget).
     const untracked = { group: 'other.example.com', kind: 'Gadget', namespace: 'default', name: 'g' };
     await world.store.putWatermark(untracked, 1, LINEAGE, { seq: 10, types: {}, at: 1795000000000 });
-    await world.clients.documentClient.send(
-      new UpdateCommand({
-        TableName: world.tableName,
-        Key: objectGenerationKey(untracked, 1),
-        UpdateExpression: 'SET #d = :d, #c = :c',
-        ExpressionAttributeNames: { '#d': 'decision', '#c': 'lastCondition' },
-        ExpressionAttributeValues: { ':d': decisions.programmed, ':c': lastCondition },
-      }),
-    );
+    await world.table.rawItems.setAttributes(objectGenerationKey(untracked, 1), { decision: decisions.programmed, lastCondition });
     const report = await runConditionResync(conditions.deps);
     expect(report).toMatchObject({ corrupt: 1, notWritten: 1, reasserted: 0, failed: 0, complete: true });
     expect(report.inSync).toBe(4);

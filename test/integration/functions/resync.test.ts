@@ -2,7 +2,6 @@
 // shards (a ghost member, a wrong member, a lost member, a corrupt shard item) is fixed, the result
 // equals a from-scratch recount, a second run finds nothing, and a generation the drift was holding
 // back is re-evaluated.
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import pino from 'pino';
 
 import { applyMember, emptyShard, memberFromEnvoyState, shardOf, type AggregateShard } from '../../../common/core';
@@ -105,9 +104,7 @@ describe('resync function', () => {
 
   it('replaces a corrupt shard item with the rebuilt one', async () => {
     const shardIndex = shardOf(envoys[2]!.state.nodeId, SHARDS);
-    await world.clients.documentClient.send(
-      new PutCommand({ TableName: world.tableName, Item: { ...aggregateShardKey(LINEAGE, shardIndex), v: 41, members: 'not a map' } }),
-    );
+    await world.table.rawItems.putItem({ ...aggregateShardKey(LINEAGE, shardIndex), v: 41, members: 'not a map' });
     const report = await runResync(context.deps);
     expect(report.shardsFixed).toBe(1);
     expect(await liveCount(world, LINEAGE)).toBe(8);

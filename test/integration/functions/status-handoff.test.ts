@@ -8,7 +8,6 @@
 // (4) In a normal rollout, Kubernetes status writes per object per generation stay ≤ 2.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import pino from 'pino';
@@ -21,7 +20,7 @@ import { StatusWriter } from '../../../functions/kube/status-writer';
 import { TrackedKinds } from '../../../functions/kube/tracked-kinds';
 import { buildFunctionContext, type FunctionContext } from '../../../functions/lib/context';
 import { createStatusHandler } from '../../../functions/status';
-import { applyDecision } from '../../../functions/status/process';
+import { applyStatusUpdate } from '../../../functions/status/apply';
 import type { StreamDelivery } from '../../../infra/local/dynamo';
 import { openWatch, request, startTestServer, WIDGET_CRD, type OpenWatch, type TestServer } from '../kube/helpers';
 import { CDS, FakeEnvoy, FakeGateway, LDS, silentLogger, startWorld, streamDeliveryFor, waitFor, waitForDecision, type World } from './convergence-support';
@@ -157,7 +156,7 @@ describe('convergence hands changed verdicts to the status writer', () => {
     await waitForDecision(world, widgetRef('race'), 1, (d) => d.state === 'Pending', 'Pending at generation 1');
     await convergence.idle();
     // The stream image of the Pending decision, kept for later (what a slow status shard still holds).
-    const pendingImage = (await world.clients.documentClient.send(new GetCommand({ TableName: world.tableName, Key: objectGenerationKey(widgetRef('race'), 1), ConsistentRead: true }))).Item;
+    const pendingImage = await world.table.rawItems.getItem(objectGenerationKey(widgetRef('race'), 1), { consistent: true });
     expect(pendingImage?.['decision']).toMatchObject({ state: 'Pending' });
     for (const envoy of envoys) await envoy.ackAll(Date.now());
     await conditionWhere(kube, 'race', 'True by the handoff', (c) => c['status'] === 'True');
@@ -178,13 +177,21 @@ describe('convergence hands changed verdicts to the status writer', () => {
       const olderRecord = objectGenerationFromItem(parsed.item);
       const writer = new StatusWriter({ access: createKubeAccess({ source: 'kubeconfigFile', path: kube.kubeconfig }), kinds: new TrackedKinds([WIDGET_KIND]), logger: silentLogger });
       const deps = { writer, store: world.store, cleanup: { markDeleted: async () => 0 }, logger: silentLogger, conditionType: CONDITION, writeOnMessageChange: false, now: Date.now };
-      expect(await applyDecision(olderRecord, [], deps, { fresh: true })).toMatchObject({ result: 'skipped', detail: 'unchanged' });
+      expect(await applyStatusUpdate({ source: 'handoff', record: olderRecord }, deps)).toMatchObject({ result: 'skipped', detail: 'unchanged' });
+      expect(await conditionOf(kube, 'race')).toMatchObject({ status: 'True', observedGeneration: 1 });
+      expect(statusWrites(watch)).toHaveLength(0);
+
+      // (c) Resync's update takes the same path, so the same guard: the older record, as if its
+      // Pending condition had been recorded (resync re-asserts only what was written once), does not
+      // flip True back either.
+      const pendingCondition = { type: CONDITION, status: 'False' as const, reason: 'Pending', message: '0/2 Envoys programmed at generation 1', observedGeneration: 1, lastTransitionTime: '2026-01-01T00:00:00Z' };
+      expect(await applyStatusUpdate({ source: 'resync', record: { ...olderRecord, lastCondition: pendingCondition } }, deps)).toMatchObject({ result: 'skipped', detail: 'unchanged' });
       expect(await conditionOf(kube, 'race')).toMatchObject({ status: 'True', observedGeneration: 1 });
       expect(statusWrites(watch)).toHaveLength(0);
 
       // Without the store's read (the guard off), the same call flips the condition: what (b) prevents.
       const unguarded = { ...deps, store: { recordCondition: async () => undefined } };
-      expect(await applyDecision(olderRecord, [], unguarded, { fresh: true })).toMatchObject({ result: 'written' });
+      expect(await applyStatusUpdate({ source: 'handoff', record: olderRecord }, unguarded)).toMatchObject({ result: 'written' });
       expect(await conditionOf(kube, 'race')).toMatchObject({ status: 'False', reason: 'Pending' });
     } finally {
       watch.close();
@@ -205,7 +212,7 @@ describe('convergence hands changed verdicts to the status writer', () => {
     if (read.status !== 'found') throw new Error('no item');
     const writer = new StatusWriter({ access: createKubeAccess({ source: 'kubeconfigFile', path: kube.kubeconfig }), kinds: new TrackedKinds([WIDGET_KIND]), logger: silentLogger });
     const deps = { writer, store: world.store, cleanup: { markDeleted: async () => 0 }, logger: silentLogger, conditionType: CONDITION, writeOnMessageChange: false, now: Date.now };
-    expect(await applyDecision(read.value, [], deps, { fresh: true })).toMatchObject({ result: 'written' });
+    expect(await applyStatusUpdate({ source: 'handoff', record: read.value }, deps)).toMatchObject({ result: 'written' });
     expect(await conditionOf(kube, 'rival')).toMatchObject({ status: 'False', reason: 'Pending', observedGeneration: 1 });
   });
 

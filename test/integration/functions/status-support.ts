@@ -3,12 +3,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import pino from 'pino';
 
 import { type ObjectRef } from '../../../common/core';
 import { objectGenerationKey } from '../../../common/store';
-import { createEventStore, ensureTable, type DynamoEventStore, type StoreClients } from '../../../common/store';
+import { openTable, type DynamoEventStore, type TableAccess } from '../../../common/store';
 import { createStreamDelivery, startLocalDynamo, type LocalDynamo, type StreamDelivery, type StreamHandler } from '../../../infra/local/dynamo';
 import { request, startTestServer, WIDGET_CRD, type TestServer } from '../kube/helpers';
 import decisions from '../../fixtures/events/status-decisions.json';
@@ -28,7 +27,8 @@ export interface StatusWorld {
   dynamo: LocalDynamo;
   tableName: string;
   store: DynamoEventStore;
-  clients: StoreClients;
+  /** The table's ports on a client separate from the functions': tests plant and read items through `table.rawItems`. */
+  table: TableAccess;
   kube: TestServer;
   env: Record<string, string>;
   close(): Promise<void>;
@@ -37,12 +37,12 @@ export interface StatusWorld {
 export async function startStatusWorld(): Promise<StatusWorld> {
   const dynamo = await startLocalDynamo({ logger: silentLogger, shardCount: 2 });
   const tableName = `status-${Math.random().toString(36).slice(2, 8)}`;
-  const { store, clients } = createEventStore({
+  const table = openTable({
     tableName,
     client: { region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
     logger: silentLogger,
   });
-  await ensureTable(clients.client, tableName);
+  await table.ensureTable();
   const kube = await startTestServer();
   const created = await request(kube, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', WIDGET_CRD);
   if (created.status !== 201) throw new Error(`CRD not created: ${JSON.stringify(created.body)}`);
@@ -56,12 +56,12 @@ export async function startStatusWorld(): Promise<StatusWorld> {
   return {
     dynamo,
     tableName,
-    store,
-    clients,
+    store: table.store,
+    table,
     kube,
     env,
     async close() {
-      clients.client.destroy();
+      table.close();
       await kube.cleanup();
       await dynamo.close();
     },
@@ -85,15 +85,7 @@ export function deliver(world: StatusWorld, handler: StreamHandler): StreamDeliv
 /** What convergence does: the generation item exists (watermark) and carries a decision. */
 export async function putDecision(world: StatusWorld, ref: ObjectRef, generation: number, decision: unknown): Promise<void> {
   await world.store.putWatermark(ref, generation, LINEAGE, { seq: 10, types: {}, at: 1795000000000 });
-  await world.clients.documentClient.send(
-    new UpdateCommand({
-      TableName: world.tableName,
-      Key: objectGenerationKey(ref, generation),
-      UpdateExpression: 'SET #decision = :decision',
-      ExpressionAttributeNames: { '#decision': 'decision' },
-      ExpressionAttributeValues: { ':decision': decision },
-    }),
-  );
+  await world.table.rawItems.setAttributes(objectGenerationKey(ref, generation), { decision });
 }
 
 export interface WidgetObject {

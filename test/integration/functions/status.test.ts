@@ -4,7 +4,6 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 
 import { createStatusHandler } from '../../../functions/status';
 import type { StreamDelivery } from '../../../infra/local/dynamo';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 import { objectGenerationKey } from '../../../common/store';
 import { DEFAULT_MESSAGE_REFRESH_MS } from '../../../common/core/status-update';
@@ -149,9 +148,7 @@ describe('status function', () => {
     await putDecision(world, widgetRef('forgetful'), 1, decisions.rejected);
     await delivery.idle();
     const written = await getWidget(world, 'forgetful');
-    await world.clients.documentClient.send(
-      new UpdateCommand({ TableName: world.tableName, Key: objectGenerationKey(widgetRef('forgetful'), 1), UpdateExpression: 'REMOVE lastCondition' }),
-    );
+    await world.table.rawItems.removeAttributes(objectGenerationKey(widgetRef('forgetful'), 1), ['lastCondition']);
     await delivery.idle();
     const item = await world.store.getObjectGeneration(widgetRef('forgetful'), 1);
     expect(item.status === 'found' && item.value.lastCondition).toMatchObject({ status: 'False', reason: 'Rejected' });
@@ -191,15 +188,9 @@ describe('status function', () => {
     await putDecision(world, widgetRef('gone'), 1, decisions.programmed);
     await putDecision(world, widgetRef('gone'), 2, decisions.programmed);
     await delivery.idle();
-    const item = await world.clients.documentClient.send(
-      new (await import('@aws-sdk/lib-dynamodb')).QueryCommand({
-        TableName: world.tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': 'OBJECT#example.com/Widget/default/gone' },
-      }),
-    );
-    expect(item.Items).toHaveLength(2);
-    for (const generation of item.Items ?? []) expect(typeof generation['ttl']).toBe('number');
+    const items = await world.table.rawItems.queryPartition('OBJECT#example.com/Widget/default/gone');
+    expect(items).toHaveLength(2);
+    for (const generation of items) expect(typeof generation['ttl']).toBe('number');
     expect(invocations.every((response) => (response.batchItemFailures ?? []).length === 0)).toBe(true);
   });
 

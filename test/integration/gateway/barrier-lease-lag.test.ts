@@ -10,19 +10,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { type CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { LDS_TYPE_URL, type ObjectRef } from '../../../common/core';
-import { startControlPlane, type ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import { HTTPPROXY_CRD } from '../../../infra/local/control-plane/httpproxy-crd';
-import { KubeLeaseElector } from '../../../infra/local/control-plane/kube-lease-elector';
-import { KubeRouteSource } from '../../../infra/local/control-plane/kube-route-source';
-import { KubeStatusWriter } from '../../../infra/local/control-plane/kube-status-writer';
 import type { RouteInputs } from '../../../infra/local/control-plane/model';
-import { InMemoryRouteSource, type RouteSource } from '../../../infra/local/control-plane/route-source';
+import type { RouteSource } from '../../../infra/local/control-plane/route-source';
 import { startLocalDynamo, type LocalDynamo } from '../../../infra/local/dynamo';
 import type { Fleet } from '../../../infra/local/envoys';
 import type { KubeApiServer } from '../../../infra/local/kube/server';
 import type { Gateway } from '../../../xds-gateway/ops/gateway';
 import type { UpstreamAppliedEvent } from '../../../xds-gateway/relay/observer';
-import { expectWatermarkNotEarly, replicaElector, replicaEndpoints, startBarrierKube, type WatermarkSeen } from './barrier-support';
+import { expectWatermarkNotEarly, startBarrierKube, startReplica, stopReplica, type BarrierReplica, type WatermarkSeen } from './barrier-support';
 import { adsSpec, eventually, newFleet, proxy, startTestGateway, testLogger } from './helpers';
 
 const PROXY_API = { group: 'projectcontour.io', version: 'v1', namespace: 'default', plural: 'httpproxies' };
@@ -53,12 +49,7 @@ class FreezableSource implements RouteSource {
   }
 }
 
-interface Replica {
-  controlPlane: ControlPlane;
-  elector: KubeLeaseElector;
-  source: FreezableSource;
-  endpoints: InMemoryRouteSource;
-}
+type Replica = BarrierReplica<FreezableSource>;
 
 let kube: KubeApiServer;
 let custom: CustomObjectsApi;
@@ -74,26 +65,10 @@ beforeAll(async () => {
   custom = started.custom;
   const { kubeConfig } = started;
   for (const replicaId of ['replica-a', 'replica-b']) {
-    const endpointsSource = replicaEndpoints();
-    const elector = replicaElector(kubeConfig, replicaId);
-    const source = new FreezableSource(new KubeRouteSource({ kubeConfig, logger: testLogger, endpointsAndSecrets: endpointsSource }));
-    const controlPlane = await startControlPlane({
-      port: 0,
-      replicaId,
-      source,
-      statusWriter: new KubeStatusWriter({ kubeConfig, logger: testLogger }),
-      leaderElector: elector,
-      versionScheme: 'contour',
-      holdoffMs: 10,
-      holdoffMaxMs: 50,
-      statusRetryMs: 100,
-      logger: testLogger,
-    });
-    elector.advertise(controlPlane.address);
-    replicas.set(replicaId, { controlPlane, elector, source, endpoints: endpointsSource });
-    await elector.start();
+    const startedReplica = await startReplica(kubeConfig, replicaId, { source: (kubeSource) => new FreezableSource(kubeSource) });
+    replicas.set(replicaId, startedReplica);
     // replica-a leads: it starts competing first.
-    if (replicaId === 'replica-a') await eventually(() => elector.isLeader(), 'replica-a leads');
+    if (replicaId === 'replica-a') await eventually(() => startedReplica.elector.isLeader(), 'replica-a leads');
   }
   dynamo = await startLocalDynamo({ logger: testLogger });
 });
@@ -101,12 +76,7 @@ beforeAll(async () => {
 afterAll(async () => {
   fleet?.close();
   await gateway?.close();
-  for (const replica of replicas.values()) {
-    await replica.elector.stop();
-    await replica.controlPlane.close();
-    await replica.source.close();
-    await replica.endpoints.close();
-  }
+  for (const replica of replicas.values()) await stopReplica(replica);
   await dynamo.close();
   await kube.close();
 });

@@ -1,5 +1,5 @@
-// What the barrier tests share: a local API server with the CRDs they need, two Contour-like
-// replicas' Lease electors and endpoint sources, and ground truth for barrier watermarks from the
+// What the barrier tests share: a local API server with the CRDs they need, Contour-like control-plane
+// replicas (route source, status writer and Lease elector on that API server), and ground truth for barrier watermarks from the
 // replicas' own rebuild logs rather than from the gateway: a watermark W(X, G) names, per type, a gateway seq; the upstream versions the gateway
 // applied at that seq map to the replica rebuild that produced them, and that rebuild's content
 // must contain X at generation G or later.
@@ -8,9 +8,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../../common/core';
-import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
+import { startControlPlane, type ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import { KubeLeaseElector } from '../../../infra/local/control-plane/kube-lease-elector';
-import { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
+import { KubeRouteSource } from '../../../infra/local/control-plane/kube-route-source';
+import { KubeStatusWriter } from '../../../infra/local/control-plane/kube-status-writer';
+import { InMemoryRouteSource, type RouteSource } from '../../../infra/local/control-plane/route-source';
 import { startKubeApiServer, type KubeApiServer } from '../../../infra/local/kube/server';
 import type { TypeShortName } from '../../../infra/local/control-plane/rebuild-log';
 import type { UpstreamAppliedEvent } from '../../../xds-gateway/relay/observer';
@@ -37,15 +39,64 @@ export async function startBarrierKube(prefix: string, crds: readonly object[]):
 }
 
 /** A replica's elector on the `xds-control-plane` Lease, with timings short enough for a test. */
-export function replicaElector(kubeConfig: KubeConfig, replicaId: string): KubeLeaseElector {
+function replicaElector(kubeConfig: KubeConfig, replicaId: string): KubeLeaseElector {
   return new KubeLeaseElector({ kubeConfig, namespace: 'default', leaseName: 'xds-control-plane', identity: replicaId, leaseDurationSeconds: 2, renewDeadlineMs: 1500, retryPeriodMs: 100, logger: testLogger });
 }
 
 /** A replica's endpoints: the `app` Service at 10.0.0.1:80. */
-export function replicaEndpoints(): InMemoryRouteSource {
+function replicaEndpoints(): InMemoryRouteSource {
   const source = new InMemoryRouteSource();
   source.applyEndpoints(endpoints('app', '10.0.0.1', 80));
   return source;
+}
+
+export interface BarrierReplica<Source extends RouteSource> {
+  controlPlane: ControlPlane;
+  elector: KubeLeaseElector;
+  source: Source;
+  endpoints: InMemoryRouteSource;
+}
+
+export interface BarrierReplicaOptions<Source extends RouteSource> {
+  /** The replica's route source, given its Kubernetes one (a test may wrap it, e.g. to freeze it). */
+  source(kubeSource: KubeRouteSource): Source;
+  /** Added to every rebuild: Contour's rebuilds are not instant, and a slower follower can be behind. */
+  extraRebuildDelayMs?: number;
+}
+
+/**
+ * A Contour-like replica on the API server: HTTPProxies from it (endpoints from replicaEndpoints),
+ * `contour` versions, status written while it holds the Lease, its address advertised, and its elector
+ * started (competing for the Lease from now on).
+ */
+export async function startReplica<Source extends RouteSource>(kubeConfig: KubeConfig, replicaId: string, options: BarrierReplicaOptions<Source>): Promise<BarrierReplica<Source>> {
+  const endpointsSource = replicaEndpoints();
+  const elector = replicaElector(kubeConfig, replicaId);
+  const source = options.source(new KubeRouteSource({ kubeConfig, logger: testLogger, endpointsAndSecrets: endpointsSource }));
+  const controlPlane = await startControlPlane({
+    port: 0,
+    replicaId,
+    source,
+    statusWriter: new KubeStatusWriter({ kubeConfig, logger: testLogger }),
+    leaderElector: elector,
+    versionScheme: 'contour',
+    extraRebuildDelayMs: options.extraRebuildDelayMs ?? 0,
+    holdoffMs: 10,
+    holdoffMaxMs: 50,
+    statusRetryMs: 100,
+    logger: testLogger,
+  });
+  elector.advertise(controlPlane.address);
+  await elector.start();
+  return { controlPlane, elector, source, endpoints: endpointsSource };
+}
+
+/** Stops what startReplica started: the elector first (the Lease is released), then the rest. */
+export async function stopReplica(replica: BarrierReplica<RouteSource>): Promise<void> {
+  await replica.elector.stop();
+  await replica.controlPlane.close();
+  await replica.source.close();
+  await replica.endpoints.close();
 }
 
 const TYPES: Record<string, TypeShortName> = { [LDS_TYPE_URL]: 'LDS', [RDS_TYPE_URL]: 'RDS', [CDS_TYPE_URL]: 'CDS', [EDS_TYPE_URL]: 'EDS' };

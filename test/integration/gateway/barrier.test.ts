@@ -5,18 +5,14 @@
 // to the replica's rebuild log) reflects the generation.
 import { type CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { LDS_TYPE_URL, type ObjectRef } from '../../../common/core';
-import { startControlPlane, type ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import { HTTPPROXY_CRD } from '../../../infra/local/control-plane/httpproxy-crd';
-import { KubeLeaseElector } from '../../../infra/local/control-plane/kube-lease-elector';
-import { KubeRouteSource } from '../../../infra/local/control-plane/kube-route-source';
-import { KubeStatusWriter } from '../../../infra/local/control-plane/kube-status-writer';
-import { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
+import type { KubeRouteSource } from '../../../infra/local/control-plane/kube-route-source';
 import { startLocalDynamo, type LocalDynamo } from '../../../infra/local/dynamo';
 import type { Fleet } from '../../../infra/local/envoys';
 import type { KubeApiServer } from '../../../infra/local/kube/server';
 import type { Gateway } from '../../../xds-gateway/ops/gateway';
 import type { UpstreamAppliedEvent } from '../../../xds-gateway/relay/observer';
-import { expectWatermarkNotEarly, replicaElector, replicaEndpoints, startBarrierKube } from './barrier-support';
+import { expectWatermarkNotEarly, startBarrierKube, startReplica, stopReplica, type BarrierReplica } from './barrier-support';
 import { adsSpec, eventually, newFleet, proxy, startDelayProxy, startTestGateway, testLogger } from './helpers';
 
 const PROXY_API = { group: 'projectcontour.io', version: 'v1', namespace: 'default', plural: 'httpproxies' };
@@ -34,12 +30,7 @@ const WIDGET_CRD = {
   },
 };
 
-interface Replica {
-  controlPlane: ControlPlane;
-  elector: KubeLeaseElector;
-  source: KubeRouteSource;
-  endpoints: InMemoryRouteSource;
-}
+type Replica = BarrierReplica<KubeRouteSource>;
 
 let kube: KubeApiServer;
 let custom: CustomObjectsApi;
@@ -57,27 +48,10 @@ beforeAll(async () => {
   custom = started.custom;
   const { kubeConfig, kubeconfigPath } = started;
   for (const replicaId of ['replica-a', 'replica-b']) {
-    const endpointsSource = replicaEndpoints();
-    const elector = replicaElector(kubeConfig, replicaId);
-    const source = new KubeRouteSource({ kubeConfig, logger: testLogger, endpointsAndSecrets: endpointsSource });
-    const controlPlane = await startControlPlane({
-      port: 0,
-      replicaId,
-      source,
-      statusWriter: new KubeStatusWriter({ kubeConfig, logger: testLogger }),
-      leaderElector: elector,
-      versionScheme: 'contour',
-      // Contour's rebuilds are not instant; the follower is slower, so it can be behind the leader.
-      extraRebuildDelayMs: replicaId === 'replica-a' ? 0 : 150,
-      holdoffMs: 10,
-      holdoffMaxMs: 50,
-      statusRetryMs: 100,
-      logger: testLogger,
-    });
-    elector.advertise(controlPlane.address);
-    await elector.start();
-    replicas.push({ controlPlane, elector, source, endpoints: endpointsSource });
-    delayed.set(replicaId, await startDelayProxy(controlPlane.address, 300));
+    // Contour's rebuilds are not instant; the follower is slower, so it can be behind the leader.
+    const replica = await startReplica(kubeConfig, replicaId, { source: (kubeSource) => kubeSource, extraRebuildDelayMs: replicaId === 'replica-a' ? 0 : 150 });
+    replicas.push(replica);
+    delayed.set(replicaId, await startDelayProxy(replica.controlPlane.address, 300));
   }
   const leader = await eventually(() => replicas.find((r) => r.elector.isLeader()), 'a leader');
   const follower = replicas.find((r) => r !== leader) as Replica;
@@ -106,12 +80,7 @@ beforeAll(async () => {
 afterAll(async () => {
   fleet.close();
   await gateway.close();
-  for (const replica of replicas) {
-    await replica.elector.stop();
-    await replica.controlPlane.close();
-    await replica.source.close();
-    await replica.endpoints.close();
-  }
+  for (const replica of replicas) await stopReplica(replica);
   for (const proxyServer of delayed.values()) await proxyServer.close();
   await dynamo.close();
   await kube.close();

@@ -4,7 +4,7 @@
 // Checked on the local DynamoDB's stream: the registry record precedes the first Envoy state record.
 import type { DynamoDBRecord } from 'aws-lambda';
 import { LINEAGE_REGISTRY_KEY } from '../../../common/store';
-import { createStoreClients, DynamoAggregateStore, documentOperations } from '../../../common/store';
+import { openTable } from '../../../common/store';
 import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import type { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
 import { createStreamDelivery, type LocalDynamo, type StreamDelivery } from '../../../infra/local/dynamo';
@@ -64,12 +64,11 @@ test('the lineage is registered before the first Envoy state on it is written', 
   expect(registrations.length).toBeGreaterThan(0);
   expect(sequenceOf(registrations[0]!) < sequenceOf(firstState)).toBe(true);
 
-  const clients = createStoreClients({ region: dynamo.region, endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const table = openTable({ tableName: TABLE, client: { region: dynamo.region, endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }, logger: testLogger });
   try {
-    const registry = await new DynamoAggregateStore({ tableName: TABLE, operations: documentOperations(clients.documentClient), logger: testLogger }).getLineageRegistry();
+    const registry = await table.aggregates.getLineageRegistry();
     expect(Object.keys(registry.lineages)).toContain(lineage);
   } finally {
-    clients.documentClient.destroy();
-    clients.client.destroy();
+    table.close();
   }
 });

@@ -17,7 +17,7 @@ import {
   type EnvoyState,
 } from '../../../common/core';
 import { DynamoEventStore } from '../../../common/store/dynamo-store';
-import { documentOperations, type DocumentOperations } from '../../../common/store/operations';
+import type { DocumentOperations } from '../../../common/store';
 import { lineageStateFor } from '../../../xds-gateway/tracking/lineage-mirror';
 import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
 import { Recorder } from '../../../xds-gateway/tracking/recorder';
@@ -39,7 +39,7 @@ afterAll(async () => {
 
 async function storeOn(wrap: (real: DocumentOperations) => DocumentOperations = (real) => real): Promise<{ store: DynamoEventStore; operations: CountingOperations }> {
   const tableName = await fixture.newTable();
-  const operations = countingWrites(wrap(documentOperations(fixture.clients().documentClient)));
+  const operations = countingWrites(wrap(fixture.operations()));
   const store = new DynamoEventStore({ tableName, operations, logger: testLogger, clock: { now: () => Date.now() }, batch: { sleep: async () => {}, baseDelayMs: 1 } });
   return { store, operations };
 }

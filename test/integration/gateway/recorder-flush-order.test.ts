@@ -3,7 +3,7 @@
 // queued just after it began wait for the whole flush, ~2.5 s at 1,000 Envoys, before its own turn).
 import { CDS_TYPE_URL, applyAck, applySubscribe, newEnvoyState, type EnvoyState } from '../../../common/core';
 import { DynamoEventStore } from '../../../common/store/dynamo-store';
-import { documentOperations, type DocumentOperations } from '../../../common/store/operations';
+import type { DocumentOperations } from '../../../common/store';
 import { lineageStateFor } from '../../../xds-gateway/tracking/lineage-mirror';
 import { Recorder } from '../../../xds-gateway/tracking/recorder';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
@@ -42,7 +42,7 @@ function ackedState(nodeId: string, acked: number): EnvoyState {
 async function orderedRecorder(options: { maxStatesPerFlush?: number; stateWriteConcurrency?: number } = {}): Promise<{ recorder: Recorder; store: DynamoEventStore; order: string[] }> {
   const order: string[] = [];
   const tableName = await fixture.newTable();
-  const store = new DynamoEventStore({ tableName, operations: recordingStatePuts(documentOperations(fixture.clients().documentClient), order), logger: testLogger, clock: { now: () => Date.now() } });
+  const store = new DynamoEventStore({ tableName, operations: recordingStatePuts(fixture.operations(), order), logger: testLogger, clock: { now: () => Date.now() } });
   const recorder = new Recorder({
     store,
     logger: testLogger,

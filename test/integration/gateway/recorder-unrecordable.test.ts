@@ -6,7 +6,7 @@
 // stream admission is rejected with the reason (its stream ends; it never got config).
 import { NODE_LIMITS, envoyStateStorageProblem, newEnvoyState, type EnvoyState } from '../../../common/core';
 import { DynamoEventStore } from '../../../common/store/dynamo-store';
-import { documentOperations, type DocumentOperations } from '../../../common/store/operations';
+import type { DocumentOperations } from '../../../common/store';
 import { Recorder, UnrecordableEnvoyError, type RecorderMetrics } from '../../../xds-gateway/tracking/recorder';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 import { testLogger } from './helpers';
@@ -45,7 +45,7 @@ function countingMetrics(): { metrics: RecorderMetrics; counted: Counted } {
 
 async function setUp(wrap: (real: DocumentOperations) => DocumentOperations = (real) => real) {
   const tableName = await fixture.newTable();
-  const store = new DynamoEventStore({ tableName, operations: wrap(documentOperations(fixture.clients().documentClient)), logger: testLogger, clock: { now: () => Date.now() } });
+  const store = new DynamoEventStore({ tableName, operations: wrap(fixture.operations()), logger: testLogger, clock: { now: () => Date.now() } });
   const { metrics, counted } = countingMetrics();
   const refused: Array<{ nodeId: string; reason: string }> = [];
   const recorder = new Recorder({

@@ -2,7 +2,7 @@
 // Envoys reconnect to the new lineage, nothing already written is lost; then SIGTERM flushes the
 // disconnects and exits 0.
 import { ALL_TYPES, adsSpec, endpoints, envoyEvents, envoyState, eventually, httpGet, newFleet, proxy, spawnGateway, testLogger, type GatewayProcess } from './helpers';
-import { createEventStore, type DynamoEventStore } from '../../../common/store';
+import { openTable, type DynamoEventStore } from '../../../common/store';
 import type { EnvoyEvent } from '../../../common/core';
 import { startControlPlane, type ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
@@ -25,9 +25,9 @@ beforeAll(async () => {
   source.applyProxy(proxy('app', 'app.example.com', 'app'));
   controlPlane = await startControlPlane({ port: 0, replicaId: 'cp-1', source, versionScheme: 'counter', provenance: true, logger: testLogger, holdoffMs: 5, holdoffMaxMs: 20 });
   await controlPlane.rebuildNow();
-  const built = createEventStore({ tableName: TABLE, client: { region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'l', secretAccessKey: 'l' } }, logger: testLogger });
-  store = built.store;
-  destroyStore = () => built.clients.client.destroy();
+  const table = openTable({ tableName: TABLE, client: { region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'l', secretAccessKey: 'l' } }, logger: testLogger });
+  store = table.store;
+  destroyStore = () => table.close();
 });
 
 afterAll(async () => {

@@ -1,7 +1,7 @@
 // ACK/NACK/stuck tracking end to end: simulated Envoys → gateway (relay + tracker + recorder) →
 // local DynamoDB, upstream the reference control plane. Asserts what lands in the table.
 import { newEnvoyState, RDS_TYPE_URL, stuckTypesAsStored, type EnvoyEvent, type EnvoyState, type EventStore, type LineageState } from '../../../common/core';
-import { createEventStore, ensureTable, type DynamoEventStore, type StoreClients } from '../../../common/store';
+import { openTable, type DynamoEventStore, type TableAccess } from '../../../common/store';
 import { lineageStateFor } from '../../../xds-gateway/tracking/lineage-mirror';
 import { Recorder } from '../../../xds-gateway/tracking/recorder';
 import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
@@ -315,20 +315,21 @@ test('envoysRecorded on the stored LINEAGE item equals the incarnations of the s
 describe('recorder: write-ahead of envoysRecorded', () => {
   const LINEAGE = 'gw-count.boot1.edge';
   let store: DynamoEventStore;
-  let clients: StoreClients;
+  let table: TableAccess;
   const calls: string[] = [];
   let failLineageWrites = false;
 
   beforeAll(async () => {
-    ({ store, clients } = createEventStore({
+    table = openTable({
       tableName: 'gw-denominator',
       client: { region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 2 },
       logger: testLogger,
-    }));
-    await ensureTable(clients.client, 'gw-denominator');
+    });
+    ({ store } = table);
+    await table.ensureTable();
   });
 
-  afterAll(() => clients.client.destroy());
+  afterAll(() => table.close());
 
   /** The real store; its LINEAGE and state writes are logged in order, and LINEAGE writes can be failed. */
   function loggingStore(): EventStore {

@@ -1,9 +1,7 @@
 // batchPut against real dynalite: chunking, replay idempotency, UnprocessedItems retries (injected
 // by wrapping the real client), throttling retried by the SDK (injected at the HTTP layer).
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 
 import { batchPut, fullJitterDelay, UnwrittenItemsError, type KeyedItem } from '../../../common/store/batch-write';
-import { documentOperations } from '../../../common/store/operations';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 import { ThrottlingHttpHandler, withUnprocessedItems } from '../../support/store-faults';
 
@@ -26,18 +24,16 @@ function events(count: number, pk = 'ENVOY#n1'): KeyedItem[] {
   }));
 }
 
-async function listPartition(tableName: string, pk: string, fixtureClients = fixture.clients()): Promise<KeyedItem[]> {
+async function listPartition(tableName: string, pk: string, operations = fixture.operations()): Promise<KeyedItem[]> {
   const items: KeyedItem[] = [];
   let start: Record<string, unknown> | undefined;
   do {
-    const page = await fixtureClients.documentClient.send(
-      new QueryCommand({
-        TableName: tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': pk },
-        ExclusiveStartKey: start,
-      }),
-    );
+    const page = await operations.query({
+      TableName: tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': pk },
+      ExclusiveStartKey: start,
+    });
     items.push(...((page.Items ?? []) as KeyedItem[]));
     start = page.LastEvaluatedKey;
   } while (start !== undefined);
@@ -46,7 +42,7 @@ async function listPartition(tableName: string, pk: string, fixtureClients = fix
 
 test('writes 60 items in chunks of at most 25 and they read back intact', async () => {
   const tableName = await fixture.newTable();
-  const real = documentOperations(fixture.clients().documentClient);
+  const real = fixture.operations();
   const sizes: number[] = [];
   const counting = { ...real, batchWrite: (input: Parameters<typeof real.batchWrite>[0]) => {
     sizes.push(input.RequestItems?.[tableName]?.length ?? 0);
@@ -62,7 +58,7 @@ test('writes 60 items in chunks of at most 25 and they read back intact', async 
 
 test('duplicate keys in one input are collapsed (BatchWriteItem rejects duplicates), last wins', async () => {
   const tableName = await fixture.newTable();
-  const ops = documentOperations(fixture.clients().documentClient);
+  const ops = fixture.operations();
   const first = { pk: 'ENVOY#d', sk: 'EVENT#1', kind: 'test', n: 1 };
   const second = { ...first, n: 2 };
   const report = await batchPut(ops, [first, second], { tableName });
@@ -72,7 +68,7 @@ test('duplicate keys in one input are collapsed (BatchWriteItem rejects duplicat
 
 test('replaying the same batch writes the same items (count unchanged)', async () => {
   const tableName = await fixture.newTable();
-  const ops = documentOperations(fixture.clients().documentClient);
+  const ops = fixture.operations();
   await batchPut(ops, events(30), { tableName });
   await batchPut(ops, events(30), { tableName });
   expect(await listPartition(tableName, 'ENVOY#n1')).toHaveLength(30);
@@ -80,7 +76,7 @@ test('replaying the same batch writes the same items (count unchanged)', async (
 
 test('UnprocessedItems are retried with backoff until every item lands', async () => {
   const tableName = await fixture.newTable();
-  const fault = withUnprocessedItems(documentOperations(fixture.clients().documentClient), 4);
+  const fault = withUnprocessedItems(fixture.operations(), 4);
   const delays: number[] = [];
   const report = await batchPut(fault.operations, events(60), {
     tableName,
@@ -104,7 +100,7 @@ test('UnprocessedItems are retried with backoff until every item lands', async (
 test('after the bounded attempts, the unwritten items are returned in the error, none dropped', async () => {
   const tableName = await fixture.newTable();
   // Every call writes nothing and reports everything unprocessed.
-  const fault = withUnprocessedItems(documentOperations(fixture.clients().documentClient), 1_000, () => 0);
+  const fault = withUnprocessedItems(fixture.operations(), 1_000, () => 0);
   const input = events(30);
   const error = await batchPut(fault.operations, input, { tableName, maxAttempts: 3, sleep: noSleep }).catch(
     (caught: unknown) => caught,
@@ -119,7 +115,7 @@ test('after the bounded attempts, the unwritten items are returned in the error,
 test('a partially failing batch reports exactly the items that did not land', async () => {
   const tableName = await fixture.newTable();
   // Each call writes only its first 5 requests: with 3 attempts per chunk, 15 of 25 land.
-  const fault = withUnprocessedItems(documentOperations(fixture.clients().documentClient), 1_000, (n) => Math.min(5, n));
+  const fault = withUnprocessedItems(fixture.operations(), 1_000, (n) => Math.min(5, n));
   const error = (await batchPut(fault.operations, events(25), { tableName, maxAttempts: 3, sleep: noSleep }).catch(
     (caught: unknown) => caught,
   )) as UnwrittenItemsError;
@@ -134,7 +130,7 @@ test('a partially failing batch reports exactly the items that did not land', as
 test('throttling: the SDK retries ProvisionedThroughputExceededException and the write lands once', async () => {
   const tableName = await fixture.newTable();
   const handler = new ThrottlingHttpHandler(2, 'BatchWriteItem');
-  const ops = documentOperations(fixture.clients({ requestHandler: handler }).documentClient);
+  const ops = fixture.operations({ requestHandler: handler });
   const report = await batchPut(ops, events(1), { tableName });
   expect(handler.throttled).toBe(2);
   // One BatchWriteItem reached dynalite; the adapter saw a single successful call.
@@ -147,7 +143,7 @@ test('throttling beyond the SDK attempts is retried by the adapter, then lands o
   const tableName = await fixture.newTable();
   // SDK maxAttempts 2: two throttles exhaust the SDK once; the adapter's own retry then succeeds.
   const handler = new ThrottlingHttpHandler(2, 'BatchWriteItem');
-  const ops = documentOperations(fixture.clients({ requestHandler: handler }, 2).documentClient);
+  const ops = fixture.operations({ requestHandler: handler }, 2);
   const report = await batchPut(ops, events(3), { tableName, sleep: noSleep });
   expect(handler.throttled).toBe(2);
   expect(handler.forwarded.get('BatchWriteItem')).toBe(1);
@@ -157,7 +153,7 @@ test('throttling beyond the SDK attempts is retried by the adapter, then lands o
 
 test('an error other than throttling is not retried here; the items come back marked retryable', async () => {
   const tableName = await fixture.newTable();
-  const ops = documentOperations(fixture.clients().documentClient);
+  const ops = fixture.operations();
   const error = (await batchPut(ops, events(2), { tableName: 'no-such-table', sleep: noSleep }).catch(
     (caught: unknown) => caught,
   )) as UnwrittenItemsError;
@@ -172,7 +168,7 @@ test('an error other than throttling is not retried here; the items come back ma
 
 test('one item DynamoDB refuses (over 400 KB) fails alone: the chunk is split and the rest land', async () => {
   const tableName = await fixture.newTable();
-  const ops = documentOperations(fixture.clients().documentClient);
+  const ops = fixture.operations();
   const input = events(25);
   const oversize = { ...input[17], pk: 'ENVOY#n1', sk: 'EVENT#0017', blob: 'x'.repeat(410 * 1024) };
   input[17] = oversize;

@@ -1,8 +1,6 @@
 // The store port's contract suite (written against the core's in-memory reference store) run against
 // the real adapter on dynalite: the adapter must behave exactly like the reference.
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoEventStore } from '../../../common/store/dynamo-store';
-import { documentOperations } from '../../../common/store/operations';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 import { captureLogs } from '../../support/store-logger';
 import { describeEventStoreContract } from '../../unit/core/event-store-contract';
@@ -17,17 +15,17 @@ afterAll(async () => {
 
 describeEventStoreContract('DynamoEventStore on dynalite', async () => {
   const tableName = await fixture.newTable();
-  const clients = fixture.clients();
+  const operations = fixture.operations();
   const store = new DynamoEventStore({
     tableName,
-    operations: documentOperations(clients.documentClient),
+    operations,
     logger: captureLogs().logger,
     clock: { now: () => 0 },
   });
   return {
     store,
     putCorrupt: async (raw: Record<string, unknown>) => {
-      await clients.documentClient.send(new PutCommand({ TableName: tableName, Item: raw }));
+      await operations.put({ TableName: tableName, Item: raw });
     },
   };
 });

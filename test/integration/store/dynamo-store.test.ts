@@ -13,7 +13,7 @@ import { ITEM_KIND, SCHEMA_VERSION, envoyStateKey } from '../../../common/store'
 import { DynamoEventStore, eventKeyOf } from '../../../common/store/dynamo-store';
 import { InvalidStoreInputError } from '../../../common/store/errors';
 import { iteratePages } from '../../../common/store/listing';
-import { documentOperations, type DocumentOperations } from '../../../common/store/operations';
+import type { DocumentOperations } from '../../../common/store';
 import { InvalidPageTokenError } from '../../../common/store/page-token';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 import { ThrottlingHttpHandler, withUnprocessedItems } from '../../support/store-faults';
@@ -50,8 +50,7 @@ interface HarnessOptions {
 
 async function harness(options: HarnessOptions = {}): Promise<Harness> {
   const tableName = await fixture.newTable();
-  const clients = fixture.clients(options.handler === undefined ? {} : { requestHandler: options.handler });
-  const raw = documentOperations(clients.documentClient);
+  const raw = fixture.operations(options.handler === undefined ? {} : { requestHandler: options.handler });
   const logs = captureLogs();
   const store = new DynamoEventStore({
     tableName,

@@ -14,7 +14,7 @@ import {
 import { ITEM_KIND, SCHEMA_VERSION, eventLogKeyOf } from '../../../common/store';
 import { DynamoEventStore } from '../../../common/store/dynamo-store';
 import { iteratePages } from '../../../common/store/listing';
-import { documentOperations, type DocumentOperations } from '../../../common/store/operations';
+import type { DocumentOperations } from '../../../common/store';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 import { captureLogs, type CapturedLog } from '../../support/store-logger';
 
@@ -33,7 +33,7 @@ afterAll(async () => {
 
 async function harness(expiredStateRetentionMs?: number): Promise<{ store: DynamoEventStore; raw: DocumentOperations; tableName: string; logs: CapturedLog }> {
   const tableName = await fixture.newTable();
-  const raw = documentOperations(fixture.clients().documentClient);
+  const raw = fixture.operations();
   const logs = captureLogs();
   const store = new DynamoEventStore({
     tableName,

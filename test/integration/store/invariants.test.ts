@@ -8,7 +8,7 @@ import { LDS_TYPE_URL, type EnvoyState } from '../../../common/core';
 import { batchPut, UnwrittenItemsError, type KeyedItem } from '../../../common/store/batch-write';
 import { DynamoEventStore } from '../../../common/store/dynamo-store';
 import { iteratePages } from '../../../common/store/listing';
-import { documentOperations, type DocumentOperations } from '../../../common/store/operations';
+import type { DocumentOperations } from '../../../common/store';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 import { captureLogs } from '../../support/store-logger';
 
@@ -37,7 +37,7 @@ function scheduledFaults(real: DocumentOperations, schedule: readonly number[]):
 }
 
 test('nothing lost: under any UnprocessedItems pattern, stored + returned = input, disjoint', async () => {
-  const ops = documentOperations(fixture.clients().documentClient);
+  const ops = fixture.operations();
   await fc.assert(
     fc.asyncProperty(
       fc.integer({ min: 1, max: 80 }),
@@ -80,7 +80,7 @@ test('no lost updates: concurrent compare-and-set writers add up exactly', async
   const tableName = await fixture.newTable();
   const store = new DynamoEventStore({
     tableName,
-    operations: documentOperations(fixture.clients().documentClient),
+    operations: fixture.operations(),
     logger: captureLogs().logger,
     clock: { now: () => 0 },
   });
@@ -132,7 +132,7 @@ test('the listing iterator returns every item exactly once across pages of any s
   const tableName = await fixture.newTable();
   const store = new DynamoEventStore({
     tableName,
-    operations: documentOperations(fixture.clients().documentClient),
+    operations: fixture.operations(),
     logger: captureLogs().logger,
     clock: { now: () => 0 },
   });

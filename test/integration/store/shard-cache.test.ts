@@ -6,7 +6,6 @@ import pino from 'pino';
 import { emptyShard, applyMember, type AggregateShard, type Member } from '../../../common/core';
 import { aggregateShardKey } from '../../../common/store';
 import { DynamoAggregateStore } from '../../../common/store/aggregates';
-import { documentOperations } from '../../../common/store/operations';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 
 const LINEAGE = 'gw-c.boot1.edge';
@@ -30,8 +29,8 @@ function withMembers(count: number, from: AggregateShard = emptyShard(LINEAGE, 3
 
 test('a written shard reads back equal and frozen; another writer\'s newer version is read, not the cached one', async () => {
   const tableName = await fixture.newTable();
-  const ours = new DynamoAggregateStore({ tableName, operations: documentOperations(fixture.clients().documentClient), logger });
-  const theirs = new DynamoAggregateStore({ tableName, operations: documentOperations(fixture.clients().documentClient), logger });
+  const ours = new DynamoAggregateStore({ tableName, operations: fixture.operations(), logger });
+  const theirs = new DynamoAggregateStore({ tableName, operations: fixture.operations(), logger });
 
   const first = withMembers(3);
   expect(await ours.putShard(first, undefined)).toBe('written');
@@ -54,13 +53,13 @@ test('a written shard reads back equal and frozen; another writer\'s newer versi
 
 test('a corrupt item at a cached version is reported corrupt, not answered from the cache', async () => {
   const tableName = await fixture.newTable();
-  const client = fixture.clients().documentClient;
-  const store = new DynamoAggregateStore({ tableName, operations: documentOperations(client), logger });
+  const operations = fixture.operations();
+  const store = new DynamoAggregateStore({ tableName, operations, logger });
   const shard = withMembers(2);
   expect(await store.putShard(shard, undefined)).toBe('written');
   // Someone overwrites the item with the same version and a member that is not a member.
   const raw = { ...aggregateShardKey(LINEAGE, 3), kind: 'AggregateShard', schemaVersion: 1, ...shard, members: { ...shard.members, n1: { t: 'x' } } };
-  await documentOperations(client).put({ TableName: tableName, Item: raw });
+  await operations.put({ TableName: tableName, Item: raw });
   const read = await store.getShard(LINEAGE, 3);
   expect(read.status).toBe('corrupt');
 });

@@ -1,13 +1,11 @@
-// The table definition and the client factory: dynalite accepts the definition (GSI and stream
+// The table definition and the connection factory: dynalite accepts the definition (GSI and stream
 // specification included), ensureTable is idempotent, configuration is validated at the edge.
-import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { ZodError } from 'zod';
 
 import { LDS_TYPE_URL } from '../../../common/core';
-import { createEventStoreFromEnv } from '../../../common/store';
-import { createStoreClients, storeClientConfigFromEnv } from '../../../common/store/client';
+import { connectStore, openTableFromEnv, storeClientConfigFromEnv } from '../../../common/store';
 import { decodePageToken, encodePageToken, InvalidPageTokenError } from '../../../common/store/page-token';
-import { ENVOY_STATE_INDEX, ENVOY_STATE_INDEX_KEY, TTL_ATTRIBUTE, ensureTable, tableDefinition } from '../../../common/store/table';
+import { ENVOY_STATE_INDEX, ENVOY_STATE_INDEX_KEY, TTL_ATTRIBUTE, tableDefinition } from '../../../common/store/table';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 import { captureLogs } from '../../support/store-logger';
 
@@ -20,10 +18,10 @@ afterAll(async () => {
 });
 
 test('ensureTable creates the table once, ACTIVE, with keys, the sparse index and pay-per-request', async () => {
-  const { client } = fixture.clients();
-  await ensureTable(client, 'xds-programmed-local');
-  await ensureTable(client, 'xds-programmed-local'); // already there: no error
-  const { Table } = await client.send(new DescribeTableCommand({ TableName: 'xds-programmed-local' }));
+  const table = fixture.openTable('xds-programmed-local', captureLogs().logger);
+  await table.ensureTable();
+  await table.ensureTable(); // already there: no error
+  const Table = await table.describeTable();
   expect(Table?.TableStatus).toBe('ACTIVE');
   expect(Table?.KeySchema).toEqual([
     { AttributeName: 'pk', KeyType: 'HASH' },
@@ -41,9 +39,9 @@ test('the definition asks for a NEW_AND_OLD_IMAGES stream; the TTL attribute is 
 });
 
 test('client configuration is validated, with a clear error naming the bad field', () => {
-  expect(() => createStoreClients({ region: '' })).toThrow(ZodError);
-  expect(() => createStoreClients({ region: 'us-east-1', endpoint: 'not a url' })).toThrow(/endpoint/);
-  expect(() => createStoreClients({ region: 'us-east-1', maxAttempts: 0 })).toThrow(/maxAttempts/);
+  expect(() => connectStore({ region: '' })).toThrow(ZodError);
+  expect(() => connectStore({ region: 'us-east-1', endpoint: 'not a url' })).toThrow(/endpoint/);
+  expect(() => connectStore({ region: 'us-east-1', maxAttempts: 0 })).toThrow(/maxAttempts/);
 });
 
 test('configuration from the environment: local endpoint gets dummy credentials, bad values are refused', async () => {
@@ -55,32 +53,33 @@ test('configuration from the environment: local endpoint gets dummy credentials,
     maxAttempts: 7,
     retryMode: 'adaptive',
   });
-  const { client } = createStoreClients(local);
+  const connection = connectStore(local);
   try {
-    expect(await client.config.maxAttempts()).toBe(7);
-    // The SDK turns retryMode into its retry strategy object.
-    const strategy = await client.config.retryStrategy();
-    expect(strategy).toHaveProperty('mode', 'adaptive');
+    const settings = await connection.retrySettings();
+    expect(settings.maxAttempts).toBe(7);
+    // The SDK turns retryMode into its retry strategy object, whose mode is read back.
+    expect(settings).toHaveProperty('retryMode', 'adaptive');
   } finally {
-    client.destroy();
+    connection.close();
   }
   expect(storeClientConfigFromEnv({ AWS_REGION: 'eu-west-1' })).toEqual({ region: 'eu-west-1' });
   expect(() => storeClientConfigFromEnv({ DYNAMODB_RETRY_MODE: 'legacy' })).toThrow(/DYNAMODB_RETRY_MODE/);
   expect(() => storeClientConfigFromEnv({ DYNAMODB_MAX_ATTEMPTS: 'many' })).toThrow(/DYNAMODB_MAX_ATTEMPTS/);
 });
 
-test('createEventStoreFromEnv builds a working store, and refuses a missing table name', async () => {
+test('openTableFromEnv builds a working store, and refuses a missing table name', async () => {
   const tableName = await fixture.newTable();
   const { logger } = captureLogs();
-  const { store, clients } = createEventStoreFromEnv({ TABLE_NAME: tableName, DYNAMODB_ENDPOINT: fixture.endpoint }, logger);
+  const table = openTableFromEnv({ TABLE_NAME: tableName, DYNAMODB_ENDPOINT: fixture.endpoint }, logger);
+  const { store } = table;
   try {
     const event = { nodeId: 'e1', outcome: 'ACK' as const, lineage: 'a.b.c', seq: 1, typeUrl: LDS_TYPE_URL, at: 1, ttl: 100 };
     expect(await store.putEvents([event])).toEqual({ written: 1, failed: [] });
     expect((await store.listEnvoyEvents('e1')).items).toEqual([event]);
   } finally {
-    clients.client.destroy();
+    table.close();
   }
-  expect(() => createEventStoreFromEnv({ DYNAMODB_ENDPOINT: fixture.endpoint }, logger)).toThrow(/TABLE_NAME/);
+  expect(() => openTableFromEnv({ DYNAMODB_ENDPOINT: fixture.endpoint }, logger)).toThrow(/TABLE_NAME/);
 });
 
 describe('page tokens', () => {

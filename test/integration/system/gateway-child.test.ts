@@ -4,7 +4,7 @@
 // watermark the child wrote before that), and closing the system ends the child.
 import pino from 'pino';
 import { patchToCanary } from '../../../bench/support/changes';
-import { createEventStoreFromEnv } from '../../../common/store';
+import { openTableFromEnv } from '../../../common/store';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
 import { conditionOf as conditionIn, isAlive, eventually } from './helpers';
 
@@ -42,7 +42,8 @@ describe('local system with the gateway in a child process', () => {
     const trueSeenAt = Date.now();
 
     // The child wrote the watermark; by the fleet's ground truth every Envoy was at or past it before True.
-    const { store, clients } = createEventStoreFromEnv(system.dynamo.storeEnv, logger);
+    const table = openTableFromEnv(system.dynamo.storeEnv, logger);
+    const { store } = table;
     try {
       const read = await store.getObjectGeneration({ group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'sample-0' }, 2);
       expect(read.status).toBe('found');
@@ -53,7 +54,7 @@ describe('local system with the gateway in a child process', () => {
       expect(programmed.envoysWith['x']).toBe(ENVOYS);
       expect(programmed.lastAck['x']).toBeLessThanOrEqual(trueSeenAt);
     } finally {
-      clients.client.destroy();
+      table.close();
     }
 
     await system.close();

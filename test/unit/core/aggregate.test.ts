@@ -71,6 +71,16 @@ describe('removeMember', () => {
   });
 });
 
+describe('goneMember', () => {
+  it.each<[string, number | undefined, Member]>([
+    ['first incarnation: no k', undefined, { t: -1, r: 4, live: false, s: T0, gone: true }],
+    ['incarnation 1 spelled as absent', 1, { t: -1, r: 4, live: false, s: T0, gone: true }],
+    ['keeps a later incarnation of the state it replaces', 3, { t: -1, r: 4, live: false, s: T0, gone: true, k: 3 }],
+  ])('%s', (_name, incarnation, expected) => {
+    expect(goneMember(4, T0, incarnation)).toEqual(expected);
+  });
+});
+
 describe('shardOf', () => {
   it('is stable and in range', () => {
     expect(shardOf('envoy-1', 16)).toBe(shardOf('envoy-1', 16));

@@ -85,7 +85,7 @@ interface Simulated {
 /**
  * Decision changes arrive at the given offsets (each one a stream record: one planner call); the
  * sweep calls the planner with the latest draft every `sweepEveryMs`. A write sets what Kubernetes
- * holds and, as applyDecision records it, the time of our last write.
+ * holds and, as applyStatusUpdate records it, the time of our last write.
  */
 function simulate(steps: readonly Step[], intervalMs: number, sweepEveryMs: number): Simulated {
   let now = T0;
@@ -218,7 +218,7 @@ describe('two writers of ours, each recording its write a little later (property
         writes.push({ at: now, condition: plan.condition, refresh: plan.refresh });
         inFlight.push({ at: now + move.recordDelay, lastCondition: plan.condition, writtenAt: now });
       } else if (plan.current !== undefined && withRecorded && item.lastCondition?.message !== plan.current.message) {
-        // applyDecision re-learns what Kubernetes holds, with now as its time.
+        // applyStatusUpdate re-learns what Kubernetes holds, with now as its time.
         inFlight.push({ at: now + move.recordDelay, lastCondition: plan.current, writtenAt: now });
       }
     }

@@ -7,7 +7,8 @@ import pino from 'pino';
 import type { Condition, ConditionDraft, Decision, ItemRead, LineageRegistry, ObjectGeneration, ObjectRef, PendingEntry } from '../../../common/core';
 import type { WriteOutcome } from '../../../functions/kube/status-writer';
 import { StatusHandoff } from '../../../functions/lib/status-handoff';
-import { staleMessageDue, type StatusProcessorDeps } from '../../../functions/status/process';
+import { staleMessageDue } from '../../../functions/status/apply';
+import type { StatusProcessorDeps } from '../../../functions/status/process';
 
 const silent = pino({ level: 'silent' });
 const T0 = 1_800_000_000_000;

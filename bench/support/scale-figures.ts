@@ -1,0 +1,57 @@
+// The figures by which the e2e bench judges whether the signal's cost and latency grow with the fleet
+// (docs/ARCHITECTURE.md, "Design: work per change proportional to gateways, not Envoys"). Computed from
+// a row's own recorded fields, so rows recorded before these figures existed get them too.
+import type { E2eResult } from '../e2e';
+
+/** xDS types every simulated Envoy of the e2e bench subscribes to (ADS SotW: CDS, EDS, LDS, RDS). */
+export const TYPES_PER_ENVOY = 4;
+
+export interface ScaleFigures {
+  /** Responses each Envoy ACKed per type during the change: how many waves of config reached it. */
+  changeWaves: number;
+  /** change → True p99 ÷ change → last ACK p99: what the signal adds to the control plane's own delivery. */
+  signalOverheadRatio?: number;
+  /**
+   * Item writes between the change and the last True, per changed object. Today every item written in
+   * that window is on the path to the True (each Envoy's STATE, its stream record's shard update): none
+   * is batched off it, so this is all item writes of the change phase.
+   */
+  criticalPathItemWritesPerChange: number;
+  /** All item writes ÷ (Envoys × change waves). */
+  itemWritesPerEnvoyChange: number;
+  /** The gateway process's CPU during the change ÷ (Envoys × change waves), in ms. */
+  cpuMsPerEnvoyChange?: number;
+}
+
+type Measured = Pick<E2eResult, 'envoys' | 'objects' | 'changed' | 'acks' | 'changeToTrueMs' | 'changeToLastAckMs' | 'dynamo' | 'gateway'>;
+
+export function scaleFigures(e2e: Measured): ScaleFigures {
+  const changeWaves = Math.max(1, e2e.acks / Math.max(1, e2e.envoys * TYPES_PER_ENVOY));
+  const envoyChanges = e2e.envoys * changeWaves;
+  const overhead = e2e.changeToTrueMs.p99 / e2e.changeToLastAckMs.p99;
+  const gatewayCpu = e2e.gateway?.cpuSecondsDuringChange;
+  return {
+    changeWaves: round(changeWaves, 2),
+    ...(Number.isFinite(overhead) && e2e.changeToLastAckMs.p99 > 0 ? { signalOverheadRatio: round(overhead, 2) } : {}),
+    criticalPathItemWritesPerChange: round(e2e.dynamo.itemWrites / Math.max(1, e2e.changed ?? e2e.objects), 1),
+    itemWritesPerEnvoyChange: round(e2e.dynamo.itemWrites / Math.max(1, envoyChanges), 3),
+    ...(gatewayCpu === undefined ? {} : { cpuMsPerEnvoyChange: round((gatewayCpu * 1000) / Math.max(1, envoyChanges), 3) }),
+  };
+}
+
+function round(value: number, digits: number): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+/** The row with its scale figures where the results file keeps them (E2eResult's fields). */
+export function withScaleFigures(e2e: E2eResult): E2eResult {
+  const figures = scaleFigures(e2e);
+  return {
+    ...e2e,
+    changeWaves: figures.changeWaves,
+    ...(figures.signalOverheadRatio === undefined ? {} : { signalOverheadRatio: figures.signalOverheadRatio }),
+    dynamo: { ...e2e.dynamo, criticalPathItemWritesPerChange: figures.criticalPathItemWritesPerChange, itemWritesPerEnvoyChange: figures.itemWritesPerEnvoyChange },
+    ...(e2e.gateway === undefined ? {} : { gateway: { ...e2e.gateway, ...(figures.cpuMsPerEnvoyChange === undefined ? {} : { cpuMsPerEnvoyChange: figures.cpuMsPerEnvoyChange }) } }),
+  };
+}
