@@ -68,6 +68,17 @@ const routesTo = (cluster: string) => ({ name: 'web-routes', resource: grpcRoute
 const cluster = (name: string) => ({ name, resource: grpcCluster(name) });
 const endpoints = (name: string) => ({ name, resource: grpcClusterLoadAssignment(name, [{ host: '127.0.0.1', port: 8080 }]) });
 
+/** An Envoy (LDS and CDS wildcard, RDS and EDS by name) programmed with the route to cluster a. */
+function envoyOnClusterA(): ReturnType<typeof setup> {
+  const t = setup();
+  t.apply(LDS_TYPE_URL, [listener]);
+  t.apply(RDS_TYPE_URL, [routesTo('a')]);
+  t.apply(CDS_TYPE_URL, [cluster('a')]);
+  t.apply(EDS_TYPE_URL, [endpoints('a')]);
+  t.subscribeAll([[LDS_TYPE_URL, []], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, []], [EDS_TYPE_URL, ['a']]]);
+  return t;
+}
+
 test('an ACKed route whose new cluster the client has not asked for does not make it programmed; the cluster and its endpoints ACKed do', () => {
   const t = setup();
   t.apply(LDS_TYPE_URL, [listener]);
@@ -117,12 +128,7 @@ test('a response sent before the client asked for the missing name does not coun
 });
 
 test('wildcard subscriptions (Envoy\'s LDS and CDS) need no names; EDS by name does', () => {
-  const t = setup();
-  t.apply(LDS_TYPE_URL, [listener]);
-  t.apply(RDS_TYPE_URL, [routesTo('a')]);
-  t.apply(CDS_TYPE_URL, [cluster('a')]);
-  t.apply(EDS_TYPE_URL, [endpoints('a')]);
-  t.subscribeAll([[LDS_TYPE_URL, []], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, []], [EDS_TYPE_URL, ['a']]]);
+  const t = envoyOnClusterA();
   t.apply(CDS_TYPE_URL, [cluster('a'), cluster('b')]);
   t.apply(EDS_TYPE_URL, [endpoints('a'), endpoints('b')]);
   const moved = t.apply(RDS_TYPE_URL, [routesTo('b')]);
@@ -175,12 +181,7 @@ test('endpoints asked for while the old clusters are still ACKed count once the 
   // moment the gateway sees EDS names next to old clusters that reference a name no longer asked for.
   // The versions do not change again, so no further response comes (fuzz seed -2010519912 of
   // test/fuzz/gateway-hostile-nodes.test.ts: "envoy-0 has not answered EDS" for ever).
-  const t = setup();
-  t.apply(LDS_TYPE_URL, [listener]);
-  t.apply(RDS_TYPE_URL, [routesTo('a')]);
-  t.apply(CDS_TYPE_URL, [cluster('a')]);
-  t.apply(EDS_TYPE_URL, [endpoints('a')]);
-  t.subscribeAll([[LDS_TYPE_URL, []], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, []], [EDS_TYPE_URL, ['a']]]);
+  const t = envoyOnClusterA();
   t.apply(CDS_TYPE_URL, [cluster('b')]);
   t.apply(EDS_TYPE_URL, [endpoints('b')]);
   const moved = t.apply(RDS_TYPE_URL, [routesTo('b')]);
@@ -197,12 +198,7 @@ test('endpoints asked for while the old clusters are still ACKed count once the 
 });
 
 test('a name missing from the subscription holds the type however often it is sent and ACKed, until the Envoy asks for it', () => {
-  const t = setup();
-  t.apply(LDS_TYPE_URL, [listener]);
-  t.apply(RDS_TYPE_URL, [routesTo('a')]);
-  t.apply(CDS_TYPE_URL, [cluster('a')]);
-  t.apply(EDS_TYPE_URL, [endpoints('a')]);
-  t.subscribeAll([[LDS_TYPE_URL, []], [RDS_TYPE_URL, ['web-routes']], [CDS_TYPE_URL, []], [EDS_TYPE_URL, ['a']]]);
+  const t = envoyOnClusterA();
   t.apply(CDS_TYPE_URL, [cluster('a'), cluster('b')]);
   t.apply(EDS_TYPE_URL, [endpoints('a'), endpoints('b')]);
   const moved = t.apply(RDS_TYPE_URL, [routesTo('b')]);
