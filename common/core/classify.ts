@@ -30,6 +30,8 @@ export interface SentResponse {
 /** Per stream and type URL: the responses sent, oldest first; the last one is the latest. */
 export interface SentRecord {
   sent: readonly SentResponse[];
+  /** Nonce of the latest response already answered (ACK or NACK) on this stream: recordAnswered. */
+  answered?: string;
 }
 
 export interface RequestFacts {
@@ -58,7 +60,7 @@ export type RequestClass =
  * Why a current request acknowledges nothing: it echoes the latest nonce but not the version we sent
  * under it (SotW, after a NACK), or it is a Delta subscription change sent without a nonce.
  */
-export type UpdateReason = 'versionNotAccepted' | 'acklessUpdate';
+export type UpdateReason = 'versionNotAccepted' | 'acklessUpdate' | 'alreadyAnswered';
 
 export function classifyRequest(request: RequestFacts, record: SentRecord | undefined): RequestClass {
   // Rule 1: empty response_nonce → initial request. Its version_info (SotW) is the version the Envoy
@@ -70,6 +72,13 @@ export function classifyRequest(request: RequestFacts, record: SentRecord | unde
     return { kind: 'initial', versionInfo: request.protocol === 'sotw' ? request.versionInfo : '' };
   }
   const latest = sent[sent.length - 1];
+  // Rule 4: the latest response was answered already. A client that re-sends its last request (the
+  // same nonce, with or without error_detail) says nothing new: the first answer stands, and a copy
+  // must not become another ACK or NACK (one write per copy would let one client drive the table's
+  // writes). Its subscription changes still apply, as for any current request.
+  if (latest !== undefined && latest.nonce === request.responseNonce && record?.answered === latest.nonce) {
+    return { kind: 'update', nonce: latest.nonce, reason: 'alreadyAnswered' };
+  }
   // Rule 3: a nonce that is not the latest we sent for this type is stale; one we never sent (or no
   // longer remember) is unknown. Both are ignored for state: acting on them could record an ACK for a
   // version the Envoy has since replaced.
@@ -100,5 +109,10 @@ export function classifyRequest(request: RequestFacts, record: SentRecord | unde
 /** Appends a sent response to the record, keeping at most `keep` (the latest is what matters). */
 export function recordSent(record: SentRecord | undefined, response: SentResponse, keep = 8): SentRecord {
   const sent = [...(record?.sent ?? []), response];
-  return { sent: sent.slice(Math.max(0, sent.length - Math.max(1, keep))) };
+  return { ...(record?.answered === undefined ? {} : { answered: record.answered }), sent: sent.slice(Math.max(0, sent.length - Math.max(1, keep))) };
+}
+
+/** After an ACK or NACK of the response sent under `nonce`: a copy of that answer is classified `update` (rule 4). */
+export function recordAnswered(record: SentRecord | undefined, nonce: string): SentRecord {
+  return { sent: record?.sent ?? [], answered: nonce };
 }

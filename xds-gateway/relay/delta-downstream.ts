@@ -17,7 +17,7 @@
 //   NACK and the object turned True on an Envoy lacking its cluster). A NACK is never answered by
 //   resending the same response; the next change of the type resends the rejected resources with it.
 import * as grpc from '@grpc/grpc-js';
-import { classifyRequest, parseVersion, recordSent, type SentRecord } from '../../common/core';
+import { classifyRequest, parseVersion, recordAnswered, recordSent, type SentRecord } from '../../common/core';
 import type { DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaResource, ResourceTypeUrl } from '../../common/xds';
 import { checkNames, checkTypeCount, deltaRequestSchema, DownstreamStream, notify, requestTypeUrl, type RelayContext } from './downstream-common';
 import { RequestError } from './request-error';
@@ -114,10 +114,12 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
         state.pending = false;
         state.unanswered = undefined;
         this.recordAnswer(typeUrl, state.sentSeq);
+        state.record = recordAnswered(state.record, classification.nonce);
         break;
       case 'nack':
         state.pending = false;
         this.recordAnswer(typeUrl, state.sentSeq);
+        state.record = recordAnswered(state.record, classification.nonce);
         // Envoy applied none of it: it holds what it held before this response.
         for (const [name, previous] of state.unanswered ?? []) {
           // What the client lost interest in since (an unsubscribed `*` or name) it no longer holds.

@@ -16,7 +16,7 @@
 //   type) or any request naming `*`. A stream that started legacy-wildcard stays wildcard while it
 //   sends empty names.
 import * as grpc from '@grpc/grpc-js';
-import { classifyRequest, recordSent, type SentRecord } from '../../common/core';
+import { classifyRequest, recordAnswered, recordSent, type SentRecord } from '../../common/core';
 import type { AnyResource, DiscoveryRequest, DiscoveryResponse, ResourceTypeUrl } from '../../common/xds';
 import { checkNames, checkTypeCount, DownstreamStream, notify, requestTypeUrl, sotwRequestSchema, type RelayContext } from './downstream-common';
 import { RequestError } from './request-error';
@@ -112,7 +112,10 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
       state.pending = false;
     } else {
       state.pending = false;
-      if (classification.kind === 'ack' || classification.kind === 'nack') this.recordAnswer(typeUrl, state.sentSeq);
+      if (classification.kind === 'ack' || classification.kind === 'nack') {
+        this.recordAnswer(typeUrl, state.sentSeq);
+        state.record = recordAnswered(state.record, classification.nonce);
+      }
       if (classification.kind === 'nack') {
         this.context.logger.info(
           { streamId, nodeId: identity.nodeId, typeUrl, version: classification.version, message: classification.message.slice(0, 500) },

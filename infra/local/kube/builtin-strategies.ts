@@ -306,6 +306,10 @@ function configMap(object: JsonObject, previous: JsonObject | undefined): FieldP
   const data = isJsonObject(object['data']) ? Object.keys(object['data']) : [];
   const problems = [...checkKeys(data, 'data'), ...checkKeys(binary.keys(), 'binaryData')];
   for (const key of data) if (binary.has(key)) problems.push({ field: `data[${key}]`, message: `Invalid value: "${key}": duplicate of key present in binaryData` });
+  // ValidateConfigMap: keys and values of data and binaryData together, at most the Secret limit.
+  const dataBytes = isJsonObject(object['data']) ? Object.entries(object['data']).reduce((sum, [key, value]) => sum + key.length + (typeof value === 'string' ? Buffer.byteLength(value) : 0), 0) : 0;
+  const total = dataBytes + [...binary].reduce((sum, [key, bytes]) => sum + key.length + bytes.length, 0);
+  if (total > MAX_SECRET_BYTES) problems.push({ field: '[]', message: `Too long: must have at most ${MAX_SECRET_BYTES} bytes` });
   if (previous?.['immutable'] === true) {
     if (object['immutable'] !== true) problems.push(immutable('immutable'));
     if (!jsonEqual(previous['data'], object['data']) || !jsonEqual(previous['binaryData'], object['binaryData'])) {

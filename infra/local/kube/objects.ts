@@ -10,7 +10,7 @@ import { acceptedCrdStatus, resourceTypeFromCrd } from './crd';
 import { ApiError, errors } from './errors';
 import { deepCopy, isJsonObject, jsonEqual, metadataOf, stringField, type JsonObject } from './json';
 import type { ResourceRegistry } from './registry';
-import { apiVersionOf, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, resourceKey, type ResourceType } from './resources';
+import { apiVersionOf, BUILT_IN_TYPES, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, resourceKey, type ResourceType } from './resources';
 import { validateObjectMeta } from './metadata';
 import { pruneAndValidate } from './schema';
 import { nameOf, objectKeyOf, type ObjectStore } from './store';
@@ -73,7 +73,6 @@ export class ApiObjects {
       delete metadata['namespace'];
     }
     const key = resourceKey(type.group, type.plural);
-    if (this.store.get(key, objectKeyOf(namespace, name))) throw errors.alreadyExists(type, name);
 
     for (const field of SERVER_OWNED_METADATA) delete metadata[field];
     delete metadata['managedFields'];
@@ -85,6 +84,9 @@ export class ApiObjects {
     if (type === NAMESPACES) object['status'] = { phase: 'Active' };
     this.checkSchema(type, object, options);
     this.applyStrategy(type, object, undefined);
+    // kube-apiserver finds a name taken only in storage, after decoding and validation: a create
+    // that is also malformed or invalid is answered with that (400/422), not with AlreadyExists.
+    if (this.store.get(key, objectKeyOf(namespace, name))) throw errors.alreadyExists(type, name);
     if (type === CUSTOM_RESOURCE_DEFINITIONS) this.establishCrd(object);
 
     metadata['resourceVersion'] = String(this.store.nextResourceVersion());
@@ -257,6 +259,13 @@ export class ApiObjects {
     const schema = type.schemas.get(version) ?? type.schemas.get(type.versions[0] ?? '');
     if (!schema) return;
     const result = pruneAndValidate(object, schema);
+    // A built-in kind is decoded into its Go type before anything is validated: a field of the wrong
+    // JSON type is a decode error (400 "cannot be handled as"), as the Secret's base64 data is in
+    // builtin-strategies.ts. Custom resources are decoded as unstructured objects: theirs is a 422.
+    const typeErrors = BUILT_IN_TYPES.includes(type) ? result.violations.filter((violation) => violation.typeMismatch === true) : [];
+    if (typeErrors.length > 0) {
+      throw errors.badRequest(`${type.kind} in version "${version}" cannot be handled as a ${type.kind}: ${typeErrors.map((v) => `${v.field}: ${v.message}`).join(', ')}`);
+    }
     if (result.violations.length > 0) throw errors.invalid(type, nameOf(object), result.violations);
     if (result.pruned.length === 0) return;
     if (options.fieldValidation === 'Strict') {

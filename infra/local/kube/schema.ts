@@ -8,7 +8,8 @@ import type { StructuralSchema } from './resources';
 
 export interface SchemaResult {
   pruned: string[];
-  violations: { field: string; message: string }[];
+  /** `typeMismatch`: the value has the wrong JSON type (a decode error for typed built-in kinds). */
+  violations: { field: string; message: string; typeMismatch?: true }[];
 }
 
 const OBJECT_META_FIELDS = new Set([
@@ -59,7 +60,7 @@ function walk(container: JsonObject | Json[], key: string | number, schema: Json
     return;
   }
   if (!typeMatches(value, schema)) {
-    result.violations.push({ field: path, message: `Invalid value: ${describe(value)}: must be of type ${String(schema['type'])}` });
+    result.violations.push({ field: path, message: `Invalid value: ${describe(value)}: must be of type ${String(schema['type'])}`, typeMismatch: true });
     return;
   }
   const allowed = schema['enum'];
@@ -79,7 +80,7 @@ function walk(container: JsonObject | Json[], key: string | number, schema: Json
     // Embedded objects keep apiVersion/kind/metadata like a root object.
     const nested = pruneAndValidate(value, schema);
     result.pruned.push(...nested.pruned.map((p) => `${path}.${p}`));
-    result.violations.push(...nested.violations.map((v) => ({ field: `${path}.${v.field}`, message: v.message })));
+    result.violations.push(...nested.violations.map((v) => ({ ...v, field: `${path}.${v.field}` })));
     return;
   }
   const properties = isJsonObject(schema['properties']) ? schema['properties'] : undefined;

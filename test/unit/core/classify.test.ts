@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { classifyRequest, recordSent, type RequestFacts, type SentRecord } from '../../../common/core';
+import { classifyRequest, recordAnswered, recordSent, type RequestFacts, type SentRecord } from '../../../common/core';
 import { RDS } from './fixtures';
 
 const record: SentRecord = { sent: [{ nonce: 'n1', version: 'xp1:a.b.c:1' }, { nonce: 'n2', version: 'xp1:a.b.c:2' }] };
@@ -100,5 +100,29 @@ describe('classifyRequest', () => {
     expect(classifyRequest(sotw('n20', 'v20'), sent)).toEqual({ kind: 'ack', nonce: 'n20', version: 'v20' });
     expect(classifyRequest(sotw('n18', 'v18'), sent).kind).toBe('stale');
     expect(classifyRequest(sotw('n3', 'v3'), sent).kind).toBe('unknownNonce');
+  });
+});
+
+describe('a copy of an answer already recorded (rule 4)', () => {
+  const answered = recordAnswered(record, 'n2');
+  it.each<[string, RequestFacts]>([
+    ['the same ACK again', sotw('n2', 'xp1:a.b.c:2')],
+    ['the same NACK again', sotw('n2', 'xp1:a.b.c:1', { code: 3, message: 'bad' })],
+    ['a Delta ACK again', delta('n2')],
+    ['a Delta NACK again', delta('n2', { message: 'bad' })],
+  ])('%s acknowledges nothing new', (_name, facts) => {
+    expect(classifyRequest(facts, answered)).toEqual({ kind: 'update', nonce: 'n2', reason: 'alreadyAnswered' });
+  });
+
+  it('the first answer of a response sent since is an answer again', () => {
+    const resent = recordSent(answered, { nonce: 'n3', version: 'xp1:a.b.c:2' });
+    expect(resent.answered).toBe('n2');
+    expect(classifyRequest(sotw('n3', 'xp1:a.b.c:2'), resent)).toEqual({ kind: 'ack', nonce: 'n3', version: 'xp1:a.b.c:2' });
+    expect(classifyRequest(sotw('n3', 'xp1:a.b.c:1', { message: 'again' }), resent)).toMatchObject({ kind: 'nack', nonce: 'n3', version: 'xp1:a.b.c:2', message: 'again' });
+  });
+
+  it('an older nonce is still stale, and nothing answered yet is an answer', () => {
+    expect(classifyRequest(sotw('n1', 'xp1:a.b.c:1'), answered)).toEqual({ kind: 'stale', nonce: 'n1' });
+    expect(classifyRequest(sotw('n2', 'xp1:a.b.c:2'), record)).toEqual({ kind: 'ack', nonce: 'n2', version: 'xp1:a.b.c:2' });
   });
 });
