@@ -83,6 +83,35 @@ export function liveAt(connections: readonly ConnectionEvent[], at: number, ttlM
   return at - goneAt < ttlMs - heartbeatMs - LIVENESS_SLACK_MS;
 }
 
+/**
+ * When the Envoy came back, if its connection in force at `at` is a return after a gap in which the
+ * system could lawfully drop it (not live just before that connection opened: its last established
+ * connection ended a TTL or more earlier, e.g. its gateway was SIGKILLed and the reconnect waited in
+ * backoff): the first moment it heard from a server on the new connection. Undefined otherwise. To
+ * the system such an Envoy is a new one (its lineage is dead, its state expired), so a True written
+ * moments after it came back is the join race, as for an Envoy connecting for the first time.
+ */
+export function returnedAt(connections: readonly ConnectionEvent[], at: number, ttlMs: number, heartbeatMs: number, heardAt: readonly number[]): number | undefined {
+  let openSince: number | undefined;
+  for (const event of connections) {
+    if (event.at > at) break;
+    openSince = event.kind === 'connected' ? event.at : undefined;
+  }
+  if (openSince === undefined) return undefined;
+  const since = openSince;
+  const heard = heardAt.filter((time) => time >= since && time <= at);
+  if (heard.length === 0) return undefined;
+  const before = connections.filter((event) => event.at < since);
+  if (!before.some((event) => event.kind === 'connected')) return undefined; // a first connection: joinedRecently
+  return liveAt(before, since - 1, ttlMs, heartbeatMs, heardAt) ? undefined : Math.min(...heard);
+}
+
+/** The Envoy's last connection events up to shortly after `at`, as offsets from it (evidence for a violation). */
+function describeConnections(connections: readonly ConnectionEvent[], at: number): string {
+  const recent = connections.filter((event) => event.at <= at + 1000).slice(-4);
+  return recent.length === 0 ? 'none' : recent.map((event) => `${event.kind} ${event.at - at >= 0 ? '+' : ''}${event.at - at} ms`).join(', ');
+}
+
 /** Every time the Envoy heard from a server (accepted, NACKed, or last received), ascending order not required. */
 export function heardTimes(envoy: { types: ReadonlyMap<string, { accepted: ReadonlyArray<{ acceptedAt: number }>; nacks: ReadonlyArray<{ at: number }>; lastReceived: { at: number } | undefined }> }): number[] {
   const times: number[] = [];
@@ -206,16 +235,20 @@ export function checkTrueWrites(writes: readonly ConditionWrite[], inputs: Truth
         if (has !== undefined && has >= generation) continue;
         const firstConnect = envoy.connections.find((event) => event.kind === 'connected');
         const joinedRecently = firstConnect !== undefined && write.at - firstConnect.at < JOIN_RACE_MS;
+        const returned = joinedRecently ? undefined : returnedAt(envoy.connections, write.at, inputs.envoyTtlMs, inputs.envoyHeartbeatMs, heardTimes(envoy));
+        const returnedRecently = returned !== undefined && write.at - returned < JOIN_RACE_MS;
         const nacks = envoy.types.get(typeUrl)?.nacks.filter((nack) => nack.at <= write.at) ?? [];
         const lastNack = nacks[nacks.length - 1];
         violations.push({
           invariant: 'I1-true-only-when-programmed',
-          known: joinedRecently,
+          known: joinedRecently || returnedRecently,
           detail:
             `${write.name} True at generation ${generation} (seen ${new Date(write.at).toISOString()}) but ${nodeId} ` +
             `had accepted ${shortName(typeUrl) ?? typeUrl}${delta ? ' (Delta)' : ''} ${view.description}` +
             `${lastNack ? `; its last NACK: ${lastNack.versionInfo} "${lastNack.message}"` : ''}` +
-            `${joinedRecently ? ` (first connected ${write.at - (firstConnect?.at ?? 0)} ms earlier: the known join race)` : ''}`,
+            `${joinedRecently ? ` (first connected ${write.at - (firstConnect?.at ?? 0)} ms earlier: the known join race)` : ''}` +
+            `${returnedRecently ? ` (back ${write.at - (returned ?? 0)} ms earlier after a gap longer than the TTL: the known join race)` : ''}` +
+            `; connections: ${describeConnections(envoy.connections, write.at)}`,
         });
       }
     }

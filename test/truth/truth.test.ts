@@ -90,6 +90,28 @@ describe('truth checks on hand-made ground truth', () => {
     ]);
   });
 
+  it('an Envoy back moments before the write after a gap longer than the TTL is the known join race; back within the TTL it is not', () => {
+    const truth = inputs();
+    // envoy-b (holding generation 1 and a NACK of 2) lost its gateway at 500 and came back at 3000 + TTL.
+    truth.truth.recordConnection('envoy-b', { kind: 'stream-error', at: 500, detail: 'UNAVAILABLE' });
+    const back = 500 + TTL + 2000;
+    truth.truth.recordConnection('envoy-b', { kind: 'connected', at: back });
+    truth.truth.recordReceived('envoy-b', CDS_TYPE_URL, { versionInfo: 'v2', nonce: '3', at: back + 50 });
+    const soon = checkTrueWrites([write(back + 100, 'True', 2)], truth);
+    expect(soon.map((v) => [v.known, v.detail.includes('after a gap longer than the TTL')])).toEqual([
+      [true, true],
+      [true, true],
+    ]);
+    // Long after it came back, still behind: a violation again.
+    expect(checkTrueWrites([write(back + 2500, 'True', 2)], truth).map((v) => v.known)).toEqual([false, false]);
+    // Back after a short gap (the system still counted it meanwhile): never the join race.
+    const quick = inputs();
+    quick.truth.recordConnection('envoy-b', { kind: 'stream-error', at: 5000, detail: 'UNAVAILABLE' });
+    quick.truth.recordConnection('envoy-b', { kind: 'connected', at: 5400 });
+    quick.truth.recordReceived('envoy-b', CDS_TYPE_URL, { versionInfo: 'v2', nonce: '3', at: 5450 });
+    expect(checkTrueWrites([write(5500, 'True', 2)], quick).map((v) => v.known)).toEqual([false, false]);
+  });
+
   it('liveAt: connected counts, gone counts until TTL minus one heartbeat, never-connected does not', () => {
     const events = [{ kind: 'connected' as const, at: 0 }, { kind: 'disconnected' as const, at: 1000 }];
     expect(liveAt(events, 500, TTL, HEARTBEAT)).toBe(true);

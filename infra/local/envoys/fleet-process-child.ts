@@ -4,7 +4,7 @@
 // own logger. Why a process of its own: a fleet-wide SotW push at 1,000 Envoys × 1,000 objects is
 // ~1 GB of responses to decode, and in production Envoys are other machines, not the gateway's loop.
 import pino, { type Logger } from 'pino';
-import { ackCountFromTruth, configuredCountOf, connectedCountOf, lastAcksFromTruth, programmedAtFromTruth } from './fleet-queries';
+import { ackCountFromTruth, configuredCountOf, connectedCountOf, heldAtFromTruth, lastAcksFromTruth, programmedAtFromTruth } from './fleet-queries';
 import { childMessageSchema, parentMessageSchema, type ChildMessage, type FleetQuery } from './fleet-process-protocol';
 import { buildFleet, type BuiltFleet } from './fleet-spec';
 
@@ -31,6 +31,8 @@ function answer(query: FleetQuery, fleet: BuiltFleet): unknown {
       return lastAcksFromTruth(fleet.fleet.truth, nodeIds, query.names, query.since);
     case 'programmedAt':
       return programmedAtFromTruth(fleet.fleet.truth, nodeIds, query.targets, query.since);
+    case 'heldAt':
+      return heldAtFromTruth(fleet.fleet.truth, nodeIds, query.targets, query.joinRaceMs, query.goneGraceMs);
   }
 }
 

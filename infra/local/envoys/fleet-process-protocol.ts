@@ -20,6 +20,12 @@ export const fleetQuerySchema = z.discriminatedUnion('kind', [
     targets: z.array(z.object({ key: z.string(), lineage: z.string(), seqByType: z.record(z.string(), z.number().int().min(0)) })),
     since: z.number(),
   }),
+  z.object({
+    kind: z.literal('heldAt'),
+    targets: z.array(z.object({ key: z.string(), at: z.number(), seqByTypeByLineage: z.record(z.string(), z.record(z.string(), z.number().int().min(0))) })),
+    joinRaceMs: z.number().min(0),
+    goneGraceMs: z.number().min(0),
+  }),
 ]);
 export type FleetQuery = z.infer<typeof fleetQuerySchema>;
 
@@ -39,4 +45,7 @@ export type ChildMessage = z.input<typeof childMessageSchema>;
 
 export const lastAcksResultSchema = z.object({ lastAck: z.record(z.string(), z.number()), envoysWith: z.record(z.string(), z.number().int().min(0)), acks: z.number().int().min(0) });
 export const programmedAtResultSchema = z.object({ lastAck: z.record(z.string(), z.number()), firstAck: z.record(z.string(), z.number()), envoysWith: z.record(z.string(), z.number().int().min(0)) });
+export const heldAtResultSchema = z.object({
+  missing: z.record(z.string(), z.object({ live: z.number().int().min(0), notHolding: z.number().int().min(0), joinedRecently: z.number().int().min(0), examples: z.array(z.string()) })),
+});
 export const countResultSchema = z.number().int().min(0);

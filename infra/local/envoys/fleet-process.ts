@@ -7,8 +7,8 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { describeExit, waitUntilReady, watchStderr } from '../child-process';
 import type { Fleet } from './fleet';
-import { ackCountFromTruth, configuredCountOf, connectedCountOf, lastAcksFromTruth, programmedAtFromTruth, type FleetLastAcks, type FleetProgrammedAt, type WatermarkTarget } from './fleet-queries';
-import { childMessageSchema, countResultSchema, lastAcksResultSchema, programmedAtResultSchema, type FleetQuery, type ParentMessage } from './fleet-process-protocol';
+import { ackCountFromTruth, configuredCountOf, connectedCountOf, heldAtFromTruth, lastAcksFromTruth, programmedAtFromTruth, type FleetHeldAt, type FleetLastAcks, type FleetProgrammedAt, type HeldTarget, type WatermarkTarget } from './fleet-queries';
+import { childMessageSchema, countResultSchema, heldAtResultSchema, lastAcksResultSchema, programmedAtResultSchema, type FleetQuery, type ParentMessage } from './fleet-process-protocol';
 import { buildFleet, type FleetSpec } from './fleet-spec';
 import type { SimEnvoy } from './simEnvoy';
 
@@ -24,6 +24,8 @@ export interface FleetQueries {
   lastAcks(names: readonly string[], since: number): Promise<FleetLastAcks>;
   /** Per target, the last Envoy to have it on every watermarked type since `since`: programmedAtFromTruth. */
   programmedAt(targets: readonly WatermarkTarget[], since: number): Promise<FleetProgrammedAt>;
+  /** Per target, the Envoys the system must count at `at` that did not hold it then: heldAtFromTruth (the soak's invariant-1 check). */
+  heldAt(targets: readonly HeldTarget[], joinRaceMs: number, goneGraceMs: number): Promise<FleetHeldAt>;
 }
 
 export function inlineFleetQueries(fleet: Fleet, envoys: readonly SimEnvoy[]): FleetQueries {
@@ -34,6 +36,7 @@ export function inlineFleetQueries(fleet: Fleet, envoys: readonly SimEnvoy[]): F
     ackCount: async (since) => ackCountFromTruth(fleet.truth, nodeIds(), since),
     lastAcks: async (names, since) => lastAcksFromTruth(fleet.truth, nodeIds(), names, since),
     programmedAt: async (targets, since) => programmedAtFromTruth(fleet.truth, nodeIds(), targets, since),
+    heldAt: async (targets, joinRaceMs, goneGraceMs) => heldAtFromTruth(fleet.truth, nodeIds(), targets, joinRaceMs, goneGraceMs),
   };
 }
 
@@ -164,6 +167,7 @@ export async function startFleetProcess(opts: FleetProcessOptions): Promise<Flee
     ackCount: async (since) => countResultSchema.parse(await ask({ kind: 'ackCount', since })),
     lastAcks: async (names, since) => lastAcksResultSchema.parse(await ask({ kind: 'lastAcks', names: [...names], since })),
     programmedAt: async (targets, since) => programmedAtResultSchema.parse(await ask({ kind: 'programmedAt', targets: targets.map((t) => ({ ...t })), since })),
+    heldAt: async (targets, joinRaceMs, goneGraceMs) => heldAtResultSchema.parse(await ask({ kind: 'heldAt', targets: targets.map((t) => ({ ...t })), joinRaceMs, goneGraceMs })),
     close: () =>
       (closing ??= (async () => {
         closeRequested = true;

@@ -50,6 +50,14 @@ export interface ControlPlaneComponent extends Component {
    * stays readable) once the new one serves xDS.
    */
   replaceReplica(slot: number, options: { release: boolean }): Promise<ControlPlaneReplica>;
+  /**
+   * Replaces one Service's endpoint addresses on every replica, and on replicas started later: EDS
+   * churn, as a scaling Deployment's pods come and go (the soak, bench/soak.ts). Endpoints come from
+   * memory here (the API server serves no core/v1 Endpoints), so this is where they change.
+   */
+  setServiceEndpoints(endpoints: { service: string; namespace: string; ips: readonly string[]; port: number }): void;
+  /** The addresses and port one Service's Endpoints have now (undefined: no such Service). */
+  serviceEndpoints(namespace: string, service: string): { ips: readonly string[]; port: number } | undefined;
 }
 
 /** A Lease client whose writes fail with 503 while the replica's fault switch is on. */
@@ -89,6 +97,17 @@ export async function startControlPlaneComponent(opts: {
 }): Promise<ControlPlaneComponent> {
   const replicas: ControlPlaneReplica[] = [];
   const lease = opts.lease ?? DEFAULT_LEASE_TIMINGS;
+  // The Endpoints every replica serves, by namespace/service: a replacement replica starts from the
+  // current set, not the one given at start.
+  const currentEndpoints = new Map<string, { name: string; namespace: string; ips: readonly string[]; port: number }>();
+  for (const endpoint of opts.endpoints) {
+    currentEndpoints.set(`${endpoint.namespace}/${endpoint.service}`, { name: endpoint.service, namespace: endpoint.namespace, ips: [endpoint.ip], port: endpoint.port });
+  }
+  const endpointsObject = (endpoint: { name: string; namespace: string; ips: readonly string[]; port: number }): Record<string, unknown> => ({
+    metadata: { name: endpoint.name, namespace: endpoint.namespace },
+    subsets: [{ addresses: endpoint.ips.map((ip) => ({ ip })), ports: [{ port: endpoint.port }] }],
+  });
+  const endpointSources = new WeakMap<ControlPlaneReplica, InMemoryRouteSource>();
   let started = 0;
   // A replaced replica whose successor failed to start stays in its slot, already closed.
   const closed = new WeakSet<ControlPlaneReplica>();
@@ -105,12 +124,7 @@ export async function startControlPlaneComponent(opts: {
     started++;
     const logger = opts.logger.child({ component: 'control-plane', replicaId });
     const endpoints = new InMemoryRouteSource();
-    for (const endpoint of opts.endpoints) {
-      endpoints.applyEndpoints({
-        metadata: { name: endpoint.service, namespace: endpoint.namespace },
-        subsets: [{ addresses: [{ ip: endpoint.ip }], ports: [{ port: endpoint.port }] }],
-      });
-    }
+    for (const endpoint of currentEndpoints.values()) endpoints.applyEndpoints(endpointsObject(endpoint));
     const source = new KubeRouteSource({ kubeConfig: opts.kubeConfig, logger, endpointsAndSecrets: endpoints });
     const leaseFault = { failWritesUntil: 0 };
     const elector = new KubeLeaseElector({
@@ -154,6 +168,7 @@ export async function startControlPlaneComponent(opts: {
         leaseFault.failWritesUntil = until;
       },
     };
+    endpointSources.set(replica, endpoints);
     elector.advertise(controlPlane.address);
     await elector.start();
     return replica;
@@ -174,6 +189,15 @@ export async function startControlPlaneComponent(opts: {
       replicas[slot] = fresh;
       component.addresses[slot] = fresh.controlPlane.address;
       return old;
+    },
+    setServiceEndpoints(endpoint) {
+      const current = { name: endpoint.service, namespace: endpoint.namespace, ips: [...endpoint.ips], port: endpoint.port };
+      currentEndpoints.set(`${endpoint.namespace}/${endpoint.service}`, current);
+      for (const replica of replicas) endpointSources.get(replica)?.applyEndpoints(endpointsObject(current));
+    },
+    serviceEndpoints(namespace, service) {
+      const current = currentEndpoints.get(`${namespace}/${service}`);
+      return current === undefined ? undefined : { ips: [...current.ips], port: current.port };
     },
   };
   try {

@@ -1,7 +1,7 @@
 // The xDS gateway, in-process through its own start function (xds-gateway/ops/gateway.ts) with a
 // configuration parsed by its own parser, so npm start exercises exactly the flags a deployment uses.
 // Readiness: the gateway's /readyz checks (control plane reachable, store answered).
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -13,8 +13,16 @@ import type { Component } from './component';
 export interface GatewayComponent extends Component {
   /** The in-process gateway (absent when it runs as a child process). */
   gateway?: Gateway;
-  /** The child's pid (child mode only). */
-  pid?: number;
+  /** The child's pid (child mode only; a restart changes it). */
+  readonly pid?: number | undefined;
+  /** The running child's bootId, the middle part of its lineages (child mode only; a restart changes it). */
+  readonly bootId?: string;
+  /**
+   * Child mode only: stops the process — SIGTERM (it flushes, then exits: a rolling restart's old pod)
+   * or SIGKILL (a crash: no flush) — and starts a new one on the same ports, with a new bootId and so
+   * new lineages (docs/ARCHITECTURE.md, "Lineage"). Resolves once the new one is ready.
+   */
+  restart?(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   xdsAddress: string;
   opsUrl: string;
   metricsUrl: string;
@@ -118,13 +126,16 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
 const MAIN = join(__dirname, '..', '..', '..', 'xds-gateway', 'main.ts');
 const portsLine = z.object({ xdsPort: z.number().int().positive(), opsPort: z.number().int().positive(), bootId: z.string() });
 
-/**
- * The gateway as its own process: `node --import tsx xds-gateway/main.ts <flags>` with an IPC channel
- * (main.ts shuts down when it closes, so the child never outlives this process). Ready once it printed
- * its ports (first stdout line) and /readyz answers 200; its JSON log lines (stderr) are re-emitted on
- * `logger` at their level; close() is SIGTERM (flush, then exit), SIGKILL after 10 s.
- */
-async function startGatewayChild(argv: string[], logger: Logger): Promise<GatewayComponent> {
+/** One running gateway child process. */
+interface GatewayChildRun {
+  child: ChildProcess;
+  ports: z.infer<typeof portsLine>;
+  /** Sends `signal` (SIGTERM: flush, then exit; SIGKILL after 10 s) and resolves once it exited. */
+  stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+}
+
+/** Forks xds-gateway/main.ts with `argv`; resolves once it printed its ports and /readyz answers 200. */
+async function forkGatewayChild(argv: string[], logger: Logger): Promise<GatewayChildRun> {
   const level = logger.level === 'silent' ? 'error' : logger.level;
   const child = fork(MAIN, [...argv, '--log-level', level], {
     execArgv: ['--import', 'tsx', ...(process.env['LOCAL_GATEWAY_EXEC_ARGV']?.split(' ').filter((arg) => arg !== '') ?? [])],
@@ -155,9 +166,9 @@ async function startGatewayChild(argv: string[], logger: Logger): Promise<Gatewa
     },
   });
   const opsUrl = `http://127.0.0.1:${ports.opsPort}`;
-  const close = async (): Promise<void> => {
+  const stop = async (signal: 'SIGTERM' | 'SIGKILL'): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
+    child.kill(signal);
     const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(killer);
@@ -168,19 +179,58 @@ async function startGatewayChild(argv: string[], logger: Logger): Promise<Gatewa
     if (ready) break;
     if (child.exitCode !== null || Date.now() > deadline) {
       const readyz = await fetch(`${opsUrl}/readyz`).then((r) => r.text(), (e: unknown) => String(e));
-      await close();
+      await stop('SIGTERM');
       throw new Error(`gateway child not ready after 20 s: ${readyz}\n${stderrTail()}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  logger.info({ pid: child.pid, xdsPort: ports.xdsPort, opsPort: ports.opsPort }, 'gateway child process started');
+  logger.info({ pid: child.pid, xdsPort: ports.xdsPort, opsPort: ports.opsPort, bootId: ports.bootId }, 'gateway child process started');
+  return { child, ports, stop };
+}
+
+/** `argv` with `--<flag> <value>` set (replaced where present). */
+function withFlag(argv: readonly string[], flag: string, value: string): string[] {
+  const index = argv.indexOf(`--${flag}`);
+  if (index < 0) return [...argv, `--${flag}`, value];
+  const copy = [...argv];
+  copy[index + 1] = value;
+  return copy;
+}
+
+/**
+ * The gateway as its own process: `node --import tsx xds-gateway/main.ts <flags>` with an IPC channel
+ * (main.ts shuts down when it closes, so the child never outlives this process). Ready once it printed
+ * its ports (first stdout line) and /readyz answers 200; its JSON log lines (stderr) are re-emitted on
+ * `logger` at their level; close() is SIGTERM (flush, then exit), SIGKILL after 10 s. restart() runs
+ * a new process on the ports the first one printed, so Envoys reconnect to the same address.
+ */
+async function startGatewayChild(argv: string[], logger: Logger): Promise<GatewayComponent> {
+  let current = await forkGatewayChild(argv, logger);
+  const samePorts = withFlag(withFlag(argv, 'listen-port', String(current.ports.xdsPort)), 'ops-port', String(current.ports.opsPort));
+  let closed = false;
+  const opsUrl = `http://127.0.0.1:${current.ports.opsPort}`;
   return {
     name: 'gateway',
-    ...(child.pid === undefined ? {} : { pid: child.pid }),
-    xdsAddress: `127.0.0.1:${ports.xdsPort}`,
+    get pid() {
+      return current.child.pid;
+    },
+    get bootId() {
+      return current.ports.bootId;
+    },
+    xdsAddress: `127.0.0.1:${current.ports.xdsPort}`,
     opsUrl,
     metricsUrl: `${opsUrl}/metrics`,
-    close,
+    async restart(signal) {
+      if (closed) throw new Error('gateway closed');
+      await current.stop(signal);
+      current = await forkGatewayChild(samePorts, logger);
+      // Closed while the new one started: it must not outlive the system.
+      if (closed) await current.stop('SIGTERM');
+    },
+    close: async () => {
+      closed = true;
+      await current.stop('SIGTERM');
+    },
   };
 }
 
