@@ -1,7 +1,7 @@
 // The figures by which the e2e bench judges whether the signal's cost and latency grow with the fleet
 // (docs/ARCHITECTURE.md, "Design: work per change proportional to gateways, not Envoys"). Computed from
 // a row's own recorded fields, so rows recorded before these figures existed get them too.
-import type { E2eResult } from '../e2e';
+import type { Summary } from './stats';
 
 /** xDS types every simulated Envoy of the e2e bench subscribes to (ADS SotW: CDS, EDS, LDS, RDS). */
 export const TYPES_PER_ENVOY = 4;
@@ -23,9 +23,19 @@ export interface ScaleFigures {
   cpuMsPerEnvoyChange?: number;
 }
 
-type Measured = Pick<E2eResult, 'envoys' | 'objects' | 'changed' | 'acks' | 'changeToTrueMs' | 'changeToLastAckMs' | 'dynamo' | 'gateway'>;
+/** What the figures are computed from: fields of an e2e row (bench/e2e.ts E2eResult; structural, so this file does not import the bench it serves). */
+export interface ScaleMeasured {
+  envoys: number;
+  objects: number;
+  changed?: number;
+  acks: number;
+  changeToTrueMs: Summary;
+  changeToLastAckMs: Summary;
+  dynamo: { itemWrites: number };
+  gateway?: { cpuSecondsDuringChange?: number };
+}
 
-export function scaleFigures(e2e: Measured): ScaleFigures {
+export function scaleFigures(e2e: ScaleMeasured): ScaleFigures {
   const changeWaves = Math.max(1, e2e.acks / Math.max(1, e2e.envoys * TYPES_PER_ENVOY));
   const envoyChanges = e2e.envoys * changeWaves;
   const overhead = e2e.changeToTrueMs.p99 / e2e.changeToLastAckMs.p99;
@@ -45,7 +55,7 @@ function round(value: number, digits: number): number {
 }
 
 /** The row with its scale figures where the results file keeps them (E2eResult's fields). */
-export function withScaleFigures(e2e: E2eResult): E2eResult {
+export function withScaleFigures<Row extends ScaleMeasured & { dynamo: object; gateway?: object }>(e2e: Row): Row & { changeWaves: number; signalOverheadRatio?: number } {
   const figures = scaleFigures(e2e);
   return {
     ...e2e,

@@ -24,7 +24,6 @@ import { buildFunctionContext } from '../../functions/lib/context';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../common/xds';
 import { DEFAULT_BEHAVIOUR, parseBehaviour, type SimEnvoy } from '../../infra/local/envoys';
 import { startLocalSystem, type LocalSystem } from '../../infra/local/system';
-import { HTTPPROXY_TRACKED_KIND } from '../../infra/local/system/system';
 import { startContourProcess } from '../../infra/local/system/contour';
 import { streamFaultsFor, type StreamFaultSettings } from '../../infra/local/dynamo/stream-faults';
 import { HTTPPROXY_API_PATH, SAMPLE_NAMESPACE, SAMPLE_SERVICE_PORT, sampleCanaryService, sampleFqdn, sampleName, sampleService } from '../../infra/local/system/samples';
@@ -36,7 +35,7 @@ import { applyFleetFault } from './fleet-faults';
 import { checkRemovals } from './tamper';
 import { DEFAULT_FLEET_MIX, describeMix, modeForEnvoy, protocolOf, transportOf, type EnvoyMode, type FleetMix } from './fleet-mix';
 import { ConditionObserver } from './observer';
-import { checkAggregatesMatchRecount } from './recount';
+import { checkAggregatesMatchRecount, recountEnv } from './recount';
 import { describeStep, generateSchedule, type FaultStep } from './schedule';
 import type { ScheduleResult, TruthRunReport } from './runner';
 import { CONDITION_TYPE, DEFAULT_TIMINGS, TRUTH_LEASE_TIMINGS } from './system';
@@ -128,7 +127,7 @@ class ContourRun {
   ) {
     this.observer = new ConditionObserver(system.endpoints.kubeUrl, CONDITION_TYPE);
     this.resync = buildFunctionContext(
-      { ...system.dynamo.storeEnv, ENVOY_TTL_MS: String(DEFAULT_TIMINGS.envoyTtlMs), ACK_TIMEOUT_MS: String(DEFAULT_TIMINGS.ackTimeoutMs), CONDITION_TYPE, TRACKED_KINDS: JSON.stringify([HTTPPROXY_TRACKED_KIND]), KUBECONFIG_PATH: system.kube.kubeconfigPath },
+      recountEnv({ storeEnv: system.dynamo.storeEnv, envoyTtlMs: DEFAULT_TIMINGS.envoyTtlMs, ackTimeoutMs: DEFAULT_TIMINGS.ackTimeoutMs, conditionType: CONDITION_TYPE, kubeconfigPath: system.kube.kubeconfigPath }),
       logger.child({ component: 'truth-recount' }),
     );
     for (let index = 0; index < options.objects; index++) {

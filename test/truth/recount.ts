@@ -6,7 +6,27 @@
 import { memberFromEnvoyState, recount, shardOf, type Member } from '../../common/core';
 import { iteratePages } from '../../common/store';
 import type { ConvergenceDeps } from '../../functions/lib/convergence-batch';
+import { DEFAULT_REQUIRED_TYPE_URLS } from '../../infra/local/system/functions';
+import { HTTPPROXY_TRACKED_KIND } from '../../infra/local/system/system';
 import type { Violation } from './checker';
+
+/**
+ * The functions' environment the recount (and the checker's own resync) must run with: the settings
+ * of the functions that built the aggregates. A member depends on them (`req`, the required types an
+ * Envoy has not subscribed to, comes from REQUIRED_TYPE_URLS): recomputed without them, every member
+ * of an Envoy missing a required type looked like drift.
+ */
+export function recountEnv(args: { storeEnv: Readonly<Record<string, string>>; envoyTtlMs: number; ackTimeoutMs: number; conditionType: string; kubeconfigPath: string }): Record<string, string> {
+  return {
+    ...args.storeEnv,
+    ENVOY_TTL_MS: String(args.envoyTtlMs),
+    ACK_TIMEOUT_MS: String(args.ackTimeoutMs),
+    REQUIRED_TYPE_URLS: DEFAULT_REQUIRED_TYPE_URLS.join(','),
+    CONDITION_TYPE: args.conditionType,
+    TRACKED_KINDS: JSON.stringify([HTTPPROXY_TRACKED_KIND]),
+    KUBECONFIG_PATH: args.kubeconfigPath,
+  };
+}
 
 interface Finding {
   key: string;

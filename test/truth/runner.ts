@@ -5,7 +5,7 @@
 import pino, { type Logger } from 'pino';
 import { buildFunctionContext } from '../../functions/lib/context';
 import type { ConvergenceDeps } from '../../functions/lib/convergence-batch';
-import { checkAggregatesMatchRecount } from './recount';
+import { checkAggregatesMatchRecount, recountEnv } from './recount';
 import { describeDecisions, describeStoredStates, withTrueEvidence } from './diagnostics';
 import { runConditionResync } from '../../functions/lib/resync-conditions';
 import { buildConditionResync } from '../../functions/lib/resync-conditions-context';
@@ -130,7 +130,7 @@ export async function runTruth(options: TruthRunOptions): Promise<TruthRunReport
   const system = await startTruthSystem({ objects: options.objects, envoys: 0, timings, gatewayAsProcess: options.gatewayKill ?? false, fleetMix: options.fleetMix ?? DEFAULT_FLEET_MIX, mixSeed: options.seed, logger });
   const observer = new ConditionObserver(system.kube.url, CONDITION_TYPE);
   const resyncContext = buildFunctionContext(
-    { ...system.dynamo.storeEnv, ENVOY_TTL_MS: String(timings.envoyTtlMs), ACK_TIMEOUT_MS: String(timings.ackTimeoutMs), CONDITION_TYPE, TRACKED_KINDS: JSON.stringify([HTTPPROXY_TRACKED_KIND]), KUBECONFIG_PATH: system.kube.kubeconfigPath },
+    recountEnv({ storeEnv: system.dynamo.storeEnv, envoyTtlMs: timings.envoyTtlMs, ackTimeoutMs: timings.ackTimeoutMs, conditionType: CONDITION_TYPE, kubeconfigPath: system.kube.kubeconfigPath }),
     logger.child({ component: 'truth-resync' }),
   );
   const harness = new Harness(system, observer, contents, options.objects, logger);

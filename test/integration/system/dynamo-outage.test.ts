@@ -17,13 +17,12 @@ import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, parseVersion } 
 import type { SimEnvoy } from '../../../infra/local/envoys';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
 import { HTTPPROXY_API_PATH, SAMPLE_NAMESPACE, sampleCanaryService, sampleService } from '../../../infra/local/system/samples';
-import { HTTPPROXY_TRACKED_KIND } from '../../../infra/local/system/system';
 import { buildFunctionContext } from '../../../functions/lib/context';
 import type { Gateway } from '../../../xds-gateway/ops/gateway';
 import { checkTrueWrites, type Violation } from '../../truth/checker';
 import { tapFleetResponses } from '../../truth/content';
 import { ConditionObserver } from '../../truth/observer';
-import { checkAggregatesMatchRecount } from '../../truth/recount';
+import { checkAggregatesMatchRecount, recountEnv } from '../../truth/recount';
 import { envoyEvents } from '../gateway/helpers';
 
 /** The requirement: DynamoDB unreachable for two minutes. */
@@ -260,7 +259,7 @@ describe('local system, DynamoDB unreachable for 2 minutes during spec changes',
 
     // Invariant 5 of the truth checker: the aggregates equal a recount of the Envoy states.
     const context = buildFunctionContext(
-      { ...system.dynamo.storeEnv, ENVOY_TTL_MS: String(ENVOY_TTL_MS), ACK_TIMEOUT_MS: '5000', CONDITION_TYPE, TRACKED_KINDS: JSON.stringify([HTTPPROXY_TRACKED_KIND]), KUBECONFIG_PATH: system.endpoints.kubeconfigPath },
+      recountEnv({ storeEnv: system.dynamo.storeEnv, envoyTtlMs: ENVOY_TTL_MS, ackTimeoutMs: 5000, conditionType: CONDITION_TYPE, kubeconfigPath: system.endpoints.kubeconfigPath }),
       logger,
     );
     try {

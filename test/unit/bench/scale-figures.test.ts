@@ -26,7 +26,7 @@ it('computes waves, the overhead ratio, writes per change and per Envoy-change, 
 });
 
 it('counts at least one wave, and leaves out what a row did not measure', () => {
-  const figures = scaleFigures({ ...row, acks: 0, gateway: { process: 'inline' }, changeToLastAckMs: { count: 0, p50: Number.NaN, p99: Number.NaN, max: Number.NaN } });
+  const figures = scaleFigures({ ...row, acks: 0, gateway: {}, changeToLastAckMs: { count: 0, p50: Number.NaN, p99: Number.NaN, max: Number.NaN } });
   expect(figures.changeWaves).toBe(1);
   expect(figures.itemWritesPerEnvoyChange).toBe(1.604);
   expect(figures).not.toHaveProperty('signalOverheadRatio');
