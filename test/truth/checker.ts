@@ -85,9 +85,9 @@ export function liveAt(connections: readonly ConnectionEvent[], at: number, ttlM
 
 /**
  * When the Envoy came back, if its connection in force at `at` is a return after a gap in which the
- * system could lawfully drop it (not live just before that connection opened: its last established
- * connection ended a TTL or more earlier, e.g. its gateway was SIGKILLed and the reconnect waited in
- * backoff): the first moment it heard from a server on the new connection. Undefined otherwise. To
+ * system could lawfully drop it (not live just before it first heard from a server on that
+ * connection: its last established connection had ended a TTL or more earlier, e.g. its gateway was
+ * SIGKILLed and the new one took that long to answer): that first moment. Undefined otherwise. To
  * the system such an Envoy is a new one (its lineage is dead, its state expired), so a True written
  * moments after it came back is the join race, as for an Envoy connecting for the first time.
  */
@@ -101,9 +101,11 @@ export function returnedAt(connections: readonly ConnectionEvent[], at: number, 
   const since = openSince;
   const heard = heardAt.filter((time) => time >= since && time <= at);
   if (heard.length === 0) return undefined;
-  const before = connections.filter((event) => event.at < since);
-  if (!before.some((event) => event.kind === 'connected')) return undefined; // a first connection: joinedRecently
-  return liveAt(before, since - 1, ttlMs, heartbeatMs, heardAt) ? undefined : Math.min(...heard);
+  if (!connections.some((event) => event.kind === 'connected' && event.at < since)) return undefined; // a first connection: joinedRecently
+  // Not live just before it first heard from a server on this connection: an attempt nobody answered
+  // yet (a gateway restarting) is invisible to the system, so the gap runs until the first answer.
+  const firstHeard = Math.min(...heard);
+  return liveAt(connections, firstHeard - 1, ttlMs, heartbeatMs, heardAt) ? undefined : firstHeard;
 }
 
 /** The Envoy's last connection events up to shortly after `at`, as offsets from it (evidence for a violation). */

@@ -104,6 +104,13 @@ describe('truth checks on hand-made ground truth', () => {
     ]);
     // Long after it came back, still behind: a violation again.
     expect(checkTrueWrites([write(back + 2500, 'True', 2)], truth).map((v) => v.known)).toEqual([false, false]);
+    // An attempt opened at once but answered only after the gap (the new gateway took that long):
+    // the gap runs until the first answer.
+    const slow = inputs();
+    slow.truth.recordConnection('envoy-b', { kind: 'stream-error', at: 5000, detail: 'UNAVAILABLE' });
+    slow.truth.recordConnection('envoy-b', { kind: 'connected', at: 5010 });
+    slow.truth.recordReceived('envoy-b', CDS_TYPE_URL, { versionInfo: 'v2', nonce: '3', at: 5000 + TTL + 1000 });
+    expect(checkTrueWrites([write(5000 + TTL + 1100, 'True', 2)], slow).map((v) => v.known)).toEqual([true, true]);
     // Back after a short gap (the system still counted it meanwhile): never the join race.
     const quick = inputs();
     quick.truth.recordConnection('envoy-b', { kind: 'stream-error', at: 5000, detail: 'UNAVAILABLE' });
