@@ -11,7 +11,7 @@ import { FunctionsConfig, QUERY_SETTINGS } from './lib/config';
 import { HttpError, json, problem, type QueryResponse } from './query/http';
 import { namespaceAllowed, parseNamespaceScope, type NamespaceScope } from './query/namespaces';
 import { route } from './query/routes';
-import { envoyDetail, fleetPage, objectView, type QueryStore, type ViewContext } from './query/views';
+import { envoyDetail, fleetPage, objectView, type ViewContext } from './query/views';
 
 export interface QueryHandlerOptions {
   env?: Record<string, string | undefined>;
@@ -75,4 +75,3 @@ export const handler = async (event: APIGatewayProxyEventV2): Promise<QueryRespo
   return handlerInstance(event);
 };
 
-export type { QueryStore };

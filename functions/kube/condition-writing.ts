@@ -7,7 +7,8 @@ import type { Logger } from 'pino';
 import { CONDITION_SETTINGS, type FunctionsConfig } from '../lib/config';
 import { createKubeAccess, kubeAccessConfigFromEnv, type KubeAccess } from './access';
 import { StatusWriter } from './status-writer';
-import { TrackedKinds, type TrackedKind } from './tracked-kinds';
+import type { TrackedKind } from '../../common/tracked-kinds';
+import { TrackedKinds } from './tracked-kinds';
 
 export interface ConditionWriting {
   writer: StatusWriter;

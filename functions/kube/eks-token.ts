@@ -12,8 +12,6 @@ export const EKS_TOKEN_PREFIX = 'k8s-aws-v1.';
 export const CLUSTER_ID_HEADER = 'x-k8s-aws-id';
 /** How long EKS honours a token (server side, fixed). */
 export const EKS_TOKEN_LIFETIME_MS = 15 * 60_000;
-/** Re-exported (it used to live here): the node:crypto hash the signer uses. */
-export { NodeSha256 } from '../../common/aws/sigv4';
 
 export interface EksTokenRequest {
   clusterName: string;

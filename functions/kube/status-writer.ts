@@ -10,7 +10,8 @@ import type { Logger } from 'pino';
 import { conditionChanged, STATUS_CONTROLLER_NAME, type Condition, type ConditionDraft, type ObjectRef } from '../../common/core';
 import { planConditionWrite, type MessageRefresh, type StatusSkipReason } from '../../common/core/status-update';
 import type { KubeAccess, KubeClients } from './access';
-import { placementOf, TrackedKinds, type ConditionPlacement, type TrackedKind } from './tracked-kinds';
+import type { ConditionPlacement, TrackedKind } from '../../common/tracked-kinds';
+import { placementOf, TrackedKinds } from './tracked-kinds';
 
 export type WriteOutcome =
   /** `refresh`: only the message changed (the refresh rule let it through). */

@@ -7,7 +7,6 @@ import { z } from 'zod';
 import { GATEWAY_API_CONDITION_TYPE, GATEWAY_API_GROUP, type ObjectRef } from '../../common/core';
 import { describeTrackedKindIssues, TrackedKindSchema, type ConditionPlacement, type TrackedKind } from '../../common/tracked-kinds';
 
-export type { ConditionPlacement, TrackedKind };
 
 /**
  * The status writer's entries: the shared schema with the two fields it addresses a CRD by held to

@@ -14,7 +14,8 @@ import { z } from 'zod';
 import { DEFAULT_CONDITION_TYPE, DEFAULT_SHARD_COUNT, isValidTypeUrl } from '../../common/core';
 import { DEFAULT_MESSAGE_REFRESH_MS } from '../../common/core/status-update';
 import { conditionTypeSchema } from '../../common/tracked-kinds';
-import { parseTrackedKinds, type TrackedKind } from '../kube/tracked-kinds';
+import type { TrackedKind } from '../../common/tracked-kinds';
+import { parseTrackedKinds } from '../kube/tracked-kinds';
 
 const trueOrFalse = (fallback: 'true' | 'false') =>
   z

@@ -1,4 +1,4 @@
-// The invariants of issue 8, checked against ground truth that the system under test cannot
+// The invariants of docs/RELIABILITY.md, checked against ground truth that the system under test cannot
 // influence: the simulated Envoys' own records (what each accepted or rejected, when it connected
 // or went away), the bytes they received (provenance stamps, ./content.ts) and the control planes'
 // rebuild logs (which type's content can reflect an object at all).

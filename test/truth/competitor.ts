@@ -53,8 +53,7 @@ export async function statusStorm(kubeUrl: string, name: string, durationMs: num
 }
 
 /**
- * A buggy controller that rewrites *our* condition (issue 8: "a competing status writer that rewrites
- * conditions"): it deletes it, flips its status and reason, or lowers its observedGeneration, keeping
+ * A buggy controller that rewrites *our* condition (docs/RELIABILITY.md, "Fault kinds"): it deletes it, flips its status and reason, or lowers its observedGeneration, keeping
  * every other condition and field as read. Each write is a merge patch with the resourceVersion read
  * (re-read and retried on 409), and returns the resourceVersion the API server gave it, so the checker
  * can attribute the watch event carrying that resourceVersion to the competitor, never to us.

@@ -1,4 +1,4 @@
-// The truth checker (issue 8): first the checks themselves on hand-made ground truth (each must be
+// The truth checker (docs/RELIABILITY.md): first the checks themselves on hand-made ground truth (each must be
 // able to fail), then a small budget of seeded fault schedules against the real in-process system.
 import pino from 'pino';
 import { CDS_TYPE_URL, EDS_TYPE_URL, RDS_TYPE_URL } from '../../common/core';

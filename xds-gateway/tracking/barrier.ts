@@ -24,7 +24,8 @@ import { formatObjectRef, type Clock, type ObjectRef } from '../../common/core';
 import { describeError } from '../../common/describe-error';
 import type { RelayControl, ReopenResult } from '../relay/observer';
 import type { Recorder } from './recorder';
-import { DEFAULT_NOT_OBSERVABLE_REASON, type ObservedObject, type ProcessedSignal } from './tracked-kinds';
+import type { ProcessedSignal } from '../../common/tracked-kinds';
+import { DEFAULT_NOT_OBSERVABLE_REASON, type ObservedObject } from './tracked-kinds';
 
 /** What the barrier needs to know about the control plane's leader (LeaderFollower implements it). */
 export interface LeaderView {

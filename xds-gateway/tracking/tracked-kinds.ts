@@ -5,7 +5,6 @@ import { z } from 'zod';
 import { STATUS_CONTROLLER_NAME, type ObjectRef } from '../../common/core';
 import { TrackedKindSchema, type ProcessedSignal } from '../../common/tracked-kinds';
 
-export type { ProcessedSignal };
 
 /** The gateway's entries: the shared TRACKED_KINDS entry, with the signal it reads "processed" from required. */
 const GatewayTrackedKindSchema = TrackedKindSchema.required({ signal: true });

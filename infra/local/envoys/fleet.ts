@@ -13,7 +13,7 @@ import { GroundTruth } from './groundTruth';
 import { Scheduler, systemClock, type SchedulerClock } from './scheduler';
 import { SimEnvoy, type SimEnvoyOptions, type SimNode, type Subscription, type XdsTransport } from './simEnvoy';
 import type { SubscriptionModelName } from './subscriptionModel';
-import type { XdsProtocol } from './typeState';
+import type { XdsProtocol } from './xds-protocol';
 
 export interface FleetOptions {
   /** Control plane address, `host:port`. */

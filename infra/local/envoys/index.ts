@@ -6,6 +6,7 @@ export * from './scheduler';
 export * from './simEnvoy';
 export * from './fleet';
 export * from './typeState';
+export * from './xds-protocol';
 export * from './subscriptionModel';
 export {
   decodeClusterRefs,

@@ -33,7 +33,8 @@ import {
   type NamesChange,
   type SubscriptionModelName,
 } from './subscriptionModel';
-import { TypeProtocolState, type ResponsePlan, type XdsProtocol } from './typeState';
+import { TypeProtocolState, type ResponsePlan } from './typeState';
+import type { XdsProtocol } from './xds-protocol';
 
 export type XdsTransport = 'ads' | 'per-type';
 

@@ -35,9 +35,7 @@ import type { ResourceVersion } from './groundTruth';
 import { sharedSotwNames, sotwResourceName, type NamedResource, type SotwNameCache } from './resourceNames';
 import { nameSetOf, type AnyLike } from './referencedNames';
 import type { DeltaUpsert } from './subscriptionModel';
-import type { XdsProtocol } from './xds-protocol';
 
-export type { XdsProtocol };
 
 /** What a response calls for, computed when it arrives and sent after the ACK delay. */
 export interface ResponsePlan<Request> {
