@@ -28,10 +28,11 @@ import {
   type DiscoveryResponse,
   type XdsNode,
 } from '../../common/xds';
-import { HTTPPROXY_API_PATH, SAMPLE_NAMESPACE, SAMPLE_SERVICE_PORT, applySamples, sampleCanaryService, sampleName, sampleService } from '../../infra/local/system/samples';
+import { applySamples, sampleName } from '../../infra/local/system/samples';
 import { StreamReader } from '../integration/gateway-relay/stream-reader';
 import { eventually } from '../integration/gateway-relay/helpers';
 import { ConditionObserver } from '../truth/observer';
+import { SampleMoves } from './support-sample-moves';
 import { CONDITION_TYPE, startTruthSystem, type TruthSystem } from '../truth/system';
 
 const RUNS = Number(process.env['FUZZ_RUNS'] ?? 40);
@@ -108,6 +109,7 @@ beforeAll(async () => {
   system = await startTruthSystem({ objects: 2, envoys: 2, logger });
   observer = new ConditionObserver(system.kube.url, CONDITION_TYPE);
   observer.start();
+  moves = new SampleMoves(system, observer);
   await applySamples(system.kube.url, 2);
   await observer.waitFor(() => [0, 1].every((index) => observer.current(sampleName(index))?.condition.status === 'True'), 30_000, 'both samples True');
   ads = createDiscoveryClient(ADS_SERVICE, system.gatewayAddress);
@@ -145,37 +147,8 @@ async function play(hostile: Hostile): Promise<grpc.StatusObject> {
   return reader.status;
 }
 
-let generation = 1;
-let moves = 0;
-/** Moves sample-(moves % 2) to its other Service and waits for True at the new generation. */
-async function changeGoesTrue(): Promise<void> {
-  const index = moves % 2;
-  const toCanary = Math.floor(moves / 2) % 2 === 0;
-  moves++;
-  const patch = { spec: { routes: [{ conditions: [{ prefix: '/' }], services: [{ name: toCanary ? sampleCanaryService(index) : sampleService(index), port: SAMPLE_SERVICE_PORT }] }] } };
-  const response = await fetch(`${system.kube.url}${HTTPPROXY_API_PATH}/namespaces/${SAMPLE_NAMESPACE}/httpproxies/${sampleName(index)}`, {
-    method: 'PATCH',
-    headers: { 'content-type': 'application/merge-patch+json' },
-    body: JSON.stringify(patch),
-  });
-  if (!response.ok) throw new Error(`patch: HTTP ${response.status}`);
-  generation = ((await response.json()) as { metadata: { generation: number } }).metadata.generation;
-  // An Envoy the fuzz left without answering counts until it expires (TTL): wait past it.
-  const budget = system.timings.envoyTtlMs + 20_000;
-  try {
-    await observer.waitFor(
-      () => {
-        const current = observer.current(sampleName(index));
-        return current?.condition.status === 'True' && current.condition.observedGeneration === generation;
-      },
-      budget,
-      `${sampleName(index)} True at generation ${generation}`,
-    );
-  } catch (error) {
-    // Say what the object says: which Envoy it still waits for.
-    throw new Error(`${String(error)}; its condition: ${JSON.stringify(observer.current(sampleName(index))?.condition)}`);
-  }
-}
+let moves: SampleMoves;
+const changeGoesTrue = (): Promise<void> => moves.changeGoesTrue();
 
 test(`${RUNS} hostile nodes: clear refusals, nothing stored for them, no wedge, other objects still go True`, async () => {
   const gateway = system.gateway;

@@ -45,9 +45,10 @@ import {
   type DiscoveryResponse,
 } from '../../common/xds';
 import { sotwResourceName, type SimEnvoy } from '../../infra/local/envoys';
-import { HTTPPROXY_API_PATH, SAMPLE_NAMESPACE, SAMPLE_SERVICE_PORT, applySamples, sampleCanaryService, sampleName, sampleService } from '../../infra/local/system/samples';
+import { applySamples, sampleName } from '../../infra/local/system/samples';
 import { eventually } from '../integration/gateway-relay/helpers';
 import { ConditionObserver } from '../truth/observer';
+import { SampleMoves } from './support-sample-moves';
 import { CONDITION_TYPE, startTruthSystem, type TruthSystem } from '../truth/system';
 
 const RUNS = Number(process.env['FUZZ_RUNS'] ?? 10);
@@ -104,6 +105,7 @@ beforeAll(async () => {
   system = await startTruthSystem({ objects: 2, envoys: 2, logger });
   observer = new ConditionObserver(system.kube.url, CONDITION_TYPE);
   observer.start();
+  moves = new SampleMoves(system, observer);
   await applySamples(system.kube.url, 2);
   // Wildcard references: what the config of each type is right now (names, and Delta's per-resource versions).
   const reference = (id: string, protocol: 'sotw' | 'delta'): SimEnvoy => {
@@ -135,31 +137,10 @@ const seqOf = (version: string): number | undefined => {
   return parsed.ok ? parsed.value.seq : undefined;
 };
 
-let generation = 1;
-let moves = 0;
-/** Moves sample-(moves % 2) to its other Service and waits for True at the new generation (as gateway-hostile-nodes.test.ts). */
+let moves: SampleMoves;
+/** The shared move (support-sample-moves.ts), then the well-behaved references must run the current config. */
 async function changeGoesTrue(): Promise<void> {
-  const index = moves % 2;
-  const toCanary = Math.floor(moves / 2) % 2 === 0;
-  moves++;
-  const patch = { spec: { routes: [{ conditions: [{ prefix: '/' }], services: [{ name: toCanary ? sampleCanaryService(index) : sampleService(index), port: SAMPLE_SERVICE_PORT }] }] } };
-  const response = await fetch(`${system.kube.url}${HTTPPROXY_API_PATH}/namespaces/${SAMPLE_NAMESPACE}/httpproxies/${sampleName(index)}`, {
-    method: 'PATCH',
-    headers: { 'content-type': 'application/merge-patch+json' },
-    body: JSON.stringify(patch),
-  });
-  if (!response.ok) throw new Error(`patch: HTTP ${response.status}`);
-  generation = ((await response.json()) as { metadata: { generation: number } }).metadata.generation;
-  // An odd client left behind counts until it expires (TTL): the budget covers it.
-  const budget = system.timings.envoyTtlMs + 20_000;
-  try {
-    await observer.waitFor(() => {
-      const current = observer.current(sampleName(index));
-      return current?.condition.status === 'True' && current.condition.observedGeneration === generation;
-    }, budget, `${sampleName(index)} True at generation ${generation}`);
-  } catch (error) {
-    throw new Error(`${String(error)}; its condition: ${JSON.stringify(observer.current(sampleName(index))?.condition)}`);
-  }
+  await moves.changeGoesTrue();
   // The well-behaved references run the current config of every type.
   const current = (typeUrl: string): string | undefined => {
     const group = gateway().relay.control.groups().find((g) => g.group === GROUP);
