@@ -6,7 +6,9 @@
 //
 // Violations (judged from ground truth outside the product; docs/RELIABILITY.md, "Soak"):
 //   - true-while-not-held: a True condition at generation G written while an Envoy the system had to
-//     count (test/truth/checker.ts liveAt) did not hold G (the fleet's own record of what it accepted; bench/support/soak-true-check.ts);
+//     count (test/truth/checker.ts liveAt) did not hold G: the truth checker's checkTrueWrites, run in
+//     the fleet child over the provenance stamps of what each Envoy accepted (bench/support/soak-true-check.ts);
+//   - checker-gap: a response the fleet received could not be decoded (a True it would have vouched for is unjudged);
 //   - not-true-within-budget: an object not True at its latest generation within TTL + 5 s + the time
 //     faults were on since its spec change (bench/support/soak-convergence.ts);
 //   - aggregate-drift: at the end, settled, the convergence aggregates differ from a recount of the
@@ -23,11 +25,12 @@ import pino from 'pino';
 import type { ObjectRef } from '../common/core';
 import { openTableFromEnv } from '../common/store';
 import { buildFunctionContext } from '../functions/lib/context';
-import { HTTPPROXY_TRACKED_KIND, startLocalSystem, type LocalSystem } from '../infra/local/system';
-import { DEFAULT_REQUIRED_TYPE_URLS } from '../infra/local/system/functions';
+import { HTTPPROXY_TRACKED_KIND, localEnvoyHeartbeatMs, startLocalSystem, type LocalSystem } from '../infra/local/system';
 import { SAMPLE_NAMESPACE } from '../infra/local/system/samples';
+import { typesReflecting } from '../test/truth/checker';
 import { ConditionObserver } from '../test/truth/observer';
-import { checkAggregatesMatchRecount } from '../test/truth/recount';
+import { SUBSCRIBED_TYPES } from '../test/truth/system';
+import { checkAggregatesMatchRecount, recountEnv } from '../test/truth/recount';
 import { nonNegativeInteger, positiveInteger } from './support/args';
 import { countConditionWrites, type ConditionWriteCounts } from './support/soak-condition-writes';
 import { convergenceTracker } from './support/soak-convergence';
@@ -130,6 +133,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       controlPlaneReplicas: 1,
       resyncEveryMs: options.resyncEveryMs,
       fleetProcess: 'child',
+      // Invariant 1 is judged in the fleet child against the stamps its Envoys received.
+      fleetContentTap: true,
       gatewayProcess: 'child',
     },
     { logger, processMetrics: false },
@@ -137,15 +142,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const observer = new ConditionObserver(system.kube.url, system.options.conditionType);
   const table = openTableFromEnv(system.dynamo.storeEnv, logger);
   const recountContext = buildFunctionContext(
-    {
-      ...system.dynamo.storeEnv,
-      ENVOY_TTL_MS: String(system.options.envoyTtlMs),
-      ACK_TIMEOUT_MS: String(system.options.ackTimeoutMs),
-      REQUIRED_TYPE_URLS: DEFAULT_REQUIRED_TYPE_URLS.join(','),
-      CONDITION_TYPE: system.options.conditionType,
-      TRACKED_KINDS: JSON.stringify([HTTPPROXY_TRACKED_KIND]),
-      KUBECONFIG_PATH: system.kube.kubeconfigPath,
-    },
+    recountEnv({ storeEnv: system.dynamo.storeEnv, envoyTtlMs: system.options.envoyTtlMs, ackTimeoutMs: system.options.ackTimeoutMs, conditionType: system.options.conditionType, kubeconfigPath: system.kube.kubeconfigPath }),
     logger.child({ component: 'soak-recount' }),
   );
   const timers: NodeJS.Timeout[] = [];
@@ -179,10 +176,22 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     sample();
     timers.push(setInterval(sample, options.sampleMs));
 
-    // As the truth checker counts a gone Envoy: until its last sighting plus the TTL, less the gateway's
-    // Envoy heartbeat (the local system's: TTL / 4, at most 30 s) and slack.
-    const goneGraceMs = system.options.envoyTtlMs - Math.min(30_000, Math.floor(system.options.envoyTtlMs / 4)) - 250;
-    const judge = trueWriteJudge(system.fleet.queries, table.store, refOf, goneGraceMs);
+    // The types reflecting an object do not change during a soak (the samples' shape is fixed): once
+    // a rebuild shows them, they are kept, so the rebuild log's capacity cannot lose them.
+    const reflecting = new Map<string, readonly string[]>();
+    const typesOf = (object: string): readonly string[] => {
+      const known = reflecting.get(object);
+      if (known !== undefined) return known;
+      const found = typesReflecting(object, { subscribedTypes: SUBSCRIBED_TYPES, rebuildLogs: system.controlPlane.replicas.map((replica) => replica.controlPlane.rebuildLog) });
+      if (found.length > 0) reflecting.set(object, found);
+      return found;
+    };
+    const judge = trueWriteJudge(system.fleet.queries, table.store, refOf, {
+      typesOf,
+      sourcePrefix: `${HTTPPROXY_TRACKED_KIND.group}/${HTTPPROXY_TRACKED_KIND.kind}/${SAMPLE_NAMESPACE}/`,
+      envoyTtlMs: system.options.envoyTtlMs,
+      envoyHeartbeatMs: localEnvoyHeartbeatMs(system.options.envoyTtlMs),
+    });
     const baseBudgetMs = system.options.envoyTtlMs + 5000;
     const convergence = convergenceTracker(baseBudgetMs);
     const eds = startEdsChurn(system.controlPlane, options.objects, options.edsIntervalMs);

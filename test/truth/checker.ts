@@ -48,6 +48,12 @@ export interface TruthInputs {
    * subscribing by name (a real gRPC xDS client resolving one fqdn) holds only its own object's.
    */
   concerns?: (nodeId: string, object: string) => boolean;
+  /**
+   * Which of `subscribedTypes` reflect `object` (default: typesReflecting over `rebuildLogs`). A checker
+   * running where the rebuild logs are not (the soak's fleet child, ./fleet-true-writes.ts) is handed
+   * the answer computed where they are.
+   */
+  typesOf?: (object: string) => readonly string[];
 }
 
 /** Slack for the gap between a write and the watch delivering it, and timer jitter. */
@@ -130,7 +136,7 @@ function shortName(typeUrl: string): 'CDS' | 'EDS' | 'LDS' | 'RDS' | 'SDS' | und
 }
 
 /** Types whose content reflects `object` in any rebuild of any replica (EDS, for one, never does). */
-export function typesReflecting(object: string, inputs: TruthInputs): string[] {
+export function typesReflecting(object: string, inputs: Pick<TruthInputs, 'subscribedTypes' | 'rebuildLogs'>): string[] {
   return inputs.subscribedTypes.filter((typeUrl) => {
     const short = shortName(typeUrl);
     if (!short) return false;
@@ -218,7 +224,7 @@ export function checkTrueWrites(writes: readonly ConditionWrite[], inputs: Truth
     const generation = write.condition.observedGeneration;
     let types = reflecting.get(object);
     if (!types) {
-      types = typesReflecting(object, inputs);
+      types = inputs.typesOf ? [...inputs.typesOf(object)] : typesReflecting(object, inputs);
       reflecting.set(object, types);
     }
     if (types.length === 0) {

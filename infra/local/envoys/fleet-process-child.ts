@@ -4,11 +4,15 @@
 // own logger. Why a process of its own: a fleet-wide SotW push at 1,000 Envoys × 1,000 objects is
 // ~1 GB of responses to decode, and in production Envoys are other machines, not the gateway's loop.
 import pino, { type Logger } from 'pino';
-import { ackCountFromTruth, configuredCountOf, connectedCountOf, heldAtFromTruth, lastAcksFromTruth, programmedAtFromTruth } from './fleet-queries';
+import { ackCountFromTruth, configuredCountOf, connectedCountOf, lastAcksFromTruth, programmedAtFromTruth } from './fleet-queries';
 import { childMessageSchema, parentMessageSchema, type ChildMessage, type FleetQuery } from './fleet-process-protocol';
 import { buildFleet, type BuiltFleet } from './fleet-spec';
+import { tapFleetResponses, type ResponseContents } from '../../../test/truth/content';
+import { fleetTrueWriteViolations } from '../../../test/truth/fleet-true-writes';
 
 let built: BuiltFleet | undefined;
+/** The provenance tap, when the parent asked for it at start. */
+let contents: ResponseContents | undefined;
 let logger: Logger = pino({ level: 'warn' }, pino.destination(2));
 let exiting = false;
 
@@ -31,8 +35,9 @@ function answer(query: FleetQuery, fleet: BuiltFleet): unknown {
       return lastAcksFromTruth(fleet.fleet.truth, nodeIds, query.names, query.since);
     case 'programmedAt':
       return programmedAtFromTruth(fleet.fleet.truth, nodeIds, query.targets, query.since);
-    case 'heldAt':
-      return heldAtFromTruth(fleet.fleet.truth, nodeIds, query.targets, query.joinRaceMs, query.goneGraceMs);
+    case 'trueWrites':
+      if (contents === undefined) throw new Error('trueWrites needs the content tap: start the fleet with tapContents');
+      return fleetTrueWriteViolations(fleet, contents, query);
   }
 }
 
@@ -69,6 +74,8 @@ function onMessage(raw: unknown): void {
       }
       const startedAt = Date.now();
       logger = pino({ level: message.logLevel, base: { component: 'fleet', pid: process.pid } }, pino.destination(2));
+      // Streams capture the codec's decoder when they open, so the tap goes in before the fleet exists.
+      if (message.tapContents === true) contents = tapFleetResponses();
       try {
         built = buildFleet(message.spec, logger);
       } catch (error) {

@@ -7,9 +7,10 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { describeExit, waitUntilReady, watchStderr } from '../child-process';
 import type { Fleet } from './fleet';
-import { ackCountFromTruth, configuredCountOf, connectedCountOf, heldAtFromTruth, lastAcksFromTruth, programmedAtFromTruth, type FleetHeldAt, type FleetLastAcks, type FleetProgrammedAt, type HeldTarget, type WatermarkTarget } from './fleet-queries';
-import { childMessageSchema, countResultSchema, heldAtResultSchema, lastAcksResultSchema, programmedAtResultSchema, type FleetQuery, type ParentMessage } from './fleet-process-protocol';
+import { ackCountFromTruth, configuredCountOf, connectedCountOf, lastAcksFromTruth, programmedAtFromTruth, type FleetLastAcks, type FleetProgrammedAt, type WatermarkTarget } from './fleet-queries';
+import { childMessageSchema, countResultSchema, lastAcksResultSchema, programmedAtResultSchema, type FleetQuery, type ParentMessage } from './fleet-process-protocol';
 import { buildFleet, type FleetSpec } from './fleet-spec';
+import { fleetTrueWritesResultSchema, type FleetTrueWritesQuery, type FleetTrueWritesResult } from '../../../test/truth/fleet-true-writes';
 import type { SimEnvoy } from './simEnvoy';
 
 /** Questions about a fleet's state and ground truth, answered the same in both modes. */
@@ -24,8 +25,12 @@ export interface FleetQueries {
   lastAcks(names: readonly string[], since: number): Promise<FleetLastAcks>;
   /** Per target, the last Envoy to have it on every watermarked type since `since`: programmedAtFromTruth. */
   programmedAt(targets: readonly WatermarkTarget[], since: number): Promise<FleetProgrammedAt>;
-  /** Per target, the Envoys the system must count at `at` that did not hold it then: heldAtFromTruth (the soak's invariant-1 check). */
-  heldAt(targets: readonly HeldTarget[], joinRaceMs: number, goneGraceMs: number): Promise<FleetHeldAt>;
+  /**
+   * Invariant 1 over True writes, judged by the truth checker against the provenance stamps the fleet
+   * received (test/truth/fleet-true-writes.ts). Needs the content tap (FleetProcessOptions.tapContents);
+   * an inline fleet rejects: in this process the caller taps the codec and runs checkTrueWrites itself.
+   */
+  trueWriteViolations(query: Omit<FleetTrueWritesQuery, 'kind'>): Promise<FleetTrueWritesResult>;
 }
 
 export function inlineFleetQueries(fleet: Fleet, envoys: readonly SimEnvoy[]): FleetQueries {
@@ -36,7 +41,7 @@ export function inlineFleetQueries(fleet: Fleet, envoys: readonly SimEnvoy[]): F
     ackCount: async (since) => ackCountFromTruth(fleet.truth, nodeIds(), since),
     lastAcks: async (names, since) => lastAcksFromTruth(fleet.truth, nodeIds(), names, since),
     programmedAt: async (targets, since) => programmedAtFromTruth(fleet.truth, nodeIds(), targets, since),
-    heldAt: async (targets, joinRaceMs, goneGraceMs) => heldAtFromTruth(fleet.truth, nodeIds(), targets, joinRaceMs, goneGraceMs),
+    trueWriteViolations: () => Promise.reject(new Error('trueWriteViolations: an inline fleet has no content tap; tap the codec (test/truth/content.ts) and run checkTrueWrites in this process')),
   };
 }
 
@@ -44,6 +49,8 @@ export interface FleetProcessOptions {
   spec: FleetSpec;
   /** The child's log lines are re-emitted here at their own level; the child logs at this logger's level. */
   logger: Logger;
+  /** Record the provenance stamps of every response the Envoys receive, for trueWriteViolations (default off: it costs memory). */
+  tapContents?: boolean;
   /** How long to wait for the child to start its fleet (default 30 s). */
   startTimeoutMs?: number;
 }
@@ -135,7 +142,7 @@ export async function startFleetProcess(opts: FleetProcessOptions): Promise<Flee
       };
       child.on('message', onMessage);
       // The spec goes over IPC, not argv: 5,000 node templates are fine, but argv strings are capped (128 KiB).
-      send({ type: 'start', spec: opts.spec, logLevel: opts.logger.level }, (error) => opts.logger.error({ err: error }, 'fleet child: start message not sent'));
+      send({ type: 'start', spec: opts.spec, logLevel: opts.logger.level, ...(opts.tapContents === true ? { tapContents: true } : {}) }, (error) => opts.logger.error({ err: error }, 'fleet child: start message not sent'));
       return () => child.off('message', onMessage);
     },
   });
@@ -167,7 +174,7 @@ export async function startFleetProcess(opts: FleetProcessOptions): Promise<Flee
     ackCount: async (since) => countResultSchema.parse(await ask({ kind: 'ackCount', since })),
     lastAcks: async (names, since) => lastAcksResultSchema.parse(await ask({ kind: 'lastAcks', names: [...names], since })),
     programmedAt: async (targets, since) => programmedAtResultSchema.parse(await ask({ kind: 'programmedAt', targets: targets.map((t) => ({ ...t })), since })),
-    heldAt: async (targets, joinRaceMs, goneGraceMs) => heldAtResultSchema.parse(await ask({ kind: 'heldAt', targets: targets.map((t) => ({ ...t })), joinRaceMs, goneGraceMs })),
+    trueWriteViolations: async (query) => fleetTrueWritesResultSchema.parse(await ask({ kind: 'trueWrites', ...query })),
     close: () =>
       (closing ??= (async () => {
         closeRequested = true;

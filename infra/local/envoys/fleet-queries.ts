@@ -2,7 +2,7 @@
 // or the fleet child process) and returned as plain JSON, so both fleet modes answer identically.
 import { CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL } from '../../../common/xds';
 import { parseVersion } from '../../../common/core/version';
-import type { ConnectionEvent, GroundTruth } from './groundTruth';
+import type { GroundTruth } from './groundTruth';
 import type { SimEnvoy } from './simEnvoy';
 
 /** An object counts as programmed on an Envoy once both its cluster (CDS) and endpoints (EDS) are in. */
@@ -147,97 +147,3 @@ export function configuredCountOf(truth: GroundTruth, nodeIds: Iterable<string>,
   return count;
 }
 
-/**
- * An object generation to judge at one moment: per lineage the gateway stamped it on, the type seqs
- * from which that lineage's content reflects it (the OBJECT item's watermarks, as in WatermarkTarget).
- */
-export interface HeldTarget {
-  key: string;
-  /** The moment to judge (ms since the epoch, this machine's clock): a condition's True write. */
-  at: number;
-  seqByTypeByLineage: Record<string, Record<string, number>>;
-}
-
-export interface FleetHeldAt {
-  /**
-   * Per target key, over the Envoys the system must count at `at` (liveAt below): how many did not
-   * hold it at `at`, and a few of their node ids. `joinedRecently`: of those, the ones whose first
-   * acceptance was within `joinRaceMs` before `at` (the known join race of the truth checker, reported apart).
-   */
-  missing: Record<string, { live: number; notHolding: number; joinedRecently: number; examples: string[] }>;
-}
-
-/**
- * Whether the system must count the Envoy at `at`, by the truth checker's rule (test/truth/checker.ts
- * liveAt): a connection counts once the Envoy heard from the server on it (here: accepted a response);
- * one that ended at g counts until g + `goneGraceMs` (the TTL less the gateway's heartbeat and slack),
- * since the system may lawfully expire an Envoy that stays away, e.g. one that cannot reconnect to a
- * restarted gateway.
- */
-function liveAt(connections: readonly ConnectionEvent[], acceptedTimes: readonly number[], at: number, goneGraceMs: number): boolean {
-  const established = (from: number, to: number): boolean => acceptedTimes.some((time) => time >= from && time <= to);
-  let goneAt: number | undefined;
-  let openSince: number | undefined;
-  for (const event of connections) {
-    if (event.at > at) break;
-    if (event.kind === 'connected') openSince = event.at;
-    else {
-      if (openSince !== undefined && established(openSince, event.at)) goneAt = event.at;
-      openSince = undefined;
-    }
-  }
-  if (openSince !== undefined && established(openSince, at)) return true;
-  return goneAt !== undefined && at - goneAt < goneGraceMs;
-}
-
-/** The last accepted response at or before `at` (the list is in acceptance order). */
-function latestAcceptedAt(accepted: readonly { acceptedAt: number; versionInfo: string }[], at: number): { acceptedAt: number; versionInfo: string } | undefined {
-  let low = 0;
-  let high = accepted.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if ((accepted[middle]?.acceptedAt ?? Number.POSITIVE_INFINITY) <= at) low = middle + 1;
-    else high = middle;
-  }
-  return low === 0 ? undefined : accepted[low - 1];
-}
-
-/**
- * Whether each Envoy held each target at its moment, per type as the core counts it (docs/ARCHITECTURE.md,
- * "Per-type lineage"): the type's latest accepted response at `at` is on a lineage that has a watermark
- * for the target, at or past that lineage's seq for the type. A type the lineage's watermark does not
- * name is not judged; a type with nothing accepted, or accepted only from a lineage without a
- * watermark (e.g. content from before the change, held across a gateway restart), is not held. SotW
- * Envoys: the latest accepted response is the whole config of its type.
- */
-export function heldAtFromTruth(truth: GroundTruth, nodeIds: Iterable<string>, targets: readonly HeldTarget[], joinRaceMs: number, goneGraceMs: number): FleetHeldAt {
-  const missing: FleetHeldAt['missing'] = {};
-  for (const target of targets) missing[target.key] = { live: 0, notHolding: 0, joinedRecently: 0, examples: [] };
-  for (const nodeId of nodeIds) {
-    const acceptedTimes = ALL_FOUR_TYPE_URLS.flatMap((typeUrl) => truth.acceptedVersions(nodeId, typeUrl).map((accepted) => accepted.acceptedAt));
-    const firstAcceptedAt = acceptedTimes.reduce((earliest, time) => Math.min(earliest, time), Number.POSITIVE_INFINITY);
-    const connections = truth.envoyTruth(nodeId)?.connections ?? [];
-    for (const target of targets) {
-      if (!liveAt(connections, acceptedTimes, target.at, goneGraceMs)) continue;
-      const entry = missing[target.key] as FleetHeldAt['missing'][string];
-      entry.live++;
-      const typeUrls = new Set(Object.values(target.seqByTypeByLineage).flatMap((seqByType) => Object.keys(seqByType)));
-      // No watermark at all: nothing shows the Envoy holds it.
-      const holds = typeUrls.size > 0 && [...typeUrls].every((typeUrl) => {
-        const latest = latestAcceptedAt(truth.acceptedVersions(nodeId, typeUrl), target.at);
-        if (latest === undefined) return false;
-        const parsed = parseVersion(latest.versionInfo);
-        if (!parsed.ok) return false;
-        const watermark = target.seqByTypeByLineage[parsed.value.lineage];
-        if (watermark === undefined) return false;
-        const seq = watermark[typeUrl];
-        return seq === undefined || parsed.value.seq >= seq;
-      });
-      if (holds) continue;
-      entry.notHolding++;
-      if (target.at - firstAcceptedAt < joinRaceMs) entry.joinedRecently++;
-      if (entry.examples.length < 5) entry.examples.push(nodeId);
-    }
-  }
-  return { missing };
-}

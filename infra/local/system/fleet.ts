@@ -64,6 +64,8 @@ export interface FleetComponentOptions {
   slowAckMs: number;
   /** Real clients resolve `xds:///<fqdn of sample 0>`; without samples they have nothing to resolve. */
   objects: number;
+  /** Child fleets only: record the stamps of every response received (LocalSystemOptions.fleetContentTap). */
+  tapContents?: boolean;
   logger: Logger;
 }
 
@@ -135,7 +137,7 @@ export function startFleetComponent(opts: FleetComponentOptions): InlineFleetCom
 /** The simulated fleet in a child process; real gRPC clients (if any) stay in this process. */
 export async function startChildFleetComponent(opts: FleetComponentOptions): Promise<ChildFleetComponent> {
   const spec = systemFleetSpec(opts);
-  const child = await startFleetProcess({ spec, logger: opts.logger.child({ component: 'fleet' }) });
+  const child = await startFleetProcess({ spec, logger: opts.logger.child({ component: 'fleet' }), ...(opts.tapContents === true ? { tapContents: true } : {}) });
   opts.logger.info({ pid: child.pid, envoys: child.envoys, startupMs: child.startupMs }, 'fleet child process started');
   const real = startRealClients(opts);
   return {

@@ -4,7 +4,7 @@ export { HTTPROUTE_TRACKED_KIND } from '../control-plane/gateway-api';
 export type { LocalSystem, SystemEndpoints, StartupStep, StartContext, ControlPlaneMode, ControlPlaneComponentOf } from './system';
 export { CONTOUR_LEASE, CONTOUR_INSTALL_HINT, contourInstall, contourReplicaName } from './contour';
 export type { ContourComponent, ContourInstall, ContourProcess, ContourReplica } from './contour';
-export { localSystemOptionsSchema, portLayout } from './options';
+export { localEnvoyHeartbeatMs, localSystemOptionsSchema, portLayout } from './options';
 export type { LocalSystemOptions, ResolvedSystemOptions, PortLayout } from './options';
 export { startFunctionUrl, toFunctionUrlEvent } from './function-url';
 export type { FunctionUrlHandler, FunctionUrlServer } from './function-url';

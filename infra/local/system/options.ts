@@ -93,6 +93,12 @@ export const localSystemOptionsSchema = z
      */
     fleetProcess: z.enum(['inline', 'child']).default('inline'),
     /**
+     * With fleetProcess 'child': the child records the provenance stamps of every response its Envoys
+     * receive, so invariant 1 can be judged there against what they held (the soak). Off by default:
+     * it keeps one set of stamps per response version.
+     */
+    fleetContentTap: z.boolean().default(false),
+    /**
      * Where the xDS gateway runs: 'inline' (default) in this process; 'child' as its own Node process
      * running xds-gateway/main.ts with the same flags, as it is deployed (the e2e bench's default).
      */
@@ -111,6 +117,11 @@ export const localSystemOptionsSchema = z
   })
   .strict()
   .refine((options) => !options.gatewayApi || options.controlPlane === 'contour', { message: 'gatewayApi needs controlPlane: contour', path: ['gatewayApi'] });
+
+/** The gateway's per-Envoy heartbeat in the local system: a quarter of the TTL, at most the deployed 30 s. */
+export function localEnvoyHeartbeatMs(envoyTtlMs: number): number {
+  return Math.min(30_000, Math.floor(envoyTtlMs / 4));
+}
 
 export type LocalSystemOptions = z.input<typeof localSystemOptionsSchema>;
 export type ResolvedSystemOptions = z.output<typeof localSystemOptionsSchema>;

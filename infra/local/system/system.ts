@@ -27,7 +27,7 @@ import { startBackendComponent, startFleetComponentIn, type FleetComponentOf, ty
 import { startFunctionsComponent, type FunctionsComponent } from './functions';
 import { startGatewayComponent, type GatewayComponent } from './gateway';
 import { startKubeComponent, type KubeComponent } from './kube';
-import { localSystemOptionsSchema, portLayout, type LocalSystemOptions, type ResolvedSystemOptions } from './options';
+import { localEnvoyHeartbeatMs, localSystemOptionsSchema, portLayout, type LocalSystemOptions, type ResolvedSystemOptions } from './options';
 import { applySampleBackends, applySamples, SAMPLE_NAMESPACE, sampleCanaryService, sampleService } from './samples';
 
 export const HTTPPROXY_TRACKED_KIND = { group: 'projectcontour.io', version: 'v1', kind: 'HTTPProxy', plural: 'httpproxies', namespaced: true };
@@ -213,7 +213,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
                 },
               }),
           // An idle Envoy is refreshed well within the TTL (the defaults suit the default 120 s).
-          envoyHeartbeatMs: Math.min(30_000, Math.floor(options.envoyTtlMs / 4)),
+          envoyHeartbeatMs: localEnvoyHeartbeatMs(options.envoyTtlMs),
           lineageHeartbeatMs: Math.min(5000, Math.floor(options.envoyTtlMs / 4)),
           ...(options.gatewayQueueHighWater === undefined ? {} : { queueHighWater: options.gatewayQueueHighWater }),
           logger,
@@ -264,6 +264,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
         slowEnvoys: options.slowEnvoys,
         slowAckMs: options.slowAckMs,
         objects: options.objects,
+        tapContents: options.fleetContentTap,
         logger,
       }),
     );

@@ -2,7 +2,7 @@
 // on a hand-built GroundTruth, and the node-id template of a FleetSpec.
 import { CLUSTER_LOAD_ASSIGNMENT_TYPE_URL as EDS, CLUSTER_TYPE_URL as CDS, LISTENER_TYPE_URL as LDS } from '../../../common/xds';
 import { GroundTruth } from '../../../infra/local/envoys';
-import { ackCountFromTruth, configuredCountOf, heldAtFromTruth, lastAcksFromTruth, programmedAtFromTruth } from '../../../infra/local/envoys/fleet-queries';
+import { ackCountFromTruth, configuredCountOf, lastAcksFromTruth, programmedAtFromTruth } from '../../../infra/local/envoys/fleet-queries';
 import { encodeVersion } from '../../../common/core/version';
 import { fleetSpecSchema, nodeFromTemplate } from '../../../infra/local/envoys/fleet-spec';
 
@@ -89,63 +89,5 @@ describe('programmedAtFromTruth: invariant 1 by the ground truth', () => {
     { nodes: ['b'], since: 155, lastAck: {}, firstAck: {}, envoysWith: {} },
   ])('$nodes since $since', ({ nodes, since, lastAck, firstAck, envoysWith }) => {
     expect(programmedAtFromTruth(truth, nodes, [target], since)).toEqual({ lastAck, firstAck, envoysWith });
-  });
-});
-
-describe('heldAtFromTruth: what each Envoy held at a True write (the soak)', () => {
-  const OLD = 'gw.boot1.ingress';
-  const NEW = 'gw.boot2.ingress';
-  const RDS = 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration';
-  const version = (seq: number, lineage: string): string => encodeVersion({ lineage, seq });
-  const acceptVersion = (truth: GroundTruth, node: string, typeUrl: string, at: number, versionInfo: string): void =>
-    truth.recordAccepted(node, typeUrl, { versionInfo, nonce: String(at), acceptedAt: at, resources: [], removed: [] });
-  const truth = new GroundTruth();
-  for (const node of ['a', 'b', 'c', 'late']) truth.registerEnvoy(node, 'ingress');
-  // The generation was served on OLD from CDS 5 / RDS 7, and on NEW (after a restart) from its first content.
-  const lineages = { [OLD]: { [CDS]: 5, [RDS]: 7 }, [NEW]: { [CDS]: 1, [RDS]: 1 } };
-  // a: had it on OLD at 300, still holds OLD content while reconnecting, NEW content from 1000.
-  acceptVersion(truth, 'a', CDS, 110, version(5, OLD));
-  acceptVersion(truth, 'a', RDS, 120, version(6, OLD));
-  acceptVersion(truth, 'a', RDS, 300, version(7, OLD));
-  acceptVersion(truth, 'a', CDS, 1000, version(1, NEW));
-  acceptVersion(truth, 'a', RDS, 1010, version(1, NEW));
-  // b: its route never reached 7 on OLD; NEW content from 900 (CDS) and 960 (RDS).
-  acceptVersion(truth, 'b', CDS, 150, version(6, OLD));
-  acceptVersion(truth, 'b', RDS, 160, version(6, OLD));
-  acceptVersion(truth, 'b', CDS, 900, version(2, NEW));
-  acceptVersion(truth, 'b', RDS, 960, version(2, NEW));
-  // c: RDS content from a lineage without a watermark for the generation.
-  acceptVersion(truth, 'c', CDS, 130, version(5, OLD));
-  acceptVersion(truth, 'c', RDS, 140, version(40, 'gw.boot0.ingress'));
-  // late: first heard at 2000.
-  acceptVersion(truth, 'late', CDS, 2000, version(3, NEW));
-  // Connections: a reconnects after the gateway restart at 950; c goes away at 600 and never comes back.
-  const connect = (node: string, kind: 'connected' | 'disconnected', at: number): void => truth.recordConnection(node, { kind, at });
-  for (const node of ['a', 'b', 'c']) connect(node, 'connected', 100);
-  connect('c', 'disconnected', 600);
-  connect('a', 'disconnected', 950);
-  connect('a', 'connected', 990);
-  connect('late', 'connected', 1990);
-  const nodes = ['a', 'b', 'c', 'late'];
-  const GONE_GRACE_MS = 1000;
-
-  test.each([
-    // At 200 a's route is at 6: a, b and c all miss it; late is not heard yet.
-    { at: 200, live: 3, notHolding: 3, examples: ['a', 'b', 'c'] },
-    // At 500 a holds it on OLD; b does not (RDS 6), c does not (no watermark on its RDS lineage).
-    { at: 500, live: 3, notHolding: 2, examples: ['b', 'c'] },
-    // At 950 a, just disconnected, still holds OLD content; b's CDS is on NEW but its RDS still OLD 6; c, gone 350 ms, still counts.
-    { at: 950, live: 3, notHolding: 2, examples: ['b', 'c'] },
-    // At 2000 c has been gone longer than the grace: not counted; late is heard but has no RDS; b holds NEW content.
-    { at: 2000, live: 3, notHolding: 1, examples: ['late'] },
-  ])('at $at', ({ at, live, notHolding, examples }) => {
-    const { missing } = heldAtFromTruth(truth, nodes, [{ key: 'x', at, seqByTypeByLineage: lineages }], 0, GONE_GRACE_MS);
-    expect(missing['x']).toEqual({ live, notHolding, joinedRecently: 0, examples });
-  });
-
-  test('a gone Envoy counts for the grace; one first heard within the join race is reported apart; no watermark means not held', () => {
-    expect(heldAtFromTruth(truth, nodes, [{ key: 'x', at: 2000, seqByTypeByLineage: lineages }], 0, 2000).missing['x']).toEqual({ live: 4, notHolding: 2, joinedRecently: 0, examples: ['c', 'late'] });
-    expect(heldAtFromTruth(truth, nodes, [{ key: 'x', at: 2000, seqByTypeByLineage: lineages }], 500, GONE_GRACE_MS).missing['x']?.joinedRecently).toBe(1);
-    expect(heldAtFromTruth(truth, ['a'], [{ key: 'y', at: 2000, seqByTypeByLineage: {} }], 0, GONE_GRACE_MS).missing['y']).toEqual({ live: 1, notHolding: 1, joinedRecently: 0, examples: ['a'] });
   });
 });
