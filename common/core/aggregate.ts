@@ -100,6 +100,14 @@ function counted(member: Member | undefined): member is Member {
 }
 
 /**
+ * Live as core isLive judges an Envoy state: not EXPIRED (nor gone), seen within the TTL. The one
+ * statement for members: the shard evaluator and the PROGRESS builder (lineage-progress.ts) apply it.
+ */
+export function isLiveMember(member: Member | undefined, now: number, ttlMs: number): member is Member {
+  return counted(member) && seenWithin(member.s, now, ttlMs);
+}
+
+/**
  * Applies a member update iff it is newer (absent, or stored rev < new rev). Counts are adjusted
  * incrementally: the old member's contribution is removed and the new one's added.
  */
@@ -262,9 +270,7 @@ export function memberBlocker(
   // still holds from it is judged like any unsubscribed type (required types: `req`, from the own
   // lineage only). Without this, one such type blocked every generation forever (RELIABILITY.md).
   if (b.split !== undefined) {
-    // Only a lineage *known* dead is ignored: one missing from the registry read may be new (registered
-    // after that read), so it blocks like a live one.
-    const liveElsewhere = b.split.filter((other) => other !== lineage && deadLineages?.has(other) !== true);
+    const liveElsewhere = splitLiveElsewhere(b.split, lineage, deadLineages);
     if (liveElsewhere.length > 0) return { nodeId, reason: 'pending', typeUrls: [`split across gateway instances (${b.split.join(', ')})`] };
   }
   if (b.none === true) return { nodeId, reason: 'pending', typeUrls: [...(b.req ?? [])] };
@@ -276,6 +282,15 @@ export function memberBlocker(
   const stuck = behind.filter((w) => waitedPastTimeout(w.s, observedAt, policy.ackTimeoutMs));
   if (stuck.length > 0) return { nodeId, reason: 'stuck', typeUrls: stuck.map((w) => w.u), since: Math.min(...stuck.map((w) => w.s)) };
   return { nodeId, reason: 'pending', typeUrls: [...new Set([...behind.map((w) => w.u), ...behindByAck(member, mark), ...(b.req ?? [])])].sort() };
+}
+
+/**
+ * The lineages of a split member's types (`b.split`) other than `lineage` that are not known dead.
+ * Only a lineage *known* dead is ignored: one missing from the registry read may be new (registered
+ * after that read), so it blocks like a live one.
+ */
+export function splitLiveElsewhere(split: readonly string[], lineage: Lineage, deadLineages: ReadonlySet<string> | undefined): string[] {
+  return split.filter((other) => other !== lineage && deadLineages?.has(other) !== true);
 }
 
 /** Subscribed types whose ACKed seq is below the watermark's version of them (full URL when the watermark names it). */
@@ -299,13 +314,19 @@ function behindByAck(member: Member, mark: LineageWatermark): string[] {
  */
 export function denominatorBlocker(aggregate: LineageAggregate): { blocker: Blocker; missing: number } | undefined {
   const { lineage, envoysRecorded } = aggregate;
-  if (envoysRecorded === undefined) {
-    return { missing: 0, blocker: { nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [DENOMINATOR_UNKNOWN] } };
-  }
+  if (envoysRecorded === undefined) return { missing: 0, blocker: unknownCountBlocker(lineage) };
   const missing = envoysRecorded - appliedMembers(aggregate);
   if (missing <= 0) return undefined;
   const envoys = missing === 1 ? '1 Envoy state' : `${missing} Envoy states`;
   return { missing, blocker: { nodeId: `${envoys} of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [DENOMINATOR_IN_TRANSIT] } };
+}
+
+/**
+ * The lineage's Envoys cannot be counted (its count item is missing, corrupt or has none): nothing on
+ * it can be Programmed. Also what a live lineage without a PROGRESS item gives (lineage-progress.ts).
+ */
+export function unknownCountBlocker(lineage: Lineage): Blocker {
+  return { nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [DENOMINATOR_UNKNOWN] };
 }
 
 /** Blocker texts of the denominator check (shown as "waiting for <n> Envoy states of … (<text>)"). */
@@ -323,8 +344,7 @@ export function evaluateFromAggregates(input: AggregateEvaluationInput): Converg
     const mark = watermark.observable ? watermark.lineages[aggregate.lineage] : undefined;
     for (const shard of aggregate.shards) {
       for (const [nodeId, member] of Object.entries(shard.members)) {
-        // Live as core isLive judges an Envoy state: not EXPIRED (nor gone), seen within the TTL.
-        if (!counted(member) || !seenWithin(member.s, now, policy.ttlMs)) continue;
+        if (!isLiveMember(member, now, policy.ttlMs)) continue;
         total++;
         if (!watermark.observable) continue;
         const blocker = memberBlocker(nodeId, aggregate.lineage, member, mark, now, policy, input.deadLineages, object);

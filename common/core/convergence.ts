@@ -68,8 +68,16 @@ export const BLOCKER_SEVERITY = Object.fromEntries(Object.keys(BLOCKER_VERDICT).
 
 /** The state a set of blockers gives, the same for every evaluator (reference and aggregates). */
 export function convergenceState(blockers: readonly Blocker[], undecided: boolean): ConvergenceState {
+  return stateOfReasons(blockers.map((blocker) => blocker.reason), undecided);
+}
+
+/**
+ * convergenceState over the reasons alone: the PROGRESS evaluator (lineage-progress.ts) knows how many
+ * blockers of each reason there are without holding every blocker.
+ */
+export function stateOfReasons(reasons: Iterable<Blocker['reason']>, undecided: boolean): ConvergenceState {
   let worst: Blocker['reason'] | undefined;
-  for (const { reason } of blockers) if (worst === undefined || BLOCKER_SEVERITY[reason] < BLOCKER_SEVERITY[worst]) worst = reason;
+  for (const reason of reasons) if (worst === undefined || BLOCKER_SEVERITY[reason] < BLOCKER_SEVERITY[worst]) worst = reason;
   if (worst === undefined) return undecided ? 'Pending' : 'Programmed';
   return BLOCKER_VERDICT[worst];
 }
@@ -102,9 +110,16 @@ export function unresolvedNacks(envoy: EnvoyState): BlockingNack[] {
  * attribution existed). Never undefined for a non-empty list: a NACK always blocks (invariant 2).
  */
 export function nackBlocker(nodeId: string, nacks: BlockingNack[], object: ObjectRef | undefined): Blocker {
+  return { nodeId, reason: blamesOtherObjectsOnly(nacks, object) ? 'blocked' : 'nacked', nacks };
+}
+
+/**
+ * nackBlocker's rule on the blames alone: every NACK names objects, none of them `object`. The
+ * PROGRESS item (lineage-progress.ts) keeps NACK members as counts per blame, not their NACKs.
+ */
+export function blamesOtherObjectsOnly(nacks: readonly { objects?: readonly string[] | undefined }[], object: ObjectRef | undefined): boolean {
   const key = object === undefined ? undefined : formatObjectRef(object);
-  const elsewhere = key !== undefined && nacks.every((nack) => nack.objects !== undefined && nack.objects.length > 0 && !nack.objects.includes(key));
-  return { nodeId, reason: elsewhere ? 'blocked' : 'nacked', nacks };
+  return key !== undefined && nacks.every((nack) => nack.objects !== undefined && nack.objects.length > 0 && !nack.objects.includes(key));
 }
 
 /**

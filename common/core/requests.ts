@@ -20,7 +20,11 @@ export interface RequestContext {
   /**
    * The request adds resource names to the subscription (SotW: resource_names gained a name compared
    * with the stream's previous request for this type; Delta: resource_names_subscribe is not empty).
-   * Ignored on an initial request, which starts the subscription afresh.
+   * Ignored on an initial request, which starts the subscription afresh. The type then counts at no
+   * version until the ACK of a response sent after this request (applyNamesAdded); the relay answers
+   * every such request, even with nothing new in it (xds-gateway/relay: SotW because the names
+   * changed, Delta by its namesAdded), except while the stream's cache is at a seq it NACKed, where
+   * the client lacks what the rejected response carried and must stay held.
    */
   namesAdded?: boolean;
 }

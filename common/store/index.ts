@@ -8,6 +8,10 @@ export { connectStore, retryModes, storeClientConfigFromEnv, storeClientConfigSc
 export type { ResolvedRetrySettings, RetryMode, StoreClientConfig, StoreClientSeams, StoreConnection } from './client';
 export { DynamoAggregateStore, registerLineageHeartbeats } from './aggregates';
 export type { DynamoAggregateStoreOptions } from './aggregates';
+export { DynamoVersionLog } from './version-log';
+export type { DynamoVersionLogOptions } from './version-log';
+export { CHUNK_ENTRIES_ATTRIBUTE, VersionLogChunkItemSchema, toVersionLogChunkItem, versionLogChunkFromItem } from './version-log-item';
+export type { VersionLogChunkItem } from './version-log-item';
 export { DynamoEventStore, eventKeyOf } from './dynamo-store';
 export type { DynamoEventStoreOptions, DynamoPutEventsResult, FailedEvent } from './dynamo-store';
 export { InvalidStoreInputError, isPermanentStoreError } from './errors';

@@ -16,6 +16,7 @@ import type { DocumentOperations } from './operations';
 import { dynamoRawItems } from './raw-items';
 import type { EnsureTableOptions } from './table';
 import type { ConditionResyncTable, ObjectCleanup, ObjectItemReader, RawItems } from './table-ports';
+import { DynamoVersionLog } from './version-log';
 
 export interface TableAccessConfig {
   tableName: string;
@@ -38,6 +39,7 @@ export interface TableAccess {
   readonly tableName: string;
   readonly store: DynamoEventStore;
   readonly aggregates: DynamoAggregateStore;
+  readonly versionLog: DynamoVersionLog;
   readonly objectCleanup: ObjectCleanup;
   readonly objectItems: ObjectItemReader;
   readonly conditionResync: ConditionResyncTable;
@@ -68,6 +70,7 @@ export function openTable(config: TableAccessConfig, seams: TableAccessSeams = {
       ...(config.expiredStateRetentionMs === undefined ? {} : { expiredStateRetentionMs: config.expiredStateRetentionMs }),
     }),
     aggregates: new DynamoAggregateStore({ tableName, operations, logger }),
+    versionLog: new DynamoVersionLog({ tableName, operations, logger, ...(config.batch === undefined ? {} : { batch: config.batch }) }),
     objectCleanup: dynamoObjectCleanup(operations, tableName, config.deletedObjectRetentionMs),
     objectItems: dynamoObjectItemReader(operations, tableName),
     conditionResync: dynamoConditionResyncTable(operations, tableName),

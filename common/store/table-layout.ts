@@ -120,6 +120,16 @@ export function aggregateShardKey(lineage: Lineage, shard: number): ItemKey {
   return { pk: `${AGGREGATE_PK_PREFIX}${lineage}`, sk: `${SHARD_SK_PREFIX}${String(shard).padStart(3, '0')}` };
 }
 
+export const PROGRESS_SK = 'PROGRESS';
+
+/**
+ * `AGG#<lineage> / PROGRESS`: the lineage's PROGRESS item, beside its shards, so one Query of the
+ * partition reads both while the two paths run side by side.
+ */
+export function lineageProgressKey(lineage: Lineage): ItemKey {
+  return { pk: `${AGGREGATE_PK_PREFIX}${lineage}`, sk: PROGRESS_SK };
+}
+
 /** `PENDING#<lineage> / <W.seq padded>#<generation padded>#<ref>`: sorted by watermark seq. */
 export function pendingKey(lineage: Lineage, watermarkSeq: number, ref: ObjectRef, generation: number): ItemKey {
   return {
@@ -163,3 +173,36 @@ export const DECISION_ATTRIBUTE = 'decision';
  * be a lineage (lineages have three parts).
  */
 export const CONDITION_RESYNC_CURSOR_KEY: ItemKey = { pk: `${AGGREGATE_PK_PREFIX}RESYNC`, sk: 'CONDITIONS-CURSOR' };
+
+// ---------------------------------------------------------------------------------------------
+// The version log (common/core/version-log.ts; docs/ARCHITECTURE.md, "Design: work per change
+// proportional to gateways, not Envoys"): one partition per lineage, sorted by type, then seq, then
+// the chunk's ordinal, so one Query reads a type's chunks over a seq range.
+
+export const VERSION_LOG_PK_PREFIX = 'VLOG#';
+
+/**
+ * The `kind` of a version-log chunk item. Not in ITEM_KIND yet: an entry there needs its record in
+ * item-reader.ts's RecordOfKind and a branch in parseItem (items.ts), which come with wiring the
+ * version log into the other readers; until then only version-log-item.ts reads these items.
+ */
+export const VERSION_LOG_CHUNK_KIND = 'VersionLogChunk';
+
+export function versionLogPartitionKey(lineage: Lineage): string {
+  return `${VERSION_LOG_PK_PREFIX}${lineage}`;
+}
+
+/**
+ * `VLOG#<lineage> / <typeUrl>#<seq padded>#<chunk padded>`. The chunk ordinal, not the first member
+ * index, names the chunk: a member may answer one type and seq twice (a STUCK then its ACK, or again
+ * after reconnecting), so two chunks of one seq can start with the same member. Type URLs hold no `#`
+ * (core isValidTypeUrl).
+ */
+export function versionLogChunkKey(lineage: Lineage, typeUrl: string, seq: number, chunk: number): ItemKey {
+  return { pk: versionLogPartitionKey(lineage), sk: `${typeUrl}#${padKeyNumber(seq)}#${padKeyNumber(chunk)}` };
+}
+
+/** The sort keys of every chunk of `typeUrl` at seqs `fromSeq`..`toSeq` (both included), for a `BETWEEN`. */
+export function versionLogSkRange(typeUrl: string, fromSeq: number, toSeq: number): { from: string; to: string } {
+  return { from: `${typeUrl}#${padKeyNumber(fromSeq)}#${padKeyNumber(0)}`, to: `${typeUrl}#${padKeyNumber(toSeq)}#${padKeyNumber(Number.MAX_SAFE_INTEGER)}` };
+}

@@ -11,6 +11,8 @@
 //   again in full, and if it no longer exists it is reported in removed_resources.
 // - The first request for a type is always answered once the cache has data, even with nothing new,
 //   so the tracking sees an ACK at our current version.
+// - A request that adds names is always answered once the cache has data, even with nothing new
+//   (see namesAdded below), except at a seq the stream NACKed.
 // - What we send is recorded as held when sent, and rolled back if the client NACKs it: Envoy rejects
 //   a Delta response whole, so after a NACK it still holds what it held before (found by the truth
 //   checker: with the rejected resources kept as held, a later ACK of an unrelated diff cleared the
@@ -36,6 +38,15 @@ interface DeltaTypeState {
   unanswered: Map<string, string | undefined> | undefined;
   /** Type seq of the last NACKed response: nothing is sent at that seq again (see maybeSend). */
   rejectedSeq: number;
+  /**
+   * A request added a name to the subscription (or `*`) since the last response was sent: the next
+   * response is due even if it carries nothing. The tracker holds the type back from such a request
+   * until the ACK of a response sent after it (core applyNamesAdded); a name the cache lacks, or one
+   * the client already holds at its cached version, gives no resource to send, so without this no
+   * response came and the hold lasted until the name appeared, for ever for a name the control plane
+   * never serves (docs/RELIABILITY.md, the EDS names hold against Contour).
+   */
+  namesAdded: boolean;
 }
 
 type DeltaCall = grpc.ServerDuplexStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse>;
@@ -73,7 +84,7 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     if (state === undefined) {
       checkTypeCount(this.types.size, this.context.limits);
       // Legacy wildcard: the first request for a type names nothing.
-      state = { wildcard: subscribe.length === 0, names: new Set(), held: new Map(), record: undefined, pending: false, needsResponse: true, sentSeq: -1, unanswered: undefined, rejectedSeq: -1 };
+      state = { wildcard: subscribe.length === 0, names: new Set(), held: new Map(), record: undefined, pending: false, needsResponse: true, sentSeq: -1, unanswered: undefined, rejectedSeq: -1, namesAdded: false };
       this.types.set(typeUrl, state);
       group.subscribe(typeUrl, this);
     }
@@ -83,6 +94,10 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
         state.held.set(name, parsedVersion.ok && parsedVersion.value.lineage === group.lineage ? version : '');
       }
     }
+    // The same test as the tracker's (subscription-references.ts addsNames), on the view before and
+    // after this request: a wildcard subscription already covers every name.
+    const wasWildcard = state.wildcard;
+    const added = wasWildcard ? [] : subscribe.filter((name) => name === '*' || !state.names.has(name));
     for (const name of subscribe) {
       if (name === '*') state.wildcard = true;
       else state.names.add(name);
@@ -100,6 +115,8 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
         if (!state.wildcard) state.held.delete(name);
       }
     }
+
+    if (added.some((name) => (name === '*' ? state.wildcard : state.names.has(name)))) state.namesAdded = true;
 
     const at = this.context.clock.now();
     const resourceNames = state.wildcard ? ['*', ...state.names] : [...state.names];
@@ -170,7 +187,18 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     // A type version move with nothing new for this client still gets an (empty) response carrying
     // the new system_version_info: its ACK tells the tracking the Envoy is at the type's current
     // version, which convergence needs for every subscribed type.
-    if (resources.length === 0 && removed.length === 0 && !state.needsResponse && snapshot.seq === state.sentSeq) return;
+    //
+    // So does a request that added names (namesAdded). The diff above is against what the client
+    // holds, so an empty one means the client holds everything the cache has at this seq for its whole
+    // subscription, the new names included: each is absent from the content at this seq, or held at
+    // its version here. The ACK of this response then proves what the tracker's names hold waits for
+    // (the Envoy is at this seq for every name it asks for), and only that: a name the cache gains
+    // later takes a new seq, so the Envoy does not count past that seq until it ACKs the response
+    // carrying it. The NACKed seq stays excluded above: there the client lacks what the rejected
+    // response carried, and the hold must stay until the type's next change re-sends it.
+    // A client told nothing of a name it asked for simply keeps waiting for it (Envoy: until its
+    // initial fetch timeout), as when no response is sent; a missing name is not reported removed.
+    if (resources.length === 0 && removed.length === 0 && !state.needsResponse && !state.namesAdded && snapshot.seq === state.sentSeq) return;
 
     const nonce = this.nextNonce();
     const version = snapshot.version;
@@ -189,6 +217,7 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     state.record = recordSent(state.record, { nonce, version });
     state.pending = true;
     state.needsResponse = false;
+    state.namesAdded = false;
     state.sentSeq = snapshot.seq;
     this.call.write(response);
     const { group, identity, streamId } = stream;

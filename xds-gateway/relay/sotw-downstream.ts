@@ -9,6 +9,11 @@
 //   ACK/NACK of the previous one, then goes out (coalescing intermediate versions).
 // - A NACK is never answered by resending the same version: the next response waits for the cache
 //   (or the subscription) to change.
+// - A request that changes the names is answered (its names key differs from the last response's),
+//   even when the cache has nothing for a new name: the tracker holds a type that gained names until
+//   it ACKs a response sent after that request. Nothing defers that answer past a later request that
+//   could bring the names back to the last response's: a current request ends the wait for the
+//   previous answer, a paused relay reads no request, and before admission every request is initial.
 // - The first request for a type is always answered once the cache has data: its version_info may
 //   come from another lineage (treated as unknown) and answering even a current one gives the
 //   tracking an ACK at our version on this stream.
