@@ -11,7 +11,7 @@
 // while handling it, so "no response" is read from the responses recorded by the time the tracker
 // shows the request, not from waiting.
 import * as grpc from '@grpc/grpc-js';
-import { EDS_TYPE_URL, type EnvoyEvent, type EnvoyState, type LineageState, type TypeState } from '../../../common/core';
+import { EDS_TYPE_URL, type TypeState } from '../../../common/core';
 import {
   ADS_SERVICE,
   createDiscoveryClient,
@@ -26,22 +26,13 @@ import {
 import { grpcClusterLoadAssignment } from '../../../infra/local/envoys/grpcXdsResources';
 import { NOOP_RELAY_OBSERVER, type Relay, type RelayObserver, type RequestClassifiedEvent, type ResponseSentEvent, type StreamClosedEvent, type StreamOpenedEvent, type UpstreamAppliedEvent, type UpstreamStateEvent } from '../../../xds-gateway/relay';
 import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
-import type { EnvoyRecords } from '../../../xds-gateway/tracking/recorder';
+import { Recorder } from '../../../xds-gateway/tracking/recorder';
+import { InMemoryEventStore } from '../../unit/core/in-memory-store';
 import { FakeXdsServer, type FakeResource } from '../envoys/fakeXdsServer';
 import { eventually, RecordingObserver, startTestRelay, testLogger } from '../gateway-relay/helpers';
 import { StreamReader } from '../gateway-relay/stream-reader';
 
 const GROUP = 'names-hold';
-
-/** The tracker needs somewhere to put its writes; what it holds in memory is what is asserted. */
-class DiscardingRecords implements EnvoyRecords {
-  enqueueEvent(_event: EnvoyEvent): void {}
-  enqueueEnvoyState(_state: EnvoyState): void {}
-  enqueueLineageState(_state: LineageState): void {}
-  forgetEnvoy(): boolean {
-    return true;
-  }
-}
 
 /** The relay's events go to the tracker and are recorded for the assertions. */
 class Tee implements RelayObserver {
@@ -79,6 +70,7 @@ const endpointsOf = (name: string, host: string): FakeResource => ({ name, versi
 describe('a names hold for a name the cache lacks', () => {
   let upstream: FakeXdsServer;
   let tracker: EnvoyTracker;
+  let recorder: Recorder;
   let recorded: RecordingObserver;
   const afterRequests: Array<{ nodeId: string; seen: AfterRequest }> = [];
   let relay: Relay;
@@ -103,7 +95,9 @@ describe('a names hold for a name the cache lacks', () => {
     const target = await upstream.start();
     serveEndpoints(endpointsOf('a', '10.0.0.1'), endpointsOf('b', '10.0.0.2'));
     // Timers far slower than the test: only the relay's events change the tracker's state.
-    tracker = new EnvoyTracker({ recorder: new DiscardingRecords(), logger: testLogger, clock: { now: () => Date.now() }, stuckCheckIntervalMs: 3_600_000, lineageHeartbeatMs: 3_600_000, envoyHeartbeatMs: 3_600_000 });
+    // The gateway's own recorder over the contract-tested in-memory store: what is asserted is the tracker's memory.
+    recorder = new Recorder({ store: new InMemoryEventStore(), logger: testLogger, clock: { now: () => Date.now() }, flushIntervalMs: 5 });
+    tracker = new EnvoyTracker({ recorder, logger: testLogger, clock: { now: () => Date.now() }, stuckCheckIntervalMs: 3_600_000, lineageHeartbeatMs: 3_600_000, envoyHeartbeatMs: 3_600_000 });
     recorded = new RecordingObserver();
     // Runs right after the tracker, before the relay decides whether to answer the request.
     const probe: RelayObserver = {
@@ -124,6 +118,7 @@ describe('a names hold for a name the cache lacks', () => {
     ads.close();
     await relay.control.close();
     tracker.stop();
+    await recorder.close(1000);
     await upstream.stop();
   });
 
