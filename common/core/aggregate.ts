@@ -35,6 +35,14 @@ export function emptyShard(lineage: Lineage, shard: number): AggregateShard {
 
 // --- members
 
+/**
+ * The shard's member for `nodeId`, read as an own property: a node id that names a property every
+ * object inherits (`constructor`, `toString`) would otherwise read as a member that is not there.
+ */
+export function memberOf(shard: Pick<AggregateShard, 'members'>, nodeId: string): Member | undefined {
+  return Object.hasOwn(shard.members, nodeId) ? shard.members[nodeId] : undefined;
+}
+
 function cap(message: string): string {
   return message.length <= MEMBER_MESSAGE_LENGTH ? message : `${message.slice(0, MEMBER_MESSAGE_LENGTH - 1)}…`;
 }
@@ -112,7 +120,7 @@ export function isLiveMember(member: Member | undefined, now: number, ttlMs: num
  * incrementally: the old member's contribution is removed and the new one's added.
  */
 export function applyMember(shard: AggregateShard, nodeId: string, member: Member): { shard: AggregateShard; changed: boolean } {
-  const previous = shard.members[nodeId];
+  const previous = memberOf(shard, nodeId);
   if (previous !== undefined && !newerMember(previous, member)) return { shard, changed: false };
   // A tombstone keeps the incarnation of what it replaces: the denominator counts it as applied.
   const stored = member.gone === true && previous !== undefined && incarnationOf(previous) > incarnationOf(member) ? withIncarnation(member, incarnationOf(previous)) : member;
@@ -121,7 +129,7 @@ export function applyMember(shard: AggregateShard, nodeId: string, member: Membe
 
 /** The shard with `nodeId`'s member replaced, counts adjusted (old contribution out, new one in). */
 function replaceMember(shard: AggregateShard, nodeId: string, member: Member): AggregateShard {
-  const previous = shard.members[nodeId];
+  const previous = memberOf(shard, nodeId);
   const counts = { ...shard.counts };
   let live = shard.live;
   if (counted(previous)) {
@@ -145,7 +153,7 @@ function replaceMember(shard: AggregateShard, nodeId: string, member: Member): A
  * members of a lineage only grows, which the denominator check relies on (`envoysRecorded`).
  */
 export function removeMember(shard: AggregateShard, nodeId: string, deletedRev: number, lastSeenAt: number): { shard: AggregateShard; changed: boolean } {
-  const previous = shard.members[nodeId];
+  const previous = memberOf(shard, nodeId);
   if (previous !== undefined && (previous.r > deletedRev || previous.deleted === true)) return { shard, changed: false };
   const tombstone = deletedMember(Math.max(deletedRev, previous?.r ?? 0), Math.max(lastSeenAt, previous?.s ?? 0), previous === undefined ? 1 : incarnationOf(previous));
   return { shard: replaceMember(shard, nodeId, tombstone), changed: true };

@@ -34,9 +34,19 @@ export interface NodeFields {
   labels: Record<string, string>;
 }
 
+/**
+ * The one name a node id or group cannot be. Node ids and groups are keys of the maps the table holds
+ * (an aggregate shard's members, core aggregate.ts), and `__proto__` does not survive as a map key on
+ * the way there and back: the AWS SDK's marshall and unmarshall and zod's record parsing drop it
+ * silently. A node counted on its lineage whose member is dropped keeps every object on the lineage
+ * Pending for ever ("not yet in the aggregates"), so it is refused at the edge, by name.
+ */
+export const RESERVED_KEY = '__proto__';
+
 /** Why a node cannot be accepted, naming the field, or undefined when every field is within bounds. */
 export function checkNodeFields(node: NodeFields): string | undefined {
   if (node.id.length === 0) return 'node.id must be a non-empty string';
+  if (node.id === RESERVED_KEY) return reservedKeyProblem('node.id');
   const text: Array<[field: string, value: string, maxBytes: number]> = [
     ['node.id', node.id, NODE_LIMITS.idBytes],
     ['node.cluster', node.cluster, NODE_LIMITS.clusterBytes],
@@ -54,7 +64,12 @@ export function checkNodeFields(node: NodeFields): string | undefined {
 
 /** Why a node group key cannot be used (it names a lineage and is stored with it), or undefined. */
 export function checkGroupKey(group: string, source: string): string | undefined {
+  if (group === RESERVED_KEY) return reservedKeyProblem(`the node group (${source})`);
   return checkText(`the node group (${source})`, group, NODE_LIMITS.groupBytes);
+}
+
+function reservedKeyProblem(field: string): string {
+  return `${field} is ${JSON.stringify(RESERVED_KEY)}, which the table cannot hold as a map key; use another name`;
 }
 
 function checkText(field: string, value: string, maxBytes: number): string | undefined {

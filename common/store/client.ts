@@ -56,8 +56,12 @@ function createStoreClients(config: StoreClientConfig, seams: StoreClientSeams =
     ...(seams.requestHandler === undefined ? {} : { requestHandler: seams.requestHandler }),
   });
   const documentClient = DynamoDBDocumentClient.from(client, {
-    // Optional fields of our items are `undefined` when absent; DynamoDB has no undefined.
-    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+    // Optional fields of our items are `undefined` when absent; DynamoDB has no undefined. Node ids
+    // are map keys (an aggregate shard's members) and `constructor` is a legal one (a valid pod
+    // name): without convertClassInstanceToMap the SDK takes a map holding that key for a class
+    // instance and refuses the write. Every item is plain data built from a zod-checked shape, so
+    // no real class instance reaches here.
+    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: true },
     // Numbers we store (seq, rev, generation, epoch ms) stay below 2^53, so plain numbers are safe.
     unmarshallOptions: { wrapNumbers: false },
   });

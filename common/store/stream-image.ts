@@ -51,5 +51,5 @@ export function streamRecordImages(record: Pick<StreamRecord, 'NewImage' | 'OldI
 
 /** An item encoded as a stream record carries it (what DynamoDB Streams delivers): for benchmarks and local delivery. */
 export function streamImageOf(item: Record<string, unknown>): Record<string, StreamAttributeValue> {
-  return marshall(item, { removeUndefinedValues: true }) as unknown as Record<string, StreamAttributeValue>;
+  return marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: true }) as unknown as Record<string, StreamAttributeValue>;
 }

@@ -5,7 +5,7 @@
 // with a newer rev (written by the stream since the scan) is kept; a member whose state no longer
 // exists is dropped. Writes are conditional on the shard version, so resync never loses a concurrent
 // stream update. Then every pending generation is re-evaluated.
-import { deletedMember, emptyShard, memberFromEnvoyState, recount, shardOf, type AggregateShard, type Member } from '../../common/core';
+import { deletedMember, emptyShard, memberFromEnvoyState, memberOf, recount, shardOf, type AggregateShard, type Member } from '../../common/core';
 import { iteratePages } from '../../common/store';
 import type { ConvergenceDeps } from './convergence-batch';
 import { evaluateAll, pendingOn } from './evaluate';
@@ -69,7 +69,7 @@ export function reconcileShard(
     }
   }
   for (const [nodeId, member] of rebuilt) {
-    if (stored.members[nodeId] === undefined) {
+    if (memberOf(stored, nodeId) === undefined) {
       members[nodeId] = member;
       fixed++;
     }

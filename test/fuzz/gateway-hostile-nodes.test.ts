@@ -53,6 +53,9 @@ const idArb = fc.oneof(
   { weight: 2, arbitrary: plain(250, 262) },
   { weight: 2, arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 140 }) },
   { weight: 1, arbitrary: fc.constantFrom('fz-\u001b[31m', 'fz-\u202Eevil', 'fz\u200B', 'fz\n0', 'é'.repeat(129)) },
+  // Names JavaScript objects treat specially, as map keys of the table's items: refused by name
+  // (`__proto__`) or kept as any other member (`constructor`); either way no lineage waits for ever.
+  { weight: 1, arbitrary: fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty') },
 );
 const clusterArb = fc.oneof(
   { weight: 4, arbitrary: fc.constant('ingress') },
@@ -60,6 +63,7 @@ const clusterArb = fc.oneof(
   { weight: 3, arbitrary: fc.nat({ max: 1_000_000 }).map((n) => `flood-${n}`) },
   { weight: 1, arbitrary: plain(250, 1200) },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 100 }) },
+  { weight: 1, arbitrary: fc.constantFrom('__proto__', 'constructor') },
 );
 type Struct = { fields: Record<string, unknown> };
 const nest = (depth: number): Struct => (depth <= 1 ? { fields: { leaf: { stringValue: 'x' } } } : { fields: { next: { structValue: nest(depth - 1) } } });

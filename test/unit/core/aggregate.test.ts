@@ -1,6 +1,7 @@
 // Aggregate shards, table-driven: members ordered by rev, incremental counts, tombstones, removal,
 // the stable shard hash and member summaries.
 import {
+  appliedMembers,
   applyMember,
   buildCondition,
   DENOMINATOR_IN_TRANSIT,
@@ -9,6 +10,7 @@ import {
   emptyShard,
   goneMember,
   memberFromEnvoyState,
+  memberOf,
   recount,
   removeMember,
   shardOf,
@@ -40,6 +42,20 @@ describe('applyMember', () => {
     expect(shard.live).toBe(live);
     expect(shard.v).toBe(v);
     expect(recount(shard.members)).toEqual({ counts, live });
+  });
+});
+
+describe('node ids that name inherited properties', () => {
+  // A node id is the Envoy's own choice: `constructor` or `toString` must be a member like any other,
+  // not read as one that is already there (which would drop the first state and keep its lineage's
+  // denominator short of the gateway's count for ever).
+  it.each(['constructor', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__'])('%s is applied, counted and tombstoned', (nodeId) => {
+    const shard = applyMember(emptyShard(L1, 0), nodeId, m(5, 1)).shard;
+    expect(Object.keys(shard.members)).toEqual([nodeId]);
+    expect({ live: shard.live, counts: shard.counts }).toEqual({ live: 1, counts: { '5': 1 } });
+    expect(appliedMembers({ lineage: L1, shards: [shard], envoysRecorded: 1 })).toBe(1);
+    expect(memberOf(emptyShard(L1, 0), nodeId)).toBeUndefined();
+    expect(removeMember(emptyShard(L1, 0), nodeId, 3, T0).shard.members[nodeId]?.deleted).toBe(true);
   });
 });
 

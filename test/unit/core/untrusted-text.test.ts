@@ -61,6 +61,7 @@ describe('checkNodeFields', () => {
     ['a locality with a bidi override', { labels: { 'node.locality.zone': 'z\u202E' } }, /^node\.locality\.zone holds the control or format character U\+202E/],
     ['a long user agent', { labels: { 'node.user_agent_name': 'u'.repeat(200) } }, /^node\.user_agent_name is 200 bytes/],
     ['metadata nested too deep', { metadataDepth: NODE_LIMITS.metadataDepth + 1 }, /^node\.metadata nests 9 levels deep; at most 8$/],
+    ['the one id the table cannot hold as a map key', { id: '__proto__' }, /^node\.id is "__proto__", which the table cannot hold as a map key/],
     ['metadata too large', { metadata: { blob: 'x'.repeat(NODE_LIMITS.metadataJsonBytes) } }, /^node\.metadata is \d+ bytes as JSON; at most 8192$/],
   ])('refuses %s, naming the field', (_what, change, expected) => {
     expect(checkNodeFields({ ...base, ...change })).toMatch(expected);
@@ -69,5 +70,10 @@ describe('checkNodeFields', () => {
   it('bounds the group key the same way', () => {
     expect(checkGroupKey('g'.repeat(NODE_LIMITS.groupBytes), 'node.cluster')).toBeUndefined();
     expect(checkGroupKey('g'.repeat(NODE_LIMITS.groupBytes + 1), 'node.metadata.group')).toMatch(/^the node group \(node\.metadata\.group\) is 257 bytes/);
+    expect(checkGroupKey('__proto__', 'node.cluster')).toMatch(/^the node group \(node\.cluster\) is "__proto__"/);
+  });
+
+  it('accepts ids that name properties every object inherits (the aggregate reads members as own properties)', () => {
+    for (const id of ['constructor', 'toString', 'hasOwnProperty', 'valueOf']) expect(checkNodeFields({ ...base, id })).toBeUndefined();
   });
 });
