@@ -17,10 +17,8 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { encodeVersion } from '../../common/core';
 import {
-  ADS_SERVICE,
   CLUSTER_LOAD_ASSIGNMENT_TYPE_URL,
   CLUSTER_TYPE_URL,
-  createDiscoveryClient,
   LISTENER_TYPE_URL,
   openAdsSotw,
   ROUTE_CONFIGURATION_TYPE_URL,
@@ -28,12 +26,10 @@ import {
   type DiscoveryResponse,
   type XdsNode,
 } from '../../common/xds';
-import { applySamples, sampleName } from '../../infra/local/system/samples';
 import { StreamReader } from '../integration/gateway-relay/stream-reader';
 import { eventually } from '../integration/gateway-relay/helpers';
-import { ConditionObserver } from '../truth/observer';
-import { SampleMoves } from './support-sample-moves';
-import { CONDITION_TYPE, startTruthSystem, type TruthSystem } from '../truth/system';
+import { startSampleSystem, type SampleMoves, type SampleSystem } from './support-sample-moves';
+import { type TruthSystem } from '../truth/system';
 
 const RUNS = Number(process.env['FUZZ_RUNS'] ?? 40);
 const CHECK_EVERY_RUNS = 15;
@@ -106,23 +102,17 @@ function plainlyOutOfBounds(node: XdsNode): boolean {
 // ---------------------------------------------------------------- the run
 
 let system: TruthSystem;
-let observer: ConditionObserver;
 let ads: grpc.Client;
+let moves: SampleMoves;
+let samples: SampleSystem | undefined;
 
 beforeAll(async () => {
-  system = await startTruthSystem({ objects: 2, envoys: 2, logger });
-  observer = new ConditionObserver(system.kube.url, CONDITION_TYPE);
-  observer.start();
-  moves = new SampleMoves(system, observer);
-  await applySamples(system.kube.url, 2);
-  await observer.waitFor(() => [0, 1].every((index) => observer.current(sampleName(index))?.condition.status === 'True'), 30_000, 'both samples True');
-  ads = createDiscoveryClient(ADS_SERVICE, system.gatewayAddress);
+  samples = await startSampleSystem({ objects: 2, envoys: 2, logger });
+  ({ system, ads, moves } = samples);
 }, 120_000);
 
 afterAll(async () => {
-  ads?.close();
-  await observer?.stop();
-  await system?.close();
+  await samples?.close();
 });
 
 /** The seq the group's lineage is at now, plus some: a version the gateway never sent anyone. */
@@ -151,7 +141,6 @@ async function play(hostile: Hostile): Promise<grpc.StatusObject> {
   return reader.status;
 }
 
-let moves: SampleMoves;
 const changeGoesTrue = (): Promise<void> => moves.changeGoesTrue();
 
 test(`${RUNS} hostile nodes: clear refusals, nothing stored for them, no wedge, other objects still go True`, async () => {

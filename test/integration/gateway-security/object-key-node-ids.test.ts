@@ -9,30 +9,22 @@
 // object still becomes True afterwards.
 import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
-import { ADS_SERVICE, createDiscoveryClient } from '../../../common/xds';
-import { applySamples, sampleName } from '../../../infra/local/system/samples';
-import { SampleMoves } from '../../fuzz/support-sample-moves';
-import { ConditionObserver } from '../../truth/observer';
-import { CONDITION_TYPE, startTruthSystem, type TruthSystem } from '../../truth/system';
+import { startSampleSystem, type SampleMoves, type SampleSystem } from '../../fuzz/support-sample-moves';
+import type { TruthSystem } from '../../truth/system';
 import { eventually, lineageState, subscribeAllTypes } from '../gateway/helpers';
 
 let system: TruthSystem;
-let observer: ConditionObserver;
 let ads: grpc.Client;
+let moves: SampleMoves;
+let samples: SampleSystem | undefined;
 
 beforeAll(async () => {
-  system = await startTruthSystem({ objects: 1, envoys: 1, logger: pino({ level: 'silent' }) });
-  observer = new ConditionObserver(system.kube.url, CONDITION_TYPE);
-  observer.start();
-  await applySamples(system.kube.url, 1);
-  await observer.waitFor(() => observer.current(sampleName(0))?.condition.status === 'True', 30_000, 'the sample True');
-  ads = createDiscoveryClient(ADS_SERVICE, system.gatewayAddress);
+  samples = await startSampleSystem({ objects: 1, envoys: 1, logger: pino({ level: 'silent' }) });
+  ({ system, ads, moves } = samples);
 }, 120_000);
 
 afterAll(async () => {
-  ads?.close();
-  await observer?.stop();
-  await system?.close();
+  await samples?.close();
 });
 
 const settled = <T>(promise: Promise<T>, ms: number): Promise<T | 'open'> => Promise.race([promise, new Promise<'open'>((resolve) => setTimeout(() => resolve('open'), ms))]);
@@ -57,6 +49,6 @@ test('nodes named after inherited properties are counted and applied; the sample
   await eventually(async () => (await lineageState(gateway.store, lineage ?? ''))?.envoysRecorded === 2, 'the lineage counts both nodes', 15_000);
   // Both unprogrammed members hold the change back until they leave: their streams end, they expire.
   for (const reader of readers) reader.call.cancel();
-  await new SampleMoves(system, observer).changeGoesTrue();
+  await moves.changeGoesTrue();
   expect(gateway.recorder.stats().consecutiveFailures).toBe(0);
 }, 120_000);
