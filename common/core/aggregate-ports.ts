@@ -4,12 +4,15 @@ import type { AggregateShard } from './aggregate-shard';
 import type { Decision } from './stored-decision';
 import type { ObjectRef } from './identity';
 import type { Cursor, ItemRead, Page, PageRequest } from './ports';
+import type { TableClock } from './table-clock';
 import type { Lineage } from './version';
 
 /** Known lineages and their last heartbeat (epoch ms): the small set evaluation reads shards of. */
 export interface LineageRegistry {
   v: number;
   lineages: Record<Lineage, number>;
+  /** The readers' table clock, advanced by the expire function (table-clock.ts); absent until its first tick. */
+  clock?: TableClock;
 }
 
 /** An object generation waiting for a decision on one lineage, keyed by its watermark seq there. */

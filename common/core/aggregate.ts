@@ -14,6 +14,7 @@ import { MEMBER_MESSAGE_LENGTH, NOT_PROGRAMMED, type AggregateShard, type Member
 import { type EnvoyState } from './envoy-record';
 import { type LineageWatermark } from './object-generation';
 import { seenWithin, storedObservationTime, typeWaitingSince, waitedPastTimeout } from './staleness';
+import type { TableClockView } from './table-clock';
 import { ackCovers, requiredVersion, type Watermark } from './watermark';
 import type { Lineage } from './version';
 
@@ -111,8 +112,8 @@ function counted(member: Member | undefined): member is Member {
  * Live as core isLive judges an Envoy state: not EXPIRED (nor gone), seen within the TTL. The one
  * statement for members: the shard evaluator and the PROGRESS builder (lineage-progress.ts) apply it.
  */
-export function isLiveMember(member: Member | undefined, now: number, ttlMs: number): member is Member {
-  return counted(member) && seenWithin(member.s, now, ttlMs);
+export function isLiveMember(member: Member | undefined, now: number, ttlMs: number, clock?: TableClockView): member is Member {
+  return counted(member) && seenWithin(member.s, now, ttlMs, clock);
 }
 
 /**
@@ -244,6 +245,8 @@ export interface AggregateEvaluationInput {
   deadLineages?: ReadonlySet<string>;
   now: number;
   policy: ConvergencePolicy;
+  /** The table clock members' ages are judged on (table-clock.ts); absent: wall time. */
+  tableClock?: TableClockView;
 }
 
 /** Why a live member does not count as programmed at `mark` (undefined: it does). */
@@ -352,7 +355,7 @@ export function evaluateFromAggregates(input: AggregateEvaluationInput): Converg
     const mark = watermark.observable ? watermark.lineages[aggregate.lineage] : undefined;
     for (const shard of aggregate.shards) {
       for (const [nodeId, member] of Object.entries(shard.members)) {
-        if (!isLiveMember(member, now, policy.ttlMs)) continue;
+        if (!isLiveMember(member, now, policy.ttlMs, input.tableClock)) continue;
         total++;
         if (!watermark.observable) continue;
         const blocker = memberBlocker(nodeId, aggregate.lineage, member, mark, now, policy, input.deadLineages, object);

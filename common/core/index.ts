@@ -27,6 +27,7 @@ export * from './programmed-through';
 export * from './envoy-state';
 export * from './watermark';
 export * from './staleness';
+export * from './table-clock';
 export * from './convergence';
 export * from './conditions';
 export * from './requests';

@@ -45,6 +45,7 @@ import {
 } from './lineage-progress-item';
 import type { LineageWatermark } from './object-generation';
 import { seenWithin } from './staleness';
+import type { TableClockView } from './table-clock';
 import type { Watermark } from './watermark';
 import type { Lineage } from './version';
 
@@ -263,6 +264,8 @@ export interface ProgressEvaluationInput {
   deadLineages?: ReadonlySet<string>;
   now: number;
   policy: ConvergencePolicy;
+  /** The table clock heartbeats are judged on (table-clock.ts), as evaluateFromAggregates's members; absent: wall time. */
+  tableClock?: TableClockView;
 }
 
 /**
@@ -311,7 +314,7 @@ export function evaluateFromProgress(input: ProgressEvaluationInput): ProgressCo
       continue;
     }
     // Every member's lastSeenAt is at most the gateway's heartbeat: past heartbeat + TTL none is live.
-    if (!seenWithin(progress.heartbeatAt, now, policy.ttlMs)) continue;
+    if (!seenWithin(progress.heartbeatAt, now, policy.ttlMs, input.tableClock)) continue;
     total += progress.members;
     if (!watermark.observable) continue;
     const mark = watermark.lineages[lineage];

@@ -3,20 +3,24 @@
 // waited on forever. The rules are stated once here, on plain times, so the evaluation over Envoy
 // states (convergence.ts) and the one over aggregate members (aggregate.ts) apply the same ones.
 import type { EnvoyState, TypeState } from './envoy-record';
+import { tableAge, type TableClockView } from './table-clock';
 
-/** Heard of within the window: `lastSeenAt` at most `windowMs` before `now`. */
-export function seenWithin(lastSeenAt: number, now: number, windowMs: number): boolean {
-  return now - lastSeenAt <= windowMs;
+/**
+ * Heard of within the window: `lastSeenAt` at most `windowMs` before `now`. With a table clock
+ * (table-clock.ts) the age is in table time, so time the table could not be used does not count.
+ */
+export function seenWithin(lastSeenAt: number, now: number, windowMs: number, clock?: TableClockView): boolean {
+  return tableAge(clock, lastSeenAt, now) <= windowMs;
 }
 
 /** Not yet expired, but not seen for more than `ttlMs`. */
-export function shouldExpire(envoy: EnvoyState, now: number, ttlMs: number): boolean {
-  return envoy.status !== 'EXPIRED' && !seenWithin(envoy.lastSeenAt, now, ttlMs);
+export function shouldExpire(envoy: EnvoyState, now: number, ttlMs: number, clock?: TableClockView): boolean {
+  return envoy.status !== 'EXPIRED' && !seenWithin(envoy.lastSeenAt, now, ttlMs, clock);
 }
 
 /** Counts in the denominator: not expired and seen within the TTL (even if disconnected). */
-export function isLive(envoy: EnvoyState, now: number, ttlMs: number): boolean {
-  return envoy.status !== 'EXPIRED' && seenWithin(envoy.lastSeenAt, now, ttlMs);
+export function isLive(envoy: EnvoyState, now: number, ttlMs: number, clock?: TableClockView): boolean {
+  return envoy.status !== 'EXPIRED' && seenWithin(envoy.lastSeenAt, now, ttlMs, clock);
 }
 
 /** When a type started waiting for an answer: its unanswered response, or names added but not yet served. */

@@ -5,6 +5,7 @@
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 
 import {
+  advanceTableClock,
   DecisionSchema,
   type AggregateShard,
   type AggregateStore,
@@ -16,6 +17,7 @@ import {
   type Page,
   type PageRequest,
   type PendingEntry,
+  type TableClock,
 } from '../core';
 import { AggregateShardItemSchema, LineageRegistryItemSchema, PendingGenerationItemSchema } from './items';
 import { DECISION_ATTRIBUTE, ITEM_KIND, LINEAGE_REGISTRY_KEY, SCHEMA_VERSION, SHARD_SK_PREFIX, aggregateShardKey, objectGenerationKey, pendingKey, PENDING_PK_PREFIX, AGGREGATE_PK_PREFIX } from './table-layout';
@@ -154,7 +156,7 @@ export class DynamoAggregateStore implements AggregateStore {
     const result = await this.operations.get({ TableName: this.tableName, Key: LINEAGE_REGISTRY_KEY, ConsistentRead: true });
     if (result.Item === undefined) return { v: 0, lineages: {} };
     const parsed = LineageRegistryItemSchema.safeParse(result.Item);
-    if (parsed.success) return { v: parsed.data.v, lineages: parsed.data.lineages };
+    if (parsed.success) return { v: parsed.data.v, lineages: parsed.data.lineages, ...(parsed.data.clock === undefined ? {} : { clock: parsed.data.clock }) };
     // A corrupt registry is rebuilt from LINEAGE records and resync; start over from its version.
     this.logger.warn({ table: this.tableName, key: LINEAGE_REGISTRY_KEY, reason: describeZodIssues(parsed.error.issues) }, 'lineage registry is invalid; treating it as empty');
     const v = result.Item['v'];
@@ -332,7 +334,7 @@ const MAX_REGISTRY_ATTEMPTS = 10;
 export async function registerLineageHeartbeats(aggregates: AggregateStore, heartbeats: ReadonlyMap<string, number>): Promise<void> {
   for (let attempt = 1; attempt <= MAX_REGISTRY_ATTEMPTS; attempt++) {
     const registry = await aggregates.getLineageRegistry();
-    const next: LineageRegistry = { v: registry.v + 1, lineages: { ...registry.lineages } };
+    const next: LineageRegistry = { ...registry, v: registry.v + 1, lineages: { ...registry.lineages } };
     let changed = false;
     for (const [lineage, heartbeatAt] of heartbeats) {
       if ((next.lineages[lineage] ?? -1) < heartbeatAt) {
@@ -344,6 +346,22 @@ export async function registerLineageHeartbeats(aggregates: AggregateStore, hear
     // The registry is written from v 1 on, so v 0 means "absent": create it.
     const outcome = await aggregates.putLineageRegistry(next, registry.v === 0 ? undefined : registry.v);
     if (outcome === 'written') return;
+  }
+  throw new Error(`lineage registry: still conflicting after ${MAX_REGISTRY_ATTEMPTS} attempts`);
+}
+
+/**
+ * Records a completed expire tick that started at `now` in the registry's table clock (core
+ * advanceTableClock; read, merge, conditional put, retried on conflict). Returns the clock as stored.
+ */
+export async function recordExpireTick(aggregates: AggregateStore, now: number, options: { stallMs: number; ttlMs: number }): Promise<TableClock> {
+  for (let attempt = 1; attempt <= MAX_REGISTRY_ATTEMPTS; attempt++) {
+    const registry = await aggregates.getLineageRegistry();
+    const clock = advanceTableClock(registry.clock, now, options);
+    // A tick that started later already advanced it (overlapping invocations).
+    if (clock === registry.clock) return clock;
+    const outcome = await aggregates.putLineageRegistry({ ...registry, v: registry.v + 1, clock }, registry.v === 0 ? undefined : registry.v);
+    if (outcome === 'written') return clock;
   }
   throw new Error(`lineage registry: still conflicting after ${MAX_REGISTRY_ATTEMPTS} attempts`);
 }

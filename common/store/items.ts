@@ -15,6 +15,7 @@ import {
   ObjectRefSchema,
   CarriedEventSchema,
   epochMsSchema,
+  MAX_TABLE_GAPS,
   generationSchema,
   lineageSchema,
   nackCarriesMessage,
@@ -50,6 +51,13 @@ const lineageRegistryShape = {
   v: z.number().int().nonnegative(),
   /** Lineage → last heartbeat (epoch ms). */
   lineages: z.record(z.string(), epochMsSchema),
+  /** The readers' table clock (core table-clock.ts), written by the expire function. */
+  clock: z
+    .object({
+      tickAt: epochMsSchema,
+      gaps: z.array(z.object({ from: epochMsSchema, to: epochMsSchema }).refine((gap) => gap.from <= gap.to, { message: 'a gap ends before it starts' })).max(MAX_TABLE_GAPS),
+    })
+    .optional(),
 };
 export const LineageRegistrySchema = z.object(lineageRegistryShape);
 

@@ -35,6 +35,12 @@ const VARIABLES = {
   // Convergence, expire, resync, query: the policy.
   ENVOY_TTL_MS: z.coerce.number().int().positive().default(300_000),
   ACK_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /**
+   * The table clock's stall bound (core table-clock.ts): staleness stands still this long after the
+   * expire function's last completed tick. Keep it above the expire schedule's interval, and it plus the
+   * gateway's --envoy-heartbeat-ms below ENVOY_TTL_MS. Unset: core defaultStallMs (min(180 s, TTL / 2)).
+   */
+  EXPIRE_STALL_MS: z.coerce.number().int().positive().optional(),
   AGGREGATE_SHARDS: z.coerce.number().int().min(1).max(256).default(DEFAULT_SHARD_COUNT),
   REQUIRED_TYPE_URLS: z
     .string()
@@ -94,12 +100,12 @@ export type FunctionsVariable = keyof typeof VARIABLES;
 export type FunctionsSettings = { [K in FunctionsVariable]: z.output<(typeof VARIABLES)[K]> };
 
 // The slices: what each part of the functions reads.
-export const AGGREGATE_SETTINGS = ['TABLE_NAME', 'ENVOY_TTL_MS', 'ACK_TIMEOUT_MS', 'AGGREGATE_SHARDS', 'REQUIRED_TYPE_URLS'] as const;
+export const AGGREGATE_SETTINGS = ['TABLE_NAME', 'ENVOY_TTL_MS', 'ACK_TIMEOUT_MS', 'EXPIRE_STALL_MS', 'AGGREGATE_SHARDS', 'REQUIRED_TYPE_URLS'] as const;
 export const DECISION_REFRESH_SETTINGS = ['DECISION_REFRESH_MS'] as const;
 export const CONDITION_SETTINGS = ['CONDITION_TYPE', 'STATUS_WRITE_ON_MESSAGE_CHANGE'] as const;
 export const STATUS_SETTINGS = [...CONDITION_SETTINGS, 'STATUS_MESSAGE_REFRESH_MS'] as const;
-/** ENVOY_TTL_MS: which lineages the refresh sweep reads (the same default as the aggregates'). */
-export const HANDOFF_SETTINGS = ['STATUS_HANDOFF', 'STATUS_HANDOFF_CONCURRENCY', 'STATUS_HANDOFF_TIMEOUT_MS', 'ENVOY_TTL_MS', ...STATUS_SETTINGS] as const;
+/** ENVOY_TTL_MS, EXPIRE_STALL_MS: which lineages the refresh sweep reads (the same defaults as the aggregates'). */
+export const HANDOFF_SETTINGS = ['STATUS_HANDOFF', 'STATUS_HANDOFF_CONCURRENCY', 'STATUS_HANDOFF_TIMEOUT_MS', 'ENVOY_TTL_MS', 'EXPIRE_STALL_MS', ...STATUS_SETTINGS] as const;
 export const CONDITION_RESYNC_SETTINGS = ['TABLE_NAME', ...CONDITION_SETTINGS, 'RESYNC_MAX_OBJECTS', 'RESYNC_MAX_SCANNED_ITEMS', 'DELETED_OBJECT_RETENTION_MS'] as const;
 export const QUERY_SETTINGS = ['TABLE_NAME', 'ENVOY_TTL_MS', 'ACK_TIMEOUT_MS', 'QUERY_MAX_FLEET_SCAN', 'QUERY_NAMESPACES'] as const;
 export const KUBE_ACCESS_SETTINGS = ['KUBECONFIG_YAML', 'KUBECONFIG_PATH', 'EKS_CLUSTER_NAME', 'EKS_CLUSTER_ENDPOINT', 'EKS_CLUSTER_CA', 'AWS_REGION'] as const;

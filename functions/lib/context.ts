@@ -26,6 +26,7 @@ export function buildFunctionContext(source: Record<string, string | undefined> 
     shardCount: settings.AGGREGATE_SHARDS,
     requiredTypeUrls: settings.REQUIRED_TYPE_URLS,
     policy: { ttlMs: settings.ENVOY_TTL_MS, ackTimeoutMs: settings.ACK_TIMEOUT_MS, requiredTypeUrls: settings.REQUIRED_TYPE_URLS },
+    ...(settings.EXPIRE_STALL_MS === undefined ? {} : { stallMs: settings.EXPIRE_STALL_MS }),
   };
   return { deps, store, aggregates, close };
 }

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import {
   decisionFromConvergence,
   attributedTo,
+  defaultStallMs,
   evaluateFromAggregates,
   formatObjectRef,
   isSettledDecision,
@@ -17,6 +18,7 @@ import {
   seenWithin,
   snapshotRev,
   snapshotRevs,
+  standingStillMs,
   watermarkOf,
   type AggregateStore,
   type Convergence,
@@ -25,9 +27,11 @@ import {
   type EventStore,
   type ItemRead,
   type LineageAggregate,
+  type LineageRegistry,
   type ObjectGeneration,
   type ObjectRef,
   type PendingEntry,
+  type TableClockView,
 } from '../../common/core';
 import { forEachConcurrently } from '../../common/worker-pool';
 
@@ -37,6 +41,11 @@ export interface EvaluationDeps {
   logger: Logger;
   policy: ConvergencePolicy;
   now: () => number;
+  /**
+   * The table clock's stall bound (core table-clock.ts; EXPIRE_STALL_MS): past this long after the
+   * expire function's last completed tick, staleness stands still. Default: core defaultStallMs.
+   */
+  stallMs?: number;
   /**
    * A stored decision with the same verdict (core sameVerdict) younger than
    * this is not rewritten when only its counts or blockers changed. 0 (default): every change is
@@ -119,11 +128,16 @@ export type EvaluationOutcome = 'written' | 'unchanged' | 'stale' | 'missing' | 
  * late heartbeat record can never drop a live Envoy from the denominator (members are still filtered by
  * their own lastSeenAt, exactly).
  */
-export function liveLineages(lineages: Readonly<Record<string, number>>, now: number, ttlMs: number): string[] {
+export function liveLineages(lineages: Readonly<Record<string, number>>, now: number, ttlMs: number, clock?: TableClockView): string[] {
   return Object.entries(lineages)
-    .filter(([, heartbeatAt]) => seenWithin(heartbeatAt, now, 2 * ttlMs))
+    .filter(([, heartbeatAt]) => seenWithin(heartbeatAt, now, 2 * ttlMs, clock))
     .map(([lineage]) => lineage)
     .sort();
+}
+
+/** The registry's table clock as the readers judge staleness on it (core table-clock.ts). */
+export function tableClockOf(registry: LineageRegistry, settings: { ttlMs: number; stallMs?: number | undefined }): TableClockView {
+  return { clock: registry.clock, stallMs: settings.stallMs ?? defaultStallMs(settings.ttlMs) };
 }
 
 /** The aggregates of lineages with a fresh heartbeat, read at most once per batch. */
@@ -143,6 +157,8 @@ export class AggregateSnapshot {
   private freshness: { rev: number; revs: Record<string, number>; registryVersion: number } | undefined;
   /** Registered lineages out of the live set: their gateways are dead (split members, core memberBlocker). */
   private readonly deadLineages = new Set<string>();
+  /** The registry's table clock, read with the lineages: members' ages are judged on it. */
+  private tableClock: TableClockView | undefined;
 
   constructor(private readonly deps: EvaluationDeps) {}
 
@@ -170,7 +186,7 @@ export class AggregateSnapshot {
     const key = watermarkKey(record);
     let convergence = this.byWatermark.get(key);
     if (convergence === undefined) {
-      convergence = evaluateFromAggregates({ object: record.object, generation: record.generation, watermark: watermarkOf(record), aggregates, now, policy: this.deps.policy, deadLineages: this.deadLineages });
+      convergence = evaluateFromAggregates({ object: record.object, generation: record.generation, watermark: watermarkOf(record), aggregates, now, policy: this.deps.policy, deadLineages: this.deadLineages, tableClock: this.tableClock });
       this.byWatermark.set(key, convergence);
     }
     // Shared by the generations of one watermark; NACK attribution is the object's own.
@@ -186,7 +202,11 @@ export class AggregateSnapshot {
   private async read(): Promise<LineageAggregate[]> {
     const registry = await this.deps.aggregates.getLineageRegistry();
     this.registryV = registry.v;
-    const live = liveLineages(registry.lineages, this.deps.now(), this.deps.policy.ttlMs);
+    this.tableClock = tableClockOf(registry, { ttlMs: this.deps.policy.ttlMs, stallMs: this.deps.stallMs });
+    const now = this.deps.now();
+    const stoodStillMs = standingStillMs(this.tableClock, now);
+    if (stoodStillMs > 0) this.deps.logger.warn({ tickAt: registry.clock?.tickAt, stoodStillMs }, 'the expire function has completed no tick lately: nothing goes stale until it does (docs/CONVERGENCE.md, "Staleness across a table gap")');
+    const live = liveLineages(registry.lineages, now, this.deps.policy.ttlMs, this.tableClock);
     for (const lineage of Object.keys(registry.lineages)) if (!live.includes(lineage)) this.deadLineages.add(lineage);
     return Promise.all(
       live.map(async (lineage) => {

@@ -4,11 +4,14 @@
 //     updates the aggregates like any other state change);
 //   - every pending generation on a live lineage is re-evaluated, so Envoys that stopped answering
 //     (a response pending longer than the ACK timeout) are reported as stuck without any new write.
+//   - a completed tick advances the readers' table clock (core table-clock.ts), the time every reader
+//     judges staleness on, so a gap in the table does not age anyone.
 // Candidates are found from the aggregate members (lastSeenAt is in each member), so a tick reads
 // O(lineages × shards) items plus one state per Envoy actually expiring.
-import { applyExpire, shouldExpire } from '../../common/core';
+import { advanceTableClock, applyExpire, seenWithin, shouldExpire, type LineageRegistry, type TableClock } from '../../common/core';
+import { recordExpireTick } from '../../common/store';
 import type { ConvergenceDeps } from './convergence-batch';
-import { evaluateAll, liveLineages, pendingOn, type EvaluationOutcome } from './evaluate';
+import { evaluateAll, liveLineages, pendingOn, tableClockOf, type EvaluationOutcome } from './evaluate';
 
 export interface ExpireReport {
   examined: number;
@@ -17,25 +20,38 @@ export interface ExpireReport {
   evaluated: number;
   failed: number;
   outcomes: Record<string, EvaluationOutcome>;
+  /** The gap in expire ticks this tick ended (ms the table clock stood still; 0: none). */
+  gapEndedMs: number;
+}
+
+function gapEndedBy(registry: LineageRegistry, next: TableClock): number {
+  const last = next.gaps.at(-1);
+  if (last === undefined || registry.clock === undefined || last.to !== next.tickAt || next === registry.clock) return 0;
+  return last.to - last.from;
 }
 
 export async function runExpire(deps: ConvergenceDeps): Promise<ExpireReport> {
   const now = deps.now();
   const { ttlMs } = deps.policy;
   const registry = await deps.aggregates.getLineageRegistry();
-  const report: ExpireReport = { examined: 0, expired: 0, conflicts: 0, evaluated: 0, failed: 0, outcomes: {} };
+  // Judged on the clock as this tick will leave it: a tick ending a gap in the table does not count
+  // the gap towards anyone's age (core table-clock.ts), and it is recorded once the tick completed.
+  const { stallMs } = tableClockOf(registry, { ttlMs, stallMs: deps.stallMs });
+  const clock = { clock: advanceTableClock(registry.clock, now, { stallMs, ttlMs }), stallMs };
+  const report: ExpireReport = { examined: 0, expired: 0, conflicts: 0, evaluated: 0, failed: 0, outcomes: {}, gapEndedMs: gapEndedBy(registry, clock.clock) };
+  if (report.gapEndedMs > 0) deps.logger.warn({ gapMs: report.gapEndedMs, previousTickAt: registry.clock?.tickAt }, 'expire ticks resumed after a gap; its time does not count towards any Envoy\'s age');
   for (const [lineage, heartbeatAt] of Object.entries(registry.lineages)) {
-    const lineageDead = now - heartbeatAt > ttlMs;
+    const lineageDead = !seenWithin(heartbeatAt, now, ttlMs, clock);
     const { shards } = await deps.aggregates.getLineageShards(lineage);
     for (const shard of shards) {
       for (const [nodeId, member] of Object.entries(shard.members)) {
-        if (!member.live || member.gone === true || now - member.s <= ttlMs) continue;
+        if (!member.live || member.gone === true || seenWithin(member.s, now, ttlMs, clock)) continue;
         report.examined++;
         try {
           const read = await deps.store.getEnvoyState(nodeId);
           if (read.status !== 'found') continue;
           const state = read.value;
-          if (!shouldExpire(state, now, ttlMs)) continue;
+          if (!shouldExpire(state, now, ttlMs, clock)) continue;
           // A CONNECTED Envoy on a live gateway is the gateway's to judge (its stream is open).
           if (state.status === 'CONNECTED' && !(lineageDead && state.lineage === lineage)) continue;
           const result = await deps.store.updateEnvoyState({ ...applyExpire(state), rev: state.rev + 1 }, state.rev);
@@ -52,10 +68,12 @@ export async function runExpire(deps: ConvergenceDeps): Promise<ExpireReport> {
       }
     }
   }
-  const candidates = await pendingOn(deps, liveLineages(registry.lineages, now, ttlMs));
+  const candidates = await pendingOn(deps, liveLineages(registry.lineages, now, ttlMs, clock));
   const { failed, outcomes } = await evaluateAll(deps, candidates);
   report.evaluated = candidates.length - failed.size;
   report.failed += failed.size;
   report.outcomes = Object.fromEntries(outcomes);
+  // Only a tick that got this far moves the clock on: one the table failed (it threw) leaves it standing.
+  await recordExpireTick(deps.aggregates, now, { stallMs, ttlMs });
   return report;
 }

@@ -5,10 +5,10 @@
 // with a newer rev (written by the stream since the scan) is kept; a member whose state no longer
 // exists is dropped. Writes are conditional on the shard version, so resync never loses a concurrent
 // stream update. Then every pending generation is re-evaluated.
-import { deletedMember, emptyShard, memberFromEnvoyState, memberOf, recount, shardOf, type AggregateShard, type Member } from '../../common/core';
+import { deletedMember, emptyShard, memberFromEnvoyState, memberOf, recount, shardOf, tableAge, type AggregateShard, type Member } from '../../common/core';
 import { iteratePages } from '../../common/store';
 import type { ConvergenceDeps } from './convergence-batch';
-import { evaluateAll, pendingOn } from './evaluate';
+import { evaluateAll, pendingOn, tableClockOf } from './evaluate';
 
 export interface ResyncReport {
   states: number;
@@ -89,11 +89,11 @@ async function pruneRegistry(deps: ConvergenceDeps, rebuilt: ReadonlyMap<string,
     const registry = await deps.aggregates.getLineageRegistry();
     const now = deps.now();
     const stale = Object.entries(registry.lineages)
-      .filter(([lineage, heartbeatAt]) => now - heartbeatAt > PRUNE_AFTER_TTLS * deps.policy.ttlMs && !liveByLineage.has(lineage))
+      .filter(([lineage, heartbeatAt]) => tableAge(tableClockOf(registry, { ttlMs: deps.policy.ttlMs, stallMs: deps.stallMs }), heartbeatAt, now) > PRUNE_AFTER_TTLS * deps.policy.ttlMs && !liveByLineage.has(lineage))
       .map(([lineage]) => lineage);
     if (stale.length === 0) return 0;
     const lineages = Object.fromEntries(Object.entries(registry.lineages).filter(([lineage]) => !stale.includes(lineage)));
-    if ((await deps.aggregates.putLineageRegistry({ v: registry.v + 1, lineages }, registry.v)) === 'written') {
+    if ((await deps.aggregates.putLineageRegistry({ ...registry, v: registry.v + 1, lineages }, registry.v)) === 'written') {
       deps.logger.info({ lineages: stale }, 'silent lineages without live Envoys pruned from the registry');
       return stale.length;
     }

@@ -33,7 +33,7 @@ import type { KubeAccess } from '../kube/access';
 import { conditionWritingFromConfig } from '../kube/condition-writing';
 import { applyStatusUpdate, staleMessageDue, type StatusPathDeps, type StatusUpdateResult } from '../status/apply';
 import { functionsConfig, HANDOFF_SETTINGS, type FunctionsConfig } from './config';
-import { liveLineages } from './evaluate';
+import { liveLineages, tableClockOf } from './evaluate';
 
 /**
  * Whether a decision just written is one convergence applies itself: every verdict other than
@@ -73,6 +73,8 @@ export interface RefreshSweepOptions {
   aggregates: Pick<AggregateStore, 'getLineageRegistry' | 'listPending'>;
   /** ENVOY_TTL_MS: a lineage silent for twice this is dead (evaluate.ts `liveLineages`). */
   ttlMs: number;
+  /** EXPIRE_STALL_MS, for the table clock that silence is judged on (evaluate.ts `tableClockOf`). */
+  stallMs?: number | undefined;
   /** A container sweeps at most this often, ms (default: a quarter of the refresh interval, at least 500). */
   everyMs?: number;
   /** Pending generations looked at per sweep (default 2000); more wait for the next sweep. */
@@ -205,7 +207,7 @@ export class StatusHandoff {
     const registry = await options.aggregates.getLineageRegistry();
     const maxChecked = Math.max(1, options.maxChecked ?? 2000);
     const candidates = new Map<string, { object: ObjectRef; generation: number }>();
-    for (const lineage of liveLineages(registry.lineages, started, options.ttlMs)) {
+    for (const lineage of liveLineages(registry.lineages, started, options.ttlMs, tableClockOf(registry, options))) {
       let cursor: string | undefined;
       do {
         const page = await options.aggregates.listPending(lineage, cursor === undefined ? {} : { cursor });
@@ -296,6 +298,6 @@ export function buildStatusHandoff(source: Record<string, string | undefined> | 
     messageRefreshMs: settings.STATUS_MESSAGE_REFRESH_MS,
     now,
   };
-  const refreshSweep = options.aggregates === undefined ? {} : { refreshSweep: { aggregates: options.aggregates, ttlMs: settings.ENVOY_TTL_MS } };
+  const refreshSweep = options.aggregates === undefined ? {} : { refreshSweep: { aggregates: options.aggregates, ttlMs: settings.ENVOY_TTL_MS, stallMs: settings.EXPIRE_STALL_MS } };
   return { handoff: new StatusHandoff({ status, logger, now, concurrency: settings.STATUS_HANDOFF_CONCURRENCY, timeoutMs: settings.STATUS_HANDOFF_TIMEOUT_MS, ...refreshSweep }) };
 }

@@ -231,6 +231,9 @@ describe('local system, DynamoDB unreachable for 2 minutes during spec changes',
     expect(envoysHoldingLatest).toBe(0);
     // No condition moves while the functions cannot read or write the table.
     expect(observer.writes.filter((write) => write.at >= outageStart + 5_000 && write.at < returnedAt)).toEqual([]);
+    // Nobody aged during the outage (the table clock, docs/CONVERGENCE.md "Staleness across a table
+    // gap"): after the return no object says its connected Envoys are gone.
+    expect(observer.writes.filter((write) => write.at >= returnedAt && write.condition.reason === 'NoEnvoys').map((write) => `${write.name}@${write.condition.observedGeneration}`)).toEqual([]);
 
     // After: ready again, the relay running, every queue empty.
     await gateway.recorder.whenIdle();

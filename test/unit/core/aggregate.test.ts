@@ -171,6 +171,15 @@ describe('evaluateFromAggregates', () => {
     expect(result).toMatchObject({ state: 'Programmed', programmed: 1, total: 1 });
   });
 
+  it('after a table gap longer than the TTL, a member whose refresh has not landed still counts (table clock)', () => {
+    // The expire function last completed a tick 120 s ago; a has been refreshed since the table came
+    // back, b (behind) not yet. On wall time b is gone and the generation Programmed: a false True.
+    const aggregates = [at({ a: member(envoy('a', { [CDS]: { acked: 5 } }, { programmedThrough: 5, lastSeenAt: T0 })), b: member(envoy('b', { [CDS]: { acked: 3 } }, { programmedThrough: 4, lastSeenAt: T0 - 125_000 })) })];
+    const tableClock = { clock: { tickAt: T0 - 120_000, gaps: [] }, stallMs: 10_000 };
+    expect(evaluateFromAggregates({ object, generation: 2, watermark, aggregates, now: T0, policy })).toMatchObject({ state: 'Programmed', programmed: 1, total: 1 });
+    expect(evaluateFromAggregates({ object, generation: 2, watermark, aggregates, now: T0, policy, tableClock })).toMatchObject({ state: 'Pending', programmed: 1, total: 2 });
+  });
+
   it('names the split limitation in the blocker', () => {
     const result = evaluate([at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) }), at({}, L2)]);
     expect(result.blockers[0]).toEqual({ nodeId: 'a', reason: 'pending', typeUrls: [`split across gateway instances (${L1}, ${L2})`] });

@@ -1,0 +1,103 @@
+// Staleness across a table gap (docs/CONVERGENCE.md; core table-clock.ts). After DynamoDB was
+// unreachable for longer than the TTL, every Envoy's lastSeenAt is older than the TTL, and the
+// gateway's refreshes land one by one. Judged on wall time, an Envoy whose refresh had not landed yet
+// left the denominator while a refreshed one counted: the generation was decided without it, a false
+// True if it is the one behind. On the table clock the gap does not age anyone: the Envoy still
+// blocks until its refresh lands, and one whose refresh never comes leaves a TTL of ticks later.
+//
+// Real DynamoDB stand-in (dynalite) with its stream, the real convergence and expire functions; time
+// runs on the test's clock (`now`), moved by hand; the outage is the time no expire tick completes.
+import pino from 'pino';
+
+import { handleConvergence } from '../../../functions/convergence';
+import { buildFunctionContext, type FunctionContext } from '../../../functions/lib/context';
+import { runExpire } from '../../../functions/lib/expire-run';
+import type { StreamDelivery } from '../../../infra/local/dynamo';
+import { decisionOf, deliver, FakeEnvoy, FakeGateway, LDS, objectRef, startWorld, waitForDecision, type World } from './convergence-support';
+
+const TTL_MS = 4_000;
+const STALL_MS = 2_000;
+const OUTAGE_MS = 5 * TTL_MS;
+
+describe('a table gap longer than the TTL', () => {
+  let world: World;
+  let delivery: StreamDelivery;
+  let now = 0;
+  const contexts: FunctionContext[] = [];
+
+  function context(): FunctionContext {
+    const created = buildFunctionContext({ ...world.env, ENVOY_TTL_MS: String(TTL_MS), EXPIRE_STALL_MS: String(STALL_MS) }, pino({ level: 'silent' }), () => now);
+    contexts.push(created);
+    return created;
+  }
+
+  async function expireTick(at: number): Promise<Awaited<ReturnType<typeof runExpire>>> {
+    now = at;
+    await delivery.idle();
+    const report = await runExpire(context().deps);
+    await delivery.idle();
+    return report;
+  }
+
+  beforeAll(async () => {
+    world = await startWorld('gap', TTL_MS);
+    const convergence = context();
+    delivery = deliver(world, (event) => handleConvergence(event, convergence));
+  });
+
+  afterAll(async () => {
+    for (const created of contexts.splice(0)) created.close();
+    await delivery.stop();
+    await world.close();
+  });
+
+  it('keeps an Envoy whose refresh has not landed in the denominator; drops one whose refresh never comes a TTL of ticks later', async () => {
+    const t0 = Date.now();
+    now = t0;
+    const gateway = new FakeGateway(world, 'gw-gap.boot1.edge', t0);
+    gateway.change(LDS);
+    await gateway.save(t0);
+    const fast = new FakeEnvoy(world, gateway, 'envoy-fast', t0, [LDS]);
+    const slow = new FakeEnvoy(world, gateway, 'envoy-slow', t0, [LDS]);
+    const gone = new FakeEnvoy(world, gateway, 'envoy-gone', t0, [LDS]);
+    for (const envoy of [fast, slow, gone]) await envoy.ackAll(t0);
+    const ref = objectRef('gap');
+    await gateway.watermark(ref, 1, t0);
+    await waitForDecision(world, ref, 1, (d) => d.state === 'Programmed' && d.total === 3, 'generation 1 Programmed 3/3');
+    expect((await expireTick(t0)).gapEndedMs).toBe(0);
+
+    // The table is unreachable for five TTLs: no expire tick completes, nobody writes. It comes back
+    // with a change: the gateway's lineage heartbeat and envoy-fast's refresh (it ACKed the new
+    // version) land first; envoy-slow's and envoy-gone's have not landed.
+    const t1 = t0 + OUTAGE_MS;
+    now = t1;
+    gateway.change(LDS);
+    await gateway.save(t1);
+    await fast.ackAll(t1);
+    await gateway.watermark(ref, 2, t1);
+    const pending = await waitForDecision(world, ref, 2, (d) => d.programmed === 1 && d.total === 3, 'generation 2 decided with every Envoy counted');
+    expect(pending).toMatchObject({ state: 'Pending', programmed: 1, total: 3 });
+    expect(pending.blockers.map((b) => b.nodeId).sort()).toEqual(['envoy-gone', 'envoy-slow']);
+
+    // The first tick after the return records the gap and expires nobody.
+    const resumed = await expireTick(t1);
+    expect(resumed).toMatchObject({ expired: 0, gapEndedMs: OUTAGE_MS - STALL_MS });
+    expect(await decisionOf(world, ref, 2)).toMatchObject({ state: 'Pending', programmed: 1, total: 3 });
+
+    // envoy-slow's refresh lands (it ACKed too); envoy-gone's never does.
+    now = t1 + 500;
+    await slow.ackAll(t1 + 500);
+    await waitForDecision(world, ref, 2, (d) => d.programmed === 2 && d.total === 3, 'envoy-slow counted as programmed');
+    // envoy-gone was last seen STALL_MS of table time before the return: it leaves a TTL of table time
+    // after its last stamp, with ticks on time (every second here).
+    await expireTick(t1 + 1_000);
+    expect(await decisionOf(world, ref, 2)).toMatchObject({ state: 'Pending', programmed: 2, total: 3 });
+    await gateway.save(t1 + 1_500);
+    await fast.write((s) => ({ ...s, lastSeenAt: t1 + 1_500 }));
+    await slow.write((s) => ({ ...s, lastSeenAt: t1 + 1_500 }));
+    await expireTick(t1 + 2_000);
+    await expireTick(t1 + TTL_MS - STALL_MS + 500);
+    const decided = await waitForDecision(world, ref, 2, (d) => d.state === 'Programmed', 'Programmed once envoy-gone left');
+    expect(decided).toMatchObject({ programmed: 2, total: 2 });
+  });
+});
