@@ -25,7 +25,8 @@
 //     table (the recorder's writes) says the same;
 //   - after every run the gateway is ready and holds no stream of the fuzz; every few runs and at the
 //     end a tracked object's spec change becomes True and the reference Envoys run the current config.
-// FUZZ_RUNS raises the number of runs (default 10); FUZZ_SEED replays one.
+// FUZZ_RUNS raises the number of runs (default 10); FUZZ_SEED replays one; FUZZ_EXAMPLE=<file> plays a printed counterexample first.
+import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import fc from 'fast-check';
 import pino from 'pino';
@@ -53,6 +54,8 @@ import { CONDITION_TYPE, startTruthSystem, type TruthSystem } from '../truth/sys
 
 const RUNS = Number(process.env['FUZZ_RUNS'] ?? 10);
 const SEED = process.env['FUZZ_SEED'] === undefined ? {} : { seed: Number(process.env['FUZZ_SEED']) };
+// FUZZ_EXAMPLE=<file>: a counterexample as printed (one scenario, JSON) is played first.
+const EXAMPLE = process.env['FUZZ_EXAMPLE'] === undefined ? {} : { examples: [[JSON.parse(readFileSync(process.env['FUZZ_EXAMPLE'], 'utf8')) as Scenario] as [Scenario]] };
 const CHECK_EVERY_RUNS = 5;
 const TYPES = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL];
 const GROUP = 'ingress';
@@ -224,6 +227,16 @@ function poolFor(typeUrl: string): string[] {
 const STAR_PICK = 11;
 const resolve = (pool: string[], picks: number[]): string[] => picks.map((pick) => (pick % (STAR_PICK + 1) === STAR_PICK ? '*' : pool[pick % pool.length]!));
 
+/**
+ * The nonce of a stale or unknown-nonce request. Stale: the one before the latest response's. With no
+ * older one there is no stale nonce to send (taking the only one, as this did, is an ACK of the latest
+ * response, which the ledger did not count), so it is an unknown nonce instead.
+ */
+function oddNonce(ledger: TypeLedger, verdict: 'stale' | 'unknown'): string {
+  const previous = ledger.nonces.length >= 2 ? ledger.nonces[ledger.nonces.length - 2] : undefined;
+  return verdict === 'stale' && previous !== undefined ? previous : `no-such-${ledger.nonces.length}`;
+}
+
 /** Checks the no-storm and no-duplicate rules on the responses of one stream. */
 function checkResponses(received: readonly Received<DiscoveryResponse | DeltaDiscoveryResponse>[], ledgers: Map<string, TypeLedger>, protocol: 'sotw' | 'delta', what: string): void {
   const versions = new Map<string, Set<string>>();
@@ -314,7 +327,7 @@ async function playChurn(scenario: Extract<Scenario, { kind: 'sotw-churn' | 'del
       // An initial request's version_info is what the client says it runs: the tracker may take it.
       if (claimed !== undefined) ledger.acked.add(claimed);
     } else if (verdict === 'stale' || verdict === 'unknown') {
-      request.response_nonce = verdict === 'unknown' ? `no-such-${ledger.nonces.length}` : (ledger.nonces[Math.max(0, ledger.nonces.length - 2)] ?? '1');
+      request.response_nonce = oddNonce(ledger, verdict);
       request.version_info = accepted(typeUrl);
     } else {
       request.response_nonce = last.nonce ?? '';
@@ -349,7 +362,7 @@ async function playChurn(scenario: Extract<Scenario, { kind: 'sotw-churn' | 'del
       }
       request.response_nonce = '';
     } else if (last === undefined || verdict === 'initial' || verdict === 'none') request.response_nonce = '';
-    else if (verdict === 'stale' || verdict === 'unknown') request.response_nonce = verdict === 'unknown' ? `no-such-${ledger.nonces.length}` : (ledger.nonces[Math.max(0, ledger.nonces.length - 2)] ?? '1');
+    else if (verdict === 'stale' || verdict === 'unknown') request.response_nonce = oddNonce(ledger, verdict);
     else {
       request.response_nonce = last.nonce ?? '';
       if (verdict === 'nack') request.error_detail = { code: 3, message: 'odd client NACK' };
@@ -572,7 +585,7 @@ test(`${RUNS} odd clients: no INTERNAL, no response storm, exact content and rec
       if (runs % CHECK_EVERY_RUNS === 0) await changeGoesTrue();
     }),
     // A failure ends the run at once (shrinking would replay whole-system runs for minutes).
-    { numRuns: RUNS, endOnFailure: true, ...SEED },
+    { numRuns: RUNS, endOnFailure: true, ...SEED, ...EXAMPLE },
   );
   await changeGoesTrue();
   await eventually(() => gateway().recorder.stats().consecutiveFailures === 0, 'nothing left to retry', 30_000);
