@@ -1,13 +1,15 @@
 // Lambda (function URL, AWS_IAM auth): a read-only JSON view of object generations and the Envoy
 // fleet. See docs/FUNCTIONS.md for the routes. Configuration: TABLE_NAME, AWS_REGION,
-// DYNAMODB_ENDPOINT (local), ENVOY_TTL_MS, ACK_TIMEOUT_MS, QUERY_NAMESPACES (allow-list of namespaces
+// DYNAMODB_ENDPOINT (local), ENVOY_TTL_MS, ACK_TIMEOUT_MS, EXPIRE_STALL_MS, QUERY_NAMESPACES (allow-list of namespaces
 // whose objects may be shown; unset or "*" = all, see query/namespaces.ts).
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import pino, { type Logger } from 'pino';
 
-import { type ConvergencePolicy } from '../common/core';
+import { type AggregateStore, type ConvergencePolicy, type TableClockView } from '../common/core';
+import { describeError } from '../common/describe-error';
 import { openTableFromEnv, InvalidPageTokenError, InvalidStoreInputError } from '../common/store';
 import { FunctionsConfig, QUERY_SETTINGS } from './lib/config';
+import { tableClockOf } from './lib/evaluate';
 import { HttpError, json, problem, type QueryResponse } from './query/http';
 import { namespaceAllowed, parseNamespaceScope, type NamespaceScope } from './query/namespaces';
 import { route } from './query/routes';
@@ -27,11 +29,27 @@ export function createQueryHandler(options: QueryHandlerOptions = {}): QueryHand
   // As given: the query function has always read an empty value as that value (QUERY_NAMESPACES="" is every namespace).
   const settings = FunctionsConfig.fromEnv(env, { emptyIsUnset: false }).slice(QUERY_SETTINGS);
   const namespaces = parseNamespaceScope(settings.QUERY_NAMESPACES);
-  const { store, objectItems } = openTableFromEnv(env, logger);
+  const { store, objectItems, aggregates } = openTableFromEnv(env, logger);
   const policy: ConvergencePolicy = { ttlMs: settings.ENVOY_TTL_MS, ackTimeoutMs: settings.ACK_TIMEOUT_MS };
   const now = options.now ?? Date.now;
   const rawObjectItem: ViewContext['rawObjectItem'] = (ref, generation) => objectItems.getObjectGenerationItem(ref, generation);
-  return (event) => handleQuery(event, { store, policy, now: now(), maxFleetScan: settings.QUERY_MAX_FLEET_SCAN, maxBlockersListed: 100, rawObjectItem }, logger, namespaces);
+  return async (event) => {
+    const tableClock = await readTableClock(aggregates, { ttlMs: settings.ENVOY_TTL_MS, stallMs: settings.EXPIRE_STALL_MS }, logger);
+    return handleQuery(event, { store, policy, now: now(), ...(tableClock === undefined ? {} : { tableClock }), maxFleetScan: settings.QUERY_MAX_FLEET_SCAN, maxBlockersListed: 100, rawObjectItem }, logger, namespaces);
+  };
+}
+
+/**
+ * The table clock, so that `live` here agrees with the decisions (one GetItem per request). A failed
+ * read is logged and the view falls back to wall time: it is informative, and the request goes on.
+ */
+async function readTableClock(aggregates: Pick<AggregateStore, 'getLineageRegistry'>, settings: { ttlMs: number; stallMs: number | undefined }, logger: Logger): Promise<TableClockView | undefined> {
+  try {
+    return tableClockOf(await aggregates.getLineageRegistry(), settings);
+  } catch (error) {
+    logger.warn({ err: describeError(error) }, 'query: the lineage registry could not be read; liveness is shown on wall time');
+    return undefined;
+  }
 }
 
 /** One request → one JSON response. Bad input is a 4xx with a message; a failure is a 500 without details. */

@@ -8,6 +8,7 @@ import type { ConvergenceState } from './convergence-state';
 import { formatObjectRef, type ObjectRef } from './identity';
 import { isUnresolvedNack, type EnvoyState } from './envoy-record';
 import { isLive, stuckTypesAsStored, waitingSince } from './staleness';
+import type { TableClockView } from './table-clock';
 import { watermarkProgress, type Watermark } from './watermark';
 
 export interface ConvergencePolicy {
@@ -48,6 +49,8 @@ export interface ConvergenceInput {
   envoys: readonly EnvoyState[];
   now: number;
   policy: ConvergencePolicy;
+  /** The table clock Envoys' ages are judged on (table-clock.ts), as in evaluateFromAggregates; absent: wall time. */
+  tableClock?: TableClockView;
 }
 
 /**
@@ -170,7 +173,7 @@ export function latestPerNode(envoys: readonly EnvoyState[]): EnvoyState[] {
 
 export function computeConvergence(input: ConvergenceInput): Convergence {
   const { object, generation, watermark, now, policy } = input;
-  const live = latestPerNode(input.envoys).filter((envoy) => isLive(envoy, now, policy.ttlMs));
+  const live = latestPerNode(input.envoys).filter((envoy) => isLive(envoy, now, policy.ttlMs, input.tableClock));
   if (!watermark.observable) return unobservableConvergence(object, generation, watermark, live.length);
   if (live.length === 0) return noEnvoysConvergence(object, generation);
   const blockers: Blocker[] = [];

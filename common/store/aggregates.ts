@@ -157,6 +157,13 @@ export class DynamoAggregateStore implements AggregateStore {
     if (result.Item === undefined) return { v: 0, lineages: {} };
     const parsed = LineageRegistryItemSchema.safeParse(result.Item);
     if (parsed.success) return { v: parsed.data.v, lineages: parsed.data.lineages, ...(parsed.data.clock === undefined ? {} : { clock: parsed.data.clock }) };
+    // A bad clock alone costs only the clock: staleness on wall time until expire's next tick writes a
+    // fresh one (core advanceTableClock starts over from no clock), the lineages are kept.
+    const withoutClock = LineageRegistryItemSchema.safeParse({ ...result.Item, clock: undefined });
+    if (withoutClock.success) {
+      this.logger.warn({ table: this.tableName, key: LINEAGE_REGISTRY_KEY, reason: describeZodIssues(parsed.error.issues) }, 'lineage registry: its table clock is invalid; ignored until the next expire tick rewrites it');
+      return { v: withoutClock.data.v, lineages: withoutClock.data.lineages };
+    }
     // A corrupt registry is rebuilt from LINEAGE records and resync; start over from its version.
     this.logger.warn({ table: this.tableName, key: LINEAGE_REGISTRY_KEY, reason: describeZodIssues(parsed.error.issues) }, 'lineage registry is invalid; treating it as empty');
     const v = result.Item['v'];

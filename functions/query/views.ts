@@ -15,6 +15,7 @@ import {
   type EventStore,
   type LineageState,
   type ObjectRef,
+  type TableClockView,
   type TypeState,
 } from '../../common/core';
 import { DecisionSchema } from '../../common/core';
@@ -30,6 +31,8 @@ export interface ViewContext {
   store: QueryStore;
   policy: ConvergencePolicy;
   now: number;
+  /** The table clock `live` is judged on, as convergence judges it (core table-clock.ts); absent: wall time. */
+  tableClock?: TableClockView;
   /** Upper bound on Envoys read for an object's live detail (a Lambda invocation must stay bounded). */
   maxFleetScan: number;
   /** Blockers listed per object (the counts are always complete). */
@@ -104,14 +107,14 @@ function sentView(type: TypeState) {
 }
 
 /** One row of the fleet view. */
-export function envoySummary(envoy: EnvoyState, lineages: ReadonlyMap<string, LineageState>, context: Pick<ViewContext, 'now' | 'policy'>) {
+export function envoySummary(envoy: EnvoyState, lineages: ReadonlyMap<string, LineageState>, context: Pick<ViewContext, 'now' | 'policy' | 'tableClock'>) {
   const gateway = lineages.get(envoy.lineage);
   return {
     nodeId: envoy.nodeId,
     cluster: envoy.cluster,
     group: envoy.group,
     status: envoy.status,
-    live: isLive(envoy, context.now, context.policy.ttlMs),
+    live: isLive(envoy, context.now, context.policy.ttlMs, context.tableClock),
     lineage: envoy.lineage,
     gateway: gateway === undefined ? null : { instanceId: gateway.instanceId, currentSeq: gateway.currentSeq, heartbeatAt: gateway.heartbeatAt },
     programmedThrough: envoy.programmedThrough ?? null,
@@ -205,7 +208,7 @@ export async function objectView(context: ViewContext, ref: ObjectRef, generatio
     }
   } while (cursor !== undefined);
   const watermark = watermarkOf(record);
-  const live = computeConvergence({ object: ref, generation: record.generation, watermark, envoys, now: context.now, policy: context.policy });
+  const live = computeConvergence({ object: ref, generation: record.generation, watermark, envoys, now: context.now, policy: context.policy, ...(context.tableClock === undefined ? {} : { tableClock: context.tableClock }) });
   // The store's typed read drops attributes its schema does not know, such as the decision.
   const raw = context.rawObjectItem === undefined ? undefined : await context.rawObjectItem(ref, record.generation);
   const decision = raw === undefined || raw[DECISION_ATTRIBUTE] === undefined ? undefined : DecisionSchema.safeParse(raw[DECISION_ATTRIBUTE]);

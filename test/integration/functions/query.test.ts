@@ -3,7 +3,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 
 import { type EnvoyState, type TypeState } from '../../../common/core';
-import { objectGenerationKey, type DynamoEventStore, type RawItems } from '../../../common/store';
+import { objectGenerationKey, recordExpireTick, type DynamoEventStore, type RawItems } from '../../../common/store';
 import { createQueryHandler, handleQuery, type QueryHandler } from '../../../functions/query';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 import fleet from '../../fixtures/events/query-fleet.json';
@@ -149,6 +149,18 @@ describe('query function', () => {
     expect(statuses.get('envoy-0010')).toBe('CDS=SYNCED LDS=SYNCED RDS=STALE');
     expect(statuses.get('envoy-0025')).toBe('CDS=SYNCED LDS=SYNCED RDS=NACKED');
     expect(statuses.get('envoy-0007')).toBe('CDS=SYNCED LDS=SYNCED RDS=NOT_SENT');
+  });
+
+  it('GET /envoys/{id}: `live` on the table clock, as the decisions judge it (an outage ages nobody)', async () => {
+    // Ten TTLs later with no expire tick since NOW: on wall time envoy-0025 is long gone; the table
+    // clock stood still from the last tick on (core table-clock.ts), so it is as live as at NOW.
+    const later = NOW + 10 * 300_000;
+    const env = { TABLE_NAME: tableName, AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: fixture.endpoint };
+    const asOf = async (): Promise<unknown> => JSON.parse((await createQueryHandler({ env, logger: silentLogger, now: () => later })(get('/envoys/envoy-0025'))).body);
+    expect(await asOf()).toMatchObject({ nodeId: 'envoy-0025', live: false });
+    const { aggregates } = fixture.openTable(tableName, silentLogger);
+    await recordExpireTick(aggregates, NOW, { stallMs: 150_000, ttlMs: 300_000 });
+    expect(await asOf()).toMatchObject({ nodeId: 'envoy-0025', live: true });
   });
 
   it('GET /envoys/{id}: detail with recent events; URL-encoded ids', async () => {

@@ -9,6 +9,7 @@
 // runs on the test's clock (`now`), moved by hand; the outage is the time no expire tick completes.
 import pino from 'pino';
 
+import { LINEAGE_REGISTRY_KEY } from '../../../common/store';
 import { handleConvergence } from '../../../functions/convergence';
 import { buildFunctionContext, type FunctionContext } from '../../../functions/lib/context';
 import { runExpire } from '../../../functions/lib/expire-run';
@@ -99,5 +100,17 @@ describe('a table gap longer than the TTL', () => {
     await expireTick(t1 + TTL_MS - STALL_MS + 500);
     const decided = await waitForDecision(world, ref, 2, (d) => d.state === 'Programmed', 'Programmed once envoy-gone left');
     expect(decided).toMatchObject({ programmed: 2, total: 2 });
+  });
+
+  it('a corrupt clock costs only the clock: the lineages are kept and the next tick writes a fresh one', async () => {
+    const before = await world.aggregates.getLineageRegistry();
+    expect(Object.keys(before.lineages)).toContain('gw-gap.boot1.edge');
+    await world.table.rawItems.setAttributes(LINEAGE_REGISTRY_KEY, { clock: { tickAt: 'yesterday', gaps: 'none' } });
+    const corrupt = await world.aggregates.getLineageRegistry();
+    expect(corrupt.lineages).toEqual(before.lineages);
+    expect(corrupt.clock).toBeUndefined();
+    const at = now + 1_000;
+    await expireTick(at);
+    expect((await world.aggregates.getLineageRegistry()).clock).toEqual({ tickAt: at, gaps: [] });
   });
 });
