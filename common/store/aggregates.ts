@@ -334,41 +334,46 @@ function plainRef(ref: ObjectRef): ObjectRef {
 const MAX_REGISTRY_ATTEMPTS = 10;
 
 /**
- * Raises the registry's heartbeat of each lineage to at least the given time (read, merge, conditional
- * put on the registry's version; retried on conflict). Used by the convergence function for LINEAGE
- * records and by the gateway to register a new lineage before it writes any state on it.
+ * The one read-change-write of the lineage registry: `change` gets the registry as read and returns
+ * what it should become (its `v` is set here), or undefined when nothing changes; the put is
+ * conditional on the version read and retried on conflict. Returns the registry as it now stands.
  */
-export async function registerLineageHeartbeats(aggregates: AggregateStore, heartbeats: ReadonlyMap<string, number>): Promise<void> {
+export async function updateLineageRegistry(aggregates: AggregateStore, change: (registry: LineageRegistry) => Omit<LineageRegistry, 'v'> | undefined): Promise<LineageRegistry> {
   for (let attempt = 1; attempt <= MAX_REGISTRY_ATTEMPTS; attempt++) {
     const registry = await aggregates.getLineageRegistry();
-    const next: LineageRegistry = { ...registry, v: registry.v + 1, lineages: { ...registry.lineages } };
-    let changed = false;
-    for (const [lineage, heartbeatAt] of heartbeats) {
-      if ((next.lineages[lineage] ?? -1) < heartbeatAt) {
-        next.lineages[lineage] = heartbeatAt;
-        changed = true;
-      }
-    }
-    if (!changed) return;
+    const changed = change(registry);
+    if (changed === undefined) return registry;
+    const next: LineageRegistry = { ...changed, v: registry.v + 1 };
     // The registry is written from v 1 on, so v 0 means "absent": create it.
-    const outcome = await aggregates.putLineageRegistry(next, registry.v === 0 ? undefined : registry.v);
-    if (outcome === 'written') return;
+    if ((await aggregates.putLineageRegistry(next, registry.v === 0 ? undefined : registry.v)) === 'written') return next;
   }
   throw new Error(`lineage registry: still conflicting after ${MAX_REGISTRY_ATTEMPTS} attempts`);
 }
 
 /**
- * Records a completed expire tick that started at `now` in the registry's table clock (core
- * advanceTableClock; read, merge, conditional put, retried on conflict). Returns the clock as stored.
+ * Raises the registry's heartbeat of each lineage to at least the given time. Used by the convergence
+ * function for LINEAGE records and by the gateway to register a new lineage before it writes any state on it.
  */
+export async function registerLineageHeartbeats(aggregates: AggregateStore, heartbeats: ReadonlyMap<string, number>): Promise<void> {
+  await updateLineageRegistry(aggregates, (registry) => {
+    const lineages = { ...registry.lineages };
+    let changed = false;
+    for (const [lineage, heartbeatAt] of heartbeats) {
+      if ((lineages[lineage] ?? -1) < heartbeatAt) {
+        lineages[lineage] = heartbeatAt;
+        changed = true;
+      }
+    }
+    return changed ? { ...registry, lineages } : undefined;
+  });
+}
+
+/** Records a completed expire tick that started at `now` in the registry's table clock (core advanceTableClock). Returns the clock as stored. */
 export async function recordExpireTick(aggregates: AggregateStore, now: number, options: { stallMs: number; ttlMs: number }): Promise<TableClock> {
-  for (let attempt = 1; attempt <= MAX_REGISTRY_ATTEMPTS; attempt++) {
-    const registry = await aggregates.getLineageRegistry();
+  const stored = await updateLineageRegistry(aggregates, (registry) => {
     const clock = advanceTableClock(registry.clock, now, options);
     // A tick that started later already advanced it (overlapping invocations).
-    if (clock === registry.clock) return clock;
-    const outcome = await aggregates.putLineageRegistry({ ...registry, v: registry.v + 1, clock }, registry.v === 0 ? undefined : registry.v);
-    if (outcome === 'written') return clock;
-  }
-  throw new Error(`lineage registry: still conflicting after ${MAX_REGISTRY_ATTEMPTS} attempts`);
+    return clock === registry.clock ? undefined : { ...registry, clock };
+  });
+  return stored.clock ?? advanceTableClock(undefined, now, options);
 }

@@ -6,7 +6,7 @@ export { batchPut, BATCH_WRITE_MAX_ITEMS, fullJitterDelay, UnwrittenItemsError }
 export type { BatchWriteOptions, BatchWriteReport, KeyedItem, UnwrittenItem } from './batch-write';
 export { connectStore, retryModes, storeClientConfigFromEnv, storeClientConfigSchema } from './client';
 export type { ResolvedRetrySettings, RetryMode, StoreClientConfig, StoreClientSeams, StoreConnection } from './client';
-export { DynamoAggregateStore, recordExpireTick, registerLineageHeartbeats } from './aggregates';
+export { DynamoAggregateStore, recordExpireTick, registerLineageHeartbeats, updateLineageRegistry } from './aggregates';
 export type { DynamoAggregateStoreOptions } from './aggregates';
 export { DynamoVersionLog } from './version-log';
 export type { DynamoVersionLogOptions } from './version-log';

@@ -6,7 +6,7 @@
 // exists is dropped. Writes are conditional on the shard version, so resync never loses a concurrent
 // stream update. Then every pending generation is re-evaluated.
 import { deletedMember, emptyShard, memberFromEnvoyState, memberOf, recount, shardOf, tableAge, type AggregateShard, type Member } from '../../common/core';
-import { iteratePages } from '../../common/store';
+import { iteratePages, updateLineageRegistry } from '../../common/store';
 import type { ConvergenceDeps } from './convergence-batch';
 import { evaluateAll, pendingOn, tableClockOf } from './evaluate';
 
@@ -85,20 +85,18 @@ async function pruneRegistry(deps: ConvergenceDeps, rebuilt: ReadonlyMap<string,
   for (const [key, members] of rebuilt) {
     if ([...members.values()].some((member) => member.live)) liveByLineage.add(key.slice(0, key.lastIndexOf('|')));
   }
-  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const registry = await deps.aggregates.getLineageRegistry();
+  let pruned: string[] = [];
+  await updateLineageRegistry(deps.aggregates, (registry) => {
     const now = deps.now();
-    const stale = Object.entries(registry.lineages)
-      .filter(([lineage, heartbeatAt]) => tableAge(tableClockOf(registry, { ttlMs: deps.policy.ttlMs, stallMs: deps.stallMs }), heartbeatAt, now) > PRUNE_AFTER_TTLS * deps.policy.ttlMs && !liveByLineage.has(lineage))
+    const clock = tableClockOf(registry, { ttlMs: deps.policy.ttlMs, stallMs: deps.stallMs });
+    pruned = Object.entries(registry.lineages)
+      .filter(([lineage, heartbeatAt]) => tableAge(clock, heartbeatAt, now) > PRUNE_AFTER_TTLS * deps.policy.ttlMs && !liveByLineage.has(lineage))
       .map(([lineage]) => lineage);
-    if (stale.length === 0) return 0;
-    const lineages = Object.fromEntries(Object.entries(registry.lineages).filter(([lineage]) => !stale.includes(lineage)));
-    if ((await deps.aggregates.putLineageRegistry({ ...registry, v: registry.v + 1, lineages }, registry.v)) === 'written') {
-      deps.logger.info({ lineages: stale }, 'silent lineages without live Envoys pruned from the registry');
-      return stale.length;
-    }
-  }
-  throw new Error('lineage registry kept changing');
+    if (pruned.length === 0) return undefined;
+    return { ...registry, lineages: Object.fromEntries(Object.entries(registry.lineages).filter(([lineage]) => !pruned.includes(lineage))) };
+  });
+  if (pruned.length > 0) deps.logger.info({ lineages: pruned }, 'silent lineages without live Envoys pruned from the registry');
+  return pruned.length;
 }
 
 export async function runResync(deps: ConvergenceDeps): Promise<ResyncReport> {
