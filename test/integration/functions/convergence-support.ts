@@ -22,6 +22,8 @@ import {
 } from '../../../common/core';
 import { openTable, type DynamoAggregateStore, type DynamoEventStore, type TableAccess } from '../../../common/store';
 import { createStreamDelivery, startLocalDynamo, type LocalDynamo, type StreamDelivery, type StreamHandler } from '../../../infra/local/dynamo';
+import { handleConvergence } from '../../../functions/convergence';
+import { buildFunctionContext, type FunctionContext } from '../../../functions/lib/context';
 import { waitFor as pollWaitFor } from '../../support/eventually';
 
 export const silentLogger = pino({ level: 'silent' });
@@ -87,6 +89,40 @@ export function deliver(world: World, handler: StreamHandler, retries = 5): Stre
     retryBackoff: { initialMs: 5, maxMs: 20 },
     logger: silentLogger,
   });
+}
+
+/** A world whose functions run on a clock the test moves by hand (`clock.now`), the convergence function on its stream. */
+export interface HandClockedWorld {
+  world: World;
+  delivery: StreamDelivery;
+  clock: { now: number };
+  /** A function context on the hand clock, with the world's settings (closed with the world). */
+  context(): FunctionContext;
+  close(): Promise<void>;
+}
+
+export async function startHandClockedWorld(prefix: string, ttlMs: number, env: Record<string, string> = {}): Promise<HandClockedWorld> {
+  const world = await startWorld(prefix, ttlMs);
+  const clock = { now: 0 };
+  const contexts: FunctionContext[] = [];
+  const context = (): FunctionContext => {
+    const created = buildFunctionContext({ ...world.env, ENVOY_TTL_MS: String(ttlMs), ...env }, silentLogger, () => clock.now);
+    contexts.push(created);
+    return created;
+  };
+  const convergence = context();
+  const delivery = deliver(world, (event) => handleConvergence(event, convergence));
+  return {
+    world,
+    delivery,
+    clock,
+    context,
+    close: async () => {
+      for (const created of contexts.splice(0)) created.close();
+      await delivery.stop();
+      await world.close();
+    },
+  };
 }
 
 /** A gateway lineage: its counter, per-type history, heartbeat. Writes LINEAGE#<l>/STATE. */

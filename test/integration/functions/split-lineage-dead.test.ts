@@ -6,46 +6,34 @@
 // memberBlocker), while a type on another *live* lineage still blocks (safe).
 //
 // Real DynamoDB stand-in (dynalite) with its stream, the real convergence and expire functions, the
-// gateway's real merge; time runs on the test's clock (`now`), moved forward by hand.
-import pino from 'pino';
+// gateway's real merge; time runs on the test's clock (`clock.now`), moved forward by hand.
 
 import { applyAck, applyHeartbeat, applySent, applySubscribe, newEnvoyState, withProgrammedThrough, type Decision, type EnvoyState } from '../../../common/core';
-import { handleConvergence } from '../../../functions/convergence';
-import { buildFunctionContext, type FunctionContext } from '../../../functions/lib/context';
+import type { FunctionContext } from '../../../functions/lib/context';
 import { runExpire } from '../../../functions/lib/expire-run';
 import type { StreamDelivery } from '../../../infra/local/dynamo';
 import { mergeEnvoyState } from '../../../xds-gateway/tracking/envoy-state-merge';
-import { CDS, decisionOf, deliver, FakeEnvoy, FakeGateway, LDS, objectRef, startWorld, waitForDecision, type World } from './convergence-support';
+import { CDS, decisionOf, FakeEnvoy, FakeGateway, type HandClockedWorld, LDS, objectRef, startHandClockedWorld, waitForDecision, type World } from './convergence-support';
 
 const TTL_MS = 4_000;
 const KILLED_LINEAGE = 'gw-s.boot1.edge';
 const NEW_LINEAGE = 'gw-s.boot2.edge';
 
 describe('a type held from a dead lineage stops blocking; from a live one it blocks', () => {
+  let hand: HandClockedWorld;
   let world: World;
   let delivery: StreamDelivery;
-  let now = 0;
-  const contexts: FunctionContext[] = [];
-
-  function context(): FunctionContext {
-    // Expire ticks run at chosen times, up to 2 TTLs apart, not on a schedule: the table clock's stall
-    // bound covers that (core table-clock.ts), so no tick here is a gap.
-    const created = buildFunctionContext({ ...world.env, ENVOY_TTL_MS: String(TTL_MS), EXPIRE_STALL_MS: String(3 * TTL_MS) }, pino({ level: 'silent' }), () => now);
-    contexts.push(created);
-    return created;
-  }
+  let clock: { now: number };
+  const context = (): FunctionContext => hand.context();
 
   beforeAll(async () => {
-    world = await startWorld('split', TTL_MS);
-    const convergence = context();
-    delivery = deliver(world, (event) => handleConvergence(event, convergence));
+    // Expire ticks run at chosen times, up to 2 TTLs apart, not on a schedule: the table clock's stall
+    // bound covers that (core table-clock.ts), so no tick here is a gap.
+    hand = await startHandClockedWorld('split', TTL_MS, { EXPIRE_STALL_MS: String(3 * TTL_MS) });
+    ({ world, delivery, clock } = hand);
   });
 
-  afterAll(async () => {
-    for (const created of contexts.splice(0)) created.close();
-    await delivery.stop();
-    await world.close();
-  });
+  afterAll(() => hand.close());
 
   /** What the restarted gateway writes for a client that re-subscribed to CDS only: its own view merged with the stored one. */
   async function reconnectOnCdsOnly(gateway: FakeGateway, nodeId: string, at: number, change: (state: EnvoyState) => EnvoyState = (s) => s): Promise<EnvoyState> {
@@ -64,7 +52,7 @@ describe('a type held from a dead lineage stops blocking; from a live one it blo
 
   it('Pending while the killed lineage is live, Programmed once it left the live set', async () => {
     const t0 = Date.now();
-    now = t0;
+    clock.now = t0;
     // The first life: grpc-0 holds CDS and LDS on the lineage about to be killed.
     const killed = new FakeGateway(world, KILLED_LINEAGE, t0);
     killed.change(CDS);
@@ -75,7 +63,7 @@ describe('a type held from a dead lineage stops blocking; from a live one it blo
 
     // SIGKILL; the restarted gateway (new lineage) serves envoy-a fully and grpc-0 on CDS only.
     const t1 = t0 + 500;
-    now = t1;
+    clock.now = t1;
     const restarted = new FakeGateway(world, NEW_LINEAGE, t1);
     restarted.change(CDS);
     await restarted.save(t1);
@@ -99,7 +87,7 @@ describe('a type held from a dead lineage stops blocking; from a live one it blo
     // as the real one does). While the killed lineage's last heartbeat is within the live-set window
     // (2 × TTL), grpc-0 stays blocked; once it is older, LDS from there no longer counts.
     const heartbeatAll = async (at: number): Promise<void> => {
-      now = at;
+      clock.now = at;
       await restarted.save(at);
       await healthy.write((s) => applyHeartbeat(s, at));
       await reconnectOnCdsOnly(restarted, 'grpc-0', at, (s) => applyHeartbeat(s, at));
@@ -116,8 +104,8 @@ describe('a type held from a dead lineage stops blocking; from a live one it blo
   });
 
   it('a type held on another live lineage keeps blocking (per-type streams to two live gateways)', async () => {
-    const t0 = now + 1_000;
-    now = t0;
+    const t0 = clock.now + 1_000;
+    clock.now = t0;
     const other = new FakeGateway(world, 'gw-t.boot1.edge', t0);
     other.change(CDS);
     other.change(LDS);
@@ -133,9 +121,9 @@ describe('a type held from a dead lineage stops blocking; from a live one it blo
     const pending = await waitForDecision(world, ref, 1, (d) => d.state === 'Pending' && d.blockers.some((b) => b.nodeId === 'grpc-1'), 'Pending on grpc-1');
     expect(pending.blockers.find((b) => b.nodeId === 'grpc-1')).toMatchObject({ reason: 'pending', typeUrls: [expect.stringContaining('split across gateway instances')] });
     // Both gateways keep heartbeating: still Pending after an expire tick re-evaluates.
-    now = t0 + 1_000;
-    await other.save(now);
-    await mine.save(now);
+    clock.now = t0 + 1_000;
+    await other.save(clock.now);
+    await mine.save(clock.now);
     await before.refresh();
     await delivery.idle();
     await runExpire(context().deps);

@@ -6,55 +6,43 @@
 // blocks until its refresh lands, and one whose refresh never comes leaves a TTL of ticks later.
 //
 // Real DynamoDB stand-in (dynalite) with its stream, the real convergence and expire functions; time
-// runs on the test's clock (`now`), moved by hand; the outage is the time no expire tick completes.
-import pino from 'pino';
+// runs on the test's clock (`clock.now`), moved by hand; the outage is the time no expire tick completes.
 
 import { LINEAGE_REGISTRY_KEY } from '../../../common/store';
-import { handleConvergence } from '../../../functions/convergence';
-import { buildFunctionContext, type FunctionContext } from '../../../functions/lib/context';
+import type { FunctionContext } from '../../../functions/lib/context';
 import { runExpire } from '../../../functions/lib/expire-run';
 import type { StreamDelivery } from '../../../infra/local/dynamo';
-import { decisionOf, deliver, FakeEnvoy, FakeGateway, LDS, objectRef, startWorld, waitForDecision, type World } from './convergence-support';
+import { decisionOf, FakeEnvoy, FakeGateway, type HandClockedWorld, LDS, objectRef, startHandClockedWorld, waitForDecision, type World } from './convergence-support';
 
 const TTL_MS = 4_000;
 const STALL_MS = 2_000;
 const OUTAGE_MS = 5 * TTL_MS;
 
 describe('a table gap longer than the TTL', () => {
+  let hand: HandClockedWorld;
   let world: World;
   let delivery: StreamDelivery;
-  let now = 0;
-  const contexts: FunctionContext[] = [];
+  let clock: { now: number };
+  const context = (): FunctionContext => hand.context();
 
-  function context(): FunctionContext {
-    const created = buildFunctionContext({ ...world.env, ENVOY_TTL_MS: String(TTL_MS), EXPIRE_STALL_MS: String(STALL_MS) }, pino({ level: 'silent' }), () => now);
-    contexts.push(created);
-    return created;
-  }
+  beforeAll(async () => {
+    hand = await startHandClockedWorld('gap', TTL_MS, { EXPIRE_STALL_MS: String(STALL_MS) });
+    ({ world, delivery, clock } = hand);
+  });
+
+  afterAll(() => hand.close());
 
   async function expireTick(at: number): Promise<Awaited<ReturnType<typeof runExpire>>> {
-    now = at;
+    clock.now = at;
     await delivery.idle();
     const report = await runExpire(context().deps);
     await delivery.idle();
     return report;
   }
 
-  beforeAll(async () => {
-    world = await startWorld('gap', TTL_MS);
-    const convergence = context();
-    delivery = deliver(world, (event) => handleConvergence(event, convergence));
-  });
-
-  afterAll(async () => {
-    for (const created of contexts.splice(0)) created.close();
-    await delivery.stop();
-    await world.close();
-  });
-
   it('keeps an Envoy whose refresh has not landed in the denominator; drops one whose refresh never comes a TTL of ticks later', async () => {
     const t0 = Date.now();
-    now = t0;
+    clock.now = t0;
     const gateway = new FakeGateway(world, 'gw-gap.boot1.edge', t0);
     gateway.change(LDS);
     await gateway.save(t0);
@@ -71,7 +59,7 @@ describe('a table gap longer than the TTL', () => {
     // with a change: the gateway's lineage heartbeat and envoy-fast's refresh (it ACKed the new
     // version) land first; envoy-slow's and envoy-gone's have not landed.
     const t1 = t0 + OUTAGE_MS;
-    now = t1;
+    clock.now = t1;
     gateway.change(LDS);
     await gateway.save(t1);
     await fast.ackAll(t1);
@@ -86,7 +74,7 @@ describe('a table gap longer than the TTL', () => {
     expect(await decisionOf(world, ref, 2)).toMatchObject({ state: 'Pending', programmed: 1, total: 3 });
 
     // envoy-slow's refresh lands (it ACKed too); envoy-gone's never does.
-    now = t1 + 500;
+    clock.now = t1 + 500;
     await slow.ackAll(t1 + 500);
     await waitForDecision(world, ref, 2, (d) => d.programmed === 2 && d.total === 3, 'envoy-slow counted as programmed');
     // envoy-gone was last seen STALL_MS of table time before the return: it leaves a TTL of table time
@@ -109,7 +97,7 @@ describe('a table gap longer than the TTL', () => {
     const corrupt = await world.aggregates.getLineageRegistry();
     expect(corrupt.lineages).toEqual(before.lineages);
     expect(corrupt.clock).toBeUndefined();
-    const at = now + 1_000;
+    const at = clock.now + 1_000;
     await expireTick(at);
     expect((await world.aggregates.getLineageRegistry()).clock).toEqual({ tickAt: at, gaps: [] });
   });

@@ -11,51 +11,39 @@
 // lineage with the registry version the live set came from; a decision is stale only if its registry
 // read is older or some lineage it read is behind the stored one's (and Programmed stays final).
 //
-// Time: every function here runs on the test's clock (`now`), moved forward by hand.
-import pino from 'pino';
+// Time: every function here runs on the test's clock (`clock.now`), moved forward by hand.
 
 import { applyDisconnect, applyExpire, applyHeartbeat, decisionFromConvergence, isStaleDecision, type Decision } from '../../../common/core';
-import { handleConvergence } from '../../../functions/convergence';
-import { buildFunctionContext, type FunctionContext } from '../../../functions/lib/context';
+import type { FunctionContext } from '../../../functions/lib/context';
 import { runExpire } from '../../../functions/lib/expire-run';
 import type { StreamDelivery } from '../../../infra/local/dynamo';
-import { CDS, decisionOf, deliver, FakeEnvoy, FakeGateway, LDS, objectRef, shardsOf, startWorld, waitForDecision, type World } from './convergence-support';
+import { CDS, decisionOf, FakeEnvoy, FakeGateway, type HandClockedWorld, LDS, objectRef, shardsOf, startHandClockedWorld, waitForDecision, type World } from './convergence-support';
 
 const TTL_MS = 4_000;
 const OLD_LINEAGE = 'gw-v.boot1.edge';
 const NEW_LINEAGE = 'gw-v.boot2.edge';
 
 describe('a vanished Envoy stops blocking after a gateway restart retired the old lineage', () => {
+  let hand: HandClockedWorld;
   let world: World;
   let delivery: StreamDelivery;
-  let now = 0;
-  const contexts: FunctionContext[] = [];
+  let clock: { now: number };
+  const context = (): FunctionContext => hand.context();
 
-  function context(): FunctionContext {
-    const created = buildFunctionContext({ ...world.env, ENVOY_TTL_MS: String(TTL_MS) }, pino({ level: 'silent' }), () => now);
-    contexts.push(created);
-    return created;
-  }
+  beforeAll(async () => {
+    hand = await startHandClockedWorld('vanish', TTL_MS);
+    ({ world, delivery, clock } = hand);
+  });
+
+  afterAll(() => hand.close());
 
   async function versionSum(lineage: string): Promise<number> {
     return (await shardsOf(world, lineage)).reduce((sum, shard) => sum + shard.v, 0);
   }
 
-  beforeAll(async () => {
-    world = await startWorld('vanish', TTL_MS);
-    const convergence = context();
-    delivery = deliver(world, (event) => handleConvergence(event, convergence));
-  });
-
-  afterAll(async () => {
-    for (const created of contexts.splice(0)) created.close();
-    await delivery.stop();
-    await world.close();
-  });
-
   it('decides Programmed once the Envoy expired, although the old lineage left the live set meanwhile', async () => {
     const t0 = Date.now();
-    now = t0;
+    clock.now = t0;
 
     // The gateway's first life: a lineage whose shards saw many writes (ACKs, heartbeats).
     const oldGateway = new FakeGateway(world, OLD_LINEAGE, t0);
@@ -70,7 +58,7 @@ describe('a vanished Envoy stops blocking after a gateway restart retired the ol
 
     // The restarted gateway: a new lineage, three Envoys, one of which is about to vanish.
     const t1 = t0 + 1_000;
-    now = t1;
+    clock.now = t1;
     const newGateway = new FakeGateway(world, NEW_LINEAGE, t1);
     newGateway.change(CDS);
     newGateway.change(LDS);
@@ -97,9 +85,9 @@ describe('a vanished Envoy stops blocking after a gateway restart retired the ol
 
     // Later: the old lineage's heartbeat is older than 2 × TTL (it leaves the live set), the vanished
     // Envoy was last seen more than a TTL ago, the healthy ones are still heartbeating.
-    now = t0 + 2 * TTL_MS + 1_000;
-    await newGateway.save(now);
-    for (const envoy of healthy) await envoy.write((s) => applyHeartbeat(s, now));
+    clock.now = t0 + 2 * TTL_MS + 1_000;
+    await newGateway.save(clock.now);
+    for (const envoy of healthy) await envoy.write((s) => applyHeartbeat(s, clock.now));
     await delivery.idle();
     const report = await runExpire(context().deps);
     expect(report.expired).toBe(1);
