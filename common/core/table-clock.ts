@@ -6,8 +6,8 @@
 // a generation decided without it, a possible false True (invariant 1).
 //
 // So staleness is judged on a clock that stops while the readers themselves could not use the table.
-// The expire function is the readers' pulse: it records the start time of every tick it completes
-// (`tickAt`). Past `tickAt + stallMs` with no newer tick, the clock stands still (a gap in progress:
+// The expire function is the readers' pulse: it records the end time of every tick it completes
+// (`tickAt`; the end, since a tick's requests may have waited out an outage in the SDK's retries). Past `tickAt + stallMs` with no newer tick, the clock stands still (a gap in progress:
 // nothing goes stale); the tick that ends the gap records it, and the gap's time never counts towards
 // any stamp's age. Stopping the clock only ever keeps Envoys in the denominator longer (safe); the
 // delay is the gap beyond `stallMs`. A gap shorter than `stallMs` is not seen, which is why
@@ -23,7 +23,7 @@ export interface TableGap {
 }
 
 export interface TableClock {
-  /** Start time of the last expire tick that completed. */
+  /** End time of the last expire tick that completed. */
   tickAt: number;
   /** Recent gaps, oldest first (at most MAX_TABLE_GAPS, none older than twice the TTL in table time). */
   gaps: readonly TableGap[];
@@ -59,8 +59,8 @@ export function tableAge(view: TableClockView | undefined, stamp: number, now: n
 }
 
 /**
- * The clock after an expire tick that started at `now` completed. A tick later than `stallMs` after the
- * previous one ends a gap: it is recorded from where the clock stopped to `now`. Gaps that can no
+ * The clock after an expire tick completed at `now` (its judgments use it as of the tick's start). A
+ * tick later than `stallMs` after the previous one ends a gap: it is recorded from where the clock stopped to `now`. Gaps that can no
  * longer make any stamp within twice the TTL look younger are dropped.
  */
 export function advanceTableClock(clock: TableClock | undefined, now: number, options: { stallMs: number; ttlMs: number }): TableClock {

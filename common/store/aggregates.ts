@@ -368,7 +368,7 @@ export async function registerLineageHeartbeats(aggregates: AggregateStore, hear
   });
 }
 
-/** Records a completed expire tick that started at `now` in the registry's table clock (core advanceTableClock). Returns the clock as stored. */
+/** Records an expire tick that completed at `now` in the registry's table clock (core advanceTableClock). Returns the clock as stored. */
 export async function recordExpireTick(aggregates: AggregateStore, now: number, options: { stallMs: number; ttlMs: number }): Promise<TableClock> {
   const stored = await updateLineageRegistry(aggregates, (registry) => {
     const clock = advanceTableClock(registry.clock, now, options);

@@ -74,6 +74,8 @@ export async function runExpire(deps: ConvergenceDeps): Promise<ExpireReport> {
   report.failed += failed.size;
   report.outcomes = Object.fromEntries(outcomes);
   // Only a tick that got this far moves the clock on: one the table failed (it threw) leaves it standing.
-  await recordExpireTick(deps.aggregates, now, { stallMs, ttlMs });
+  // It is recorded at its end, not its start: its requests may have waited out an outage in the SDK's
+  // retries, so the table is known usable only now, and the time it hung is a gap like any other.
+  await recordExpireTick(deps.aggregates, deps.now(), { stallMs, ttlMs });
   return report;
 }

@@ -90,6 +90,18 @@ describe('a table gap longer than the TTL', () => {
     expect(decided).toMatchObject({ programmed: 2, total: 2 });
   });
 
+  it('a tick that hung through an outage in the SDK\'s retries records it as a gap (its end, not its start)', async () => {
+    const start = clock.now + 1_000;
+    await expireTick(start);
+    // This tick starts, then its requests wait 60 s (the table unreachable), then it completes.
+    clock.now = start + 2_000;
+    const context = hand.context();
+    let reads = 0;
+    const hung = { ...context.deps, now: () => (reads++ === 0 ? start + 2_000 : start + 62_000) };
+    await runExpire(hung);
+    expect((await world.aggregates.getLineageRegistry()).clock).toMatchObject({ tickAt: start + 62_000, gaps: expect.arrayContaining([{ from: start + STALL_MS, to: start + 62_000 }]) });
+  });
+
   it('a corrupt clock costs only the clock: the lineages are kept and the next tick writes a fresh one', async () => {
     const before = await world.aggregates.getLineageRegistry();
     expect(Object.keys(before.lineages)).toContain('gw-gap.boot1.edge');

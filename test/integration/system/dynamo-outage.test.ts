@@ -23,7 +23,7 @@ import { checkTrueWrites, type Violation } from '../../truth/checker';
 import { tapFleetResponses } from '../../truth/content';
 import { ConditionObserver } from '../../truth/observer';
 import { checkAggregatesMatchRecount, recountEnv } from '../../truth/recount';
-import { envoyEvents } from '../gateway/helpers';
+import { envoyEvents, eventually } from '../gateway/helpers';
 
 /** The requirement: DynamoDB unreachable for two minutes. */
 const OUTAGE_MS = 120_000;
@@ -136,6 +136,19 @@ describe('local system, DynamoDB unreachable for 2 minutes during spec changes',
     expect(await readyz()).toMatchObject({ status: 200 });
     const sims = system.fleet.simEnvoys;
     const leaving = sims[ENVOYS - 1] as SimEnvoy;
+
+    // The steady state includes the readers' table clock: the expire function has completed a tick
+    // (core table-clock.ts). Before its first tick there is no clock and staleness is on wall time, so
+    // an outage in a system's first seconds would age everyone (docs/CONVERGENCE.md).
+    const clockReader = buildFunctionContext(
+      recountEnv({ storeEnv: system.dynamo.storeEnv, envoyTtlMs: ENVOY_TTL_MS, ackTimeoutMs: 5000, conditionType: CONDITION_TYPE, kubeconfigPath: system.endpoints.kubeconfigPath }),
+      logger,
+    );
+    try {
+      await eventually(async () => ((await clockReader.aggregates.getLineageRegistry()).clock === undefined ? undefined : true), 'a completed expire tick (the table clock)', 30_000);
+    } finally {
+      clockReader.close();
+    }
 
     // --- the outage
     const samples: Sample[] = [];
