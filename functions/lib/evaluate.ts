@@ -140,6 +140,11 @@ export function tableClockOf(registry: LineageRegistry, settings: { ttlMs: numbe
   return { clock: registry.clock, stallMs: settings.stallMs ?? defaultStallMs(settings.ttlMs) };
 }
 
+/** The table clock as these functions' deps judge it (their TTL and EXPIRE_STALL_MS). */
+export function depsTableClock(deps: Pick<EvaluationDeps, 'policy' | 'stallMs'>, registry: LineageRegistry): TableClockView {
+  return tableClockOf(registry, { ttlMs: deps.policy.ttlMs, stallMs: deps.stallMs });
+}
+
 /** The aggregates of lineages with a fresh heartbeat, read at most once per batch. */
 export class AggregateSnapshot {
   private loaded: Promise<LineageAggregate[]> | undefined;
@@ -202,7 +207,7 @@ export class AggregateSnapshot {
   private async read(): Promise<LineageAggregate[]> {
     const registry = await this.deps.aggregates.getLineageRegistry();
     this.registryV = registry.v;
-    this.tableClock = tableClockOf(registry, { ttlMs: this.deps.policy.ttlMs, stallMs: this.deps.stallMs });
+    this.tableClock = depsTableClock(this.deps, registry);
     const now = this.deps.now();
     const stoodStillMs = standingStillMs(this.tableClock, now);
     if (stoodStillMs > 0) this.deps.logger.warn({ tickAt: registry.clock?.tickAt, stoodStillMs }, 'the expire function has completed no tick lately: nothing goes stale until it does (docs/CONVERGENCE.md, "Staleness across a table gap")');

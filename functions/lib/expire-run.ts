@@ -11,7 +11,7 @@
 import { advanceTableClock, applyExpire, seenWithin, shouldExpire, type LineageRegistry, type TableClock } from '../../common/core';
 import { recordExpireTick } from '../../common/store';
 import type { ConvergenceDeps } from './convergence-batch';
-import { evaluateAll, liveLineages, pendingOn, tableClockOf, type EvaluationOutcome } from './evaluate';
+import { depsTableClock, evaluateAll, liveLineages, pendingOn, type EvaluationOutcome } from './evaluate';
 
 export interface ExpireReport {
   examined: number;
@@ -36,7 +36,7 @@ export async function runExpire(deps: ConvergenceDeps): Promise<ExpireReport> {
   const registry = await deps.aggregates.getLineageRegistry();
   // Judged on the clock as this tick will leave it: a tick ending a gap in the table does not count
   // the gap towards anyone's age (core table-clock.ts), and it is recorded once the tick completed.
-  const { stallMs } = tableClockOf(registry, { ttlMs, stallMs: deps.stallMs });
+  const { stallMs } = depsTableClock(deps, registry);
   const clock = { clock: advanceTableClock(registry.clock, now, { stallMs, ttlMs }), stallMs };
   const report: ExpireReport = { examined: 0, expired: 0, conflicts: 0, evaluated: 0, failed: 0, outcomes: {}, gapEndedMs: gapEndedBy(registry, clock.clock) };
   if (report.gapEndedMs > 0) deps.logger.warn({ gapMs: report.gapEndedMs, previousTickAt: registry.clock?.tickAt }, 'expire ticks resumed after a gap; its time does not count towards any Envoy\'s age');

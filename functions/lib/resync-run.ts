@@ -8,7 +8,7 @@
 import { deletedMember, emptyShard, memberFromEnvoyState, memberOf, recount, shardOf, tableAge, type AggregateShard, type Member } from '../../common/core';
 import { iteratePages, updateLineageRegistry } from '../../common/store';
 import type { ConvergenceDeps } from './convergence-batch';
-import { evaluateAll, pendingOn, tableClockOf } from './evaluate';
+import { depsTableClock, evaluateAll, pendingOn } from './evaluate';
 
 export interface ResyncReport {
   states: number;
@@ -88,7 +88,7 @@ async function pruneRegistry(deps: ConvergenceDeps, rebuilt: ReadonlyMap<string,
   let pruned: string[] = [];
   await updateLineageRegistry(deps.aggregates, (registry) => {
     const now = deps.now();
-    const clock = tableClockOf(registry, { ttlMs: deps.policy.ttlMs, stallMs: deps.stallMs });
+    const clock = depsTableClock(deps, registry);
     pruned = Object.entries(registry.lineages)
       .filter(([lineage, heartbeatAt]) => tableAge(clock, heartbeatAt, now) > PRUNE_AFTER_TTLS * deps.policy.ttlMs && !liveByLineage.has(lineage))
       .map(([lineage]) => lineage);
