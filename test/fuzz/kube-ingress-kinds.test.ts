@@ -265,6 +265,23 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
 );
 
+/**
+ * One sequence, run first, that reaches every code the coverage check below names: random runs
+ * reach each only with high probability (CI once drew 120 runs without one of them).
+ */
+const COVERING_PB_KIND = PROTOBUF_KINDS.find((i) => KINDS[i]!.kind !== 'Ingress') ?? PROTOBUF_KINDS[0]!;
+const COVERING_PLAIN_KIND = KINDS.findIndex((k) => !k.protobuf);
+const COVERING_OPS: Op[] = [
+  { op: 'create', kind: COVERING_PB_KIND, name: 0, variant: 1, fault: 'none', label: 'a' },
+  { op: 'create', kind: COVERING_PB_KIND, name: 0, variant: 2, fault: 'none', label: 'a' },
+  { op: 'update', kind: COVERING_PB_KIND, name: 0, variant: 3, fault: 'none', label: 'b' },
+  { op: 'update', kind: COVERING_PB_KIND, name: 0, variant: 4, fault: 'staleRv', label: 'b' },
+  { op: 'patch', kind: COVERING_PB_KIND, name: 0, variant: 5, patch: 'merge-labels' },
+  { op: 'delete', kind: COVERING_PB_KIND, name: 0, precondition: 'none' },
+  { op: 'protobuf', kind: COVERING_PB_KIND, name: 1, variant: 6, fault: 'valid', cut: 1, garbage: new Uint8Array() },
+  { op: 'protobuf', kind: COVERING_PLAIN_KIND, name: 1, variant: 7, fault: 'valid', cut: 1, garbage: new Uint8Array() },
+];
+
 // ---------------------------------------------------------------- what kube-apiserver answers
 
 const REASONS: Record<number, string[]> = {
@@ -647,13 +664,12 @@ describe('fuzzing the ingress-controller kinds of the local API server', () => {
         const plain = await core.readNamespace({ name: 'default' });
         expect(plain.metadata?.name).toBe('default');
       }),
-      { numRuns: RUNS, endOnFailure: true, ...SEED },
+      { numRuns: RUNS, endOnFailure: true, examples: [[COVERING_OPS]], ...SEED },
     );
     if (process.env['FUZZ_VERBOSE'] === '1') process.stderr.write(`${JSON.stringify(Object.fromEntries([...codes].sort()))}\n`);
     // The fuzz reached accepted writes and refusals of every kind of code.
     for (const label of ['create:201', 'create:409', 'update:200', 'update:409', 'patch:200', 'delete:200', 'protobuf:201', 'protobuf:415']) {
-      expect({ label, count: codes.get(label) ?? 0 }).toEqual({ label, count: expect.any(Number) });
-      expect(codes.get(label) ?? 0).toBeGreaterThan(0);
+      expect({ label, reached: (codes.get(label) ?? 0) > 0 }).toEqual({ label, reached: true });
     }
   }, 120_000);
 
