@@ -19,6 +19,12 @@ export const MemberSchema = z.object({
   /** lastSeenAt. */
   s: epochMsSchema,
   /**
+   * The state was CONNECTED: its lineage's heartbeat vouches for it too (core lastVouchedAt), so it is
+   * live while its gateway heartbeats even if its own refresh has not reached the shard yet. Absent:
+   * DISCONNECTED, EXPIRED or a tombstone (and members written before the field: judged on `s` alone).
+   */
+  c: z.literal(true).optional(),
+  /**
    * Per subscribed type (short name, core shortTypeName): the ACKed seq, or -1. Names which types
    * hold an Envoy back in a Pending blocker (short names keep the shard item small).
    */

@@ -13,7 +13,7 @@ import { shortTypeName } from './type-urls';
 import { MEMBER_MESSAGE_LENGTH, NOT_PROGRAMMED, type AggregateShard, type Member } from './aggregate-shard';
 import { type EnvoyState } from './envoy-record';
 import { type LineageWatermark } from './object-generation';
-import { seenWithin, storedObservationTime, typeWaitingSince, waitedPastTimeout } from './staleness';
+import { lastVouchedAt, seenWithin, storedObservationTime, typeWaitingSince, waitedPastTimeout } from './staleness';
 import type { TableClockView } from './table-clock';
 import { ackCovers, requiredVersion, type Watermark } from './watermark';
 import type { Lineage } from './version';
@@ -91,6 +91,7 @@ export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readon
     ...(state.incarnation !== undefined && state.incarnation > 1 ? { k: state.incarnation } : {}),
     live: state.status !== 'EXPIRED',
     s: state.lastSeenAt,
+    ...(state.status === 'CONNECTED' ? { c: true as const } : {}),
     ...(subscribed.length > 0 ? { a: acked } : {}),
     ...(Object.keys(b).length > 0 ? { b } : {}),
   };
@@ -109,11 +110,12 @@ function counted(member: Member | undefined): member is Member {
 }
 
 /**
- * Live as core isLive judges an Envoy state: not EXPIRED (nor gone), seen within the TTL. The one
+ * Live as core isLive judges an Envoy state: not EXPIRED (nor gone), vouched for within the TTL (its
+ * own `s`, or for a CONNECTED member its lineage's heartbeat if later: core lastVouchedAt). The one
  * statement for members: the shard evaluator and the PROGRESS builder (lineage-progress.ts) apply it.
  */
-export function isLiveMember(member: Member | undefined, now: number, ttlMs: number, clock?: TableClockView): member is Member {
-  return counted(member) && seenWithin(member.s, now, ttlMs, clock);
+export function isLiveMember(member: Member | undefined, now: number, ttlMs: number, clock?: TableClockView, lineageHeartbeatAt?: number): member is Member {
+  return counted(member) && seenWithin(lastVouchedAt(member.s, member.c === true, lineageHeartbeatAt), now, ttlMs, clock);
 }
 
 /**
@@ -230,6 +232,11 @@ export interface LineageAggregate {
    * unknown, so nothing on the lineage can be Programmed.
    */
   envoysRecorded: number | undefined;
+  /**
+   * `heartbeatAt` of the same LINEAGE item read: it vouches for the lineage's CONNECTED members
+   * (isLiveMember, core lastVouchedAt). Undefined: members are judged on their own `s` alone.
+   */
+  heartbeatAt?: number | undefined;
 }
 
 export interface AggregateEvaluationInput {
@@ -355,7 +362,7 @@ export function evaluateFromAggregates(input: AggregateEvaluationInput): Converg
     const mark = watermark.observable ? watermark.lineages[aggregate.lineage] : undefined;
     for (const shard of aggregate.shards) {
       for (const [nodeId, member] of Object.entries(shard.members)) {
-        if (!isLiveMember(member, now, policy.ttlMs, input.tableClock)) continue;
+        if (!isLiveMember(member, now, policy.ttlMs, input.tableClock, aggregate.heartbeatAt)) continue;
         total++;
         if (!watermark.observable) continue;
         const blocker = memberBlocker(nodeId, aggregate.lineage, member, mark, now, policy, input.deadLineages, object);

@@ -51,6 +51,12 @@ export interface ConvergenceInput {
   policy: ConvergencePolicy;
   /** The table clock Envoys' ages are judged on (table-clock.ts), as in evaluateFromAggregates; absent: wall time. */
   tableClock?: TableClockView;
+  /**
+   * Per lineage, its LINEAGE item's heartbeat: it vouches for the lineage's CONNECTED Envoys (isLive,
+   * staleness.ts lastVouchedAt), as each LineageAggregate's `heartbeatAt` does in evaluateFromAggregates.
+   * A lineage not listed: its Envoys are judged on their own lastSeenAt.
+   */
+  lineageHeartbeats?: ReadonlyMap<string, number>;
 }
 
 /**
@@ -173,7 +179,7 @@ export function latestPerNode(envoys: readonly EnvoyState[]): EnvoyState[] {
 
 export function computeConvergence(input: ConvergenceInput): Convergence {
   const { object, generation, watermark, now, policy } = input;
-  const live = latestPerNode(input.envoys).filter((envoy) => isLive(envoy, now, policy.ttlMs, input.tableClock));
+  const live = latestPerNode(input.envoys).filter((envoy) => isLive(envoy, now, policy.ttlMs, input.tableClock, input.lineageHeartbeats?.get(envoy.lineage)));
   if (!watermark.observable) return unobservableConvergence(object, generation, watermark, live.length);
   if (live.length === 0) return noEnvoysConvergence(object, generation);
   const blockers: Blocker[] = [];

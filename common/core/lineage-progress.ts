@@ -199,7 +199,8 @@ export function progressFromStates(input: ProgressBuildInput): LineageProgress {
   for (const state of latestPerNode(input.states)) {
     if (state.lineage !== lineage) continue;
     const member = memberFromEnvoyState(state, input.requiredTypeUrls);
-    if (!isLiveMember(member, heartbeatAt, policy.ttlMs)) continue;
+    // Judged at the heartbeat this item carries, which vouches for CONNECTED members as in evaluation.
+    if (!isLiveMember(member, heartbeatAt, policy.ttlMs, undefined, heartbeatAt)) continue;
     members++;
     incarnations += incarnationOf(member);
     const nacks = member.b?.n ?? [];

@@ -18,9 +18,26 @@ export function shouldExpire(envoy: EnvoyState, now: number, ttlMs: number, cloc
   return envoy.status !== 'EXPIRED' && !seenWithin(envoy.lastSeenAt, now, ttlMs, clock);
 }
 
-/** Counts in the denominator: not expired and seen within the TTL (even if disconnected). */
-export function isLive(envoy: EnvoyState, now: number, ttlMs: number, clock?: TableClockView): boolean {
-  return envoy.status !== 'EXPIRED' && seenWithin(envoy.lastSeenAt, now, ttlMs, clock);
+/**
+ * When the Envoy was last vouched for: its own `lastSeenAt`, or for a CONNECTED state its gateway's
+ * lineage heartbeat if later. The gateway heartbeats its lineage while it holds its streams, and it
+ * writes DISCONNECTED (with the time) when a stream of the Envoy closes, so a CONNECTED state on a
+ * lineage heartbeating at H was connected at H at the earliest reading (a DISCONNECTED still on its
+ * way only keeps it counted longer: safe). Without this, a connected Envoy whose own refresh lagged
+ * (refreshes are per Envoy, on a coarser tick, and reach the aggregates through the stream) left the
+ * denominator while its gateway was alive, and a generation was decided without it
+ * (docs/CONVERGENCE.md, "Expiry and stuck Envoys").
+ */
+export function lastVouchedAt(lastSeenAt: number, connected: boolean, lineageHeartbeatAt: number | undefined): number {
+  return connected && lineageHeartbeatAt !== undefined ? Math.max(lastSeenAt, lineageHeartbeatAt) : lastSeenAt;
+}
+
+/**
+ * Counts in the denominator: not expired and vouched for within the TTL (even if disconnected).
+ * `lineageHeartbeatAt`: the heartbeat of the state's lineage (lastVouchedAt); absent: its own stamp only.
+ */
+export function isLive(envoy: EnvoyState, now: number, ttlMs: number, clock?: TableClockView, lineageHeartbeatAt?: number): boolean {
+  return envoy.status !== 'EXPIRED' && seenWithin(lastVouchedAt(envoy.lastSeenAt, envoy.status === 'CONNECTED', lineageHeartbeatAt), now, ttlMs, clock);
 }
 
 /** When a type started waiting for an answer: its unanswered response, or names added but not yet served. */

@@ -219,17 +219,19 @@ export class AggregateSnapshot {
         if (corrupt.length > 0) this.deps.logger.error({ lineage, corrupt }, 'corrupt aggregate shards skipped; resync rebuilds them');
         // Read after the shards: the count only grows, so every member read is already counted in it
         // (docs/CONVERGENCE.md, "The denominator"). Strongly consistent (the store's getLineageState).
-        return { lineage, shards, envoysRecorded: await this.envoysRecorded(lineage) };
+        return { lineage, shards, ...(await this.lineageItem(lineage)) };
       }),
     );
   }
 
-  private async envoysRecorded(lineage: string): Promise<number | undefined> {
+  /** The LINEAGE item's count (the denominator) and heartbeat (vouches for its CONNECTED members). */
+  private async lineageItem(lineage: string): Promise<{ envoysRecorded: number | undefined; heartbeatAt?: number }> {
     const read = await this.deps.store.getLineageState(lineage);
-    if (read.status === 'found' && read.value.envoysRecorded !== undefined) return read.value.envoysRecorded;
+    const heartbeatAt = read.status === 'found' ? { heartbeatAt: read.value.heartbeatAt } : {};
+    if (read.status === 'found' && read.value.envoysRecorded !== undefined) return { envoysRecorded: read.value.envoysRecorded, ...heartbeatAt };
     // Unknown: nothing on this lineage can be Programmed until the gateway writes its count.
     this.deps.logger.warn({ lineage, item: read.status }, 'lineage has no Envoy count; its generations stay Pending');
-    return undefined;
+    return { envoysRecorded: undefined, ...heartbeatAt };
   }
 }
 

@@ -8,7 +8,7 @@
 //     judges staleness on, so a gap in the table does not age anyone.
 // Candidates are found from the aggregate members (lastSeenAt is in each member), so a tick reads
 // O(lineages × shards) items plus one state per Envoy actually expiring.
-import { advanceTableClock, applyExpire, seenWithin, shouldExpire, type LineageRegistry, type TableClock } from '../../common/core';
+import { advanceTableClock, applyExpire, isLiveMember, seenWithin, shouldExpire, type LineageRegistry, type TableClock } from '../../common/core';
 import { recordExpireTick } from '../../common/store';
 import type { ConvergenceDeps } from './convergence-batch';
 import { depsTableClock, evaluateAll, liveLineages, pendingOn, type EvaluationOutcome } from './evaluate';
@@ -45,7 +45,8 @@ export async function runExpire(deps: ConvergenceDeps): Promise<ExpireReport> {
     const { shards } = await deps.aggregates.getLineageShards(lineage);
     for (const shard of shards) {
       for (const [nodeId, member] of Object.entries(shard.members)) {
-        if (!member.live || member.gone === true || seenWithin(member.s, now, ttlMs, clock)) continue;
+        // Live by the evaluations' rule (core isLiveMember): only a member they would drop is examined.
+        if (!member.live || member.gone === true || isLiveMember(member, now, ttlMs, clock, heartbeatAt)) continue;
         report.examined++;
         try {
           const read = await deps.store.getEnvoyState(nodeId);

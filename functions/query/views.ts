@@ -114,7 +114,7 @@ export function envoySummary(envoy: EnvoyState, lineages: ReadonlyMap<string, Li
     cluster: envoy.cluster,
     group: envoy.group,
     status: envoy.status,
-    live: isLive(envoy, context.now, context.policy.ttlMs, context.tableClock),
+    live: isLive(envoy, context.now, context.policy.ttlMs, context.tableClock, gateway?.heartbeatAt),
     lineage: envoy.lineage,
     gateway: gateway === undefined ? null : { instanceId: gateway.instanceId, currentSeq: gateway.currentSeq, heartbeatAt: gateway.heartbeatAt },
     programmedThrough: envoy.programmedThrough ?? null,
@@ -208,7 +208,10 @@ export async function objectView(context: ViewContext, ref: ObjectRef, generatio
     }
   } while (cursor !== undefined);
   const watermark = watermarkOf(record);
-  const live = computeConvergence({ object: ref, generation: record.generation, watermark, envoys, now: context.now, policy: context.policy, ...(context.tableClock === undefined ? {} : { tableClock: context.tableClock }) });
+  // The lineages' heartbeats vouch for their CONNECTED Envoys, as in the decisions (core lastVouchedAt).
+  const lineages = await new LineageCache(context.store).forEnvoys(envoys);
+  const lineageHeartbeats = new Map([...lineages].map(([lineage, state]) => [lineage, state.heartbeatAt]));
+  const live = computeConvergence({ object: ref, generation: record.generation, watermark, envoys, now: context.now, policy: context.policy, lineageHeartbeats, ...(context.tableClock === undefined ? {} : { tableClock: context.tableClock }) });
   // The store's typed read drops attributes its schema does not know, such as the decision.
   const raw = context.rawObjectItem === undefined ? undefined : await context.rawObjectItem(ref, record.generation);
   const decision = raw === undefined || raw[DECISION_ATTRIBUTE] === undefined ? undefined : DecisionSchema.safeParse(raw[DECISION_ATTRIBUTE]);

@@ -8,6 +8,7 @@
 // Real DynamoDB stand-in (dynalite) with its stream, the real convergence and expire functions; time
 // runs on the test's clock (`clock.now`), moved by hand; the outage is the time no expire tick completes.
 
+import { applyDisconnect } from '../../../common/core';
 import { LINEAGE_REGISTRY_KEY } from '../../../common/store';
 import type { FunctionContext } from '../../../functions/lib/context';
 import { runExpire } from '../../../functions/lib/expire-run';
@@ -53,6 +54,9 @@ describe('a table gap longer than the TTL', () => {
     const ref = objectRef('gap');
     await gateway.watermark(ref, 1, t0);
     await waitForDecision(world, ref, 1, (d) => d.state === 'Programmed' && d.total === 3, 'generation 1 Programmed 3/3');
+    // envoy-gone's stream closes just before the outage and the gateway records it: a CONNECTED state
+    // would stay vouched for by the lineage's heartbeat (core lastVouchedAt), a DISCONNECTED one ages.
+    await gone.write((s) => applyDisconnect(s, t0));
     expect((await expireTick(t0)).gapEndedMs).toBe(0);
 
     // The table is unreachable for five TTLs: no expire tick completes, nobody writes. It comes back

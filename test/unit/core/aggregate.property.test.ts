@@ -73,7 +73,7 @@ class Recorder {
   }
 }
 
-function buildAggregates(records: readonly StreamRecord[]): LineageAggregate[] {
+function buildAggregates(records: readonly StreamRecord[], heartbeats: ReadonlyMap<string, number>): LineageAggregate[] {
   const shards = new Map<string, AggregateShard>();
   for (const record of records) {
     const index = shardOf(record.nodeId, SHARDS);
@@ -83,17 +83,20 @@ function buildAggregates(records: readonly StreamRecord[]): LineageAggregate[] {
   }
   // Every record was delivered, so the gateway's count equals the distinct members applied.
   const recorded = (lineage: string): number => new Set(records.filter((r) => r.lineage === lineage).map((r) => r.nodeId)).size;
-  return LINEAGES.map((lineage) => ({ lineage, envoysRecorded: recorded(lineage), shards: [...shards.values()].filter((s) => s.lineage === lineage) }));
+  return LINEAGES.map((lineage) => ({ lineage, envoysRecorded: recorded(lineage), heartbeatAt: heartbeats.get(lineage), shards: [...shards.values()].filter((s) => s.lineage === lineage) }));
 }
 
 function isSplit(state: EnvoyState): boolean {
   return Object.values(state.types).some((type) => type.subscribed && type.lineage !== state.lineage);
 }
 
+/** Per lineage: how old its heartbeat is (up to twice the TTL: the live set's window), or none known. */
+const heartbeatAgesArb = fc.array(fc.option(fc.nat(2 * policy.ttlMs)), { minLength: LINEAGES.length, maxLength: LINEAGES.length });
+
 describe('evaluateFromAggregates equals computeConvergence (fast-check)', () => {
   it('for random fleets and event sequences, with records redelivered and reordered', () => {
     fc.assert(
-      fc.property(fleetArb as fc.Arbitrary<{ lineage: number; types: string[] }[]>, fc.array(actionArb, { maxLength: 80, size: 'max' }), fc.array(fc.nat(), { maxLength: 40 }), fc.integer(), (fleet, actions, duplicates, seed) => {
+      fc.property(fleetArb as fc.Arbitrary<{ lineage: number; types: string[] }[]>, fc.array(actionArb, { maxLength: 80, size: 'max' }), fc.array(fc.nat(), { maxLength: 40 }), fc.integer(), heartbeatAgesArb, (fleet, actions, duplicates, seed, heartbeatAges) => {
         const recorder = new Recorder(new Simulation(fleet));
         for (const action of actions) recorder.apply(action);
         const { sim } = recorder;
@@ -105,11 +108,13 @@ describe('evaluateFromAggregates equals computeConvergence (fast-check)', () => 
           const j = state % (i + 1);
           [delivered[i], delivered[j]] = [delivered[j]!, delivered[i]!];
         }
-        const aggregates = buildAggregates(delivered);
+        // Each lineage's heartbeat (or none known): it vouches for the lineage's CONNECTED Envoys in both evaluators.
+        const heartbeats = new Map(LINEAGES.flatMap((lineage, i) => (heartbeatAges[i] === undefined || heartbeatAges[i] === null ? [] : [[lineage, sim.now - heartbeatAges[i]!] as const])));
+        const aggregates = buildAggregates(delivered, heartbeats);
         // Incremental counts equal a recount.
         for (const aggregate of aggregates) for (const shard of aggregate.shards) expect({ counts: shard.counts, live: shard.live }).toEqual(recount(shard.members));
         const envoys = [...recorder.states.values()];
-        const expected = computeConvergence({ object, generation: 3, watermark: sim.watermark(), envoys, now: sim.now, policy });
+        const expected = computeConvergence({ object, generation: 3, watermark: sim.watermark(), envoys, now: sim.now, policy, lineageHeartbeats: heartbeats });
         const actual = evaluateFromAggregates({ object, generation: 3, watermark: sim.watermark(), aggregates, now: sim.now, policy });
         // Generations sharing a watermark share one evaluation (functions/lib/evaluate.ts): the result
         // for another object (the one the model's NACKs may blame), re-attributed, is this object's.
@@ -132,7 +137,7 @@ describe('evaluateFromAggregates equals computeConvergence (fast-check)', () => 
           if (blocker.reason === 'stuck' && core.reason === 'stuck') expect([blocker.typeUrls, blocker.since]).toEqual([core.typeUrls, core.since]);
         }
       }),
-      { numRuns: 500, examples: SCENARIOS.map(([fleet, actions]): [typeof fleet, typeof actions, number[], number] => [fleet, actions, [], 1]) },
+      { numRuns: 500, examples: SCENARIOS.map(([fleet, actions]): [typeof fleet, typeof actions, number[], number, (number | null)[]] => [fleet, actions, [], 1, LINEAGES.map(() => null)]) },
     );
   });
 });

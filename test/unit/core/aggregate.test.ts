@@ -143,6 +143,7 @@ describe('evaluateFromAggregates', () => {
   const watermark = { observable: true as const, lineages: { [L1]: mark } };
   const at = (members: Record<string, Member>, lineage = L1, envoysRecorded: number | undefined = Object.values(members).reduce((sum, member) => sum + (member.k ?? 1), 0)) => ({ lineage, envoysRecorded, shards: [{ ...emptyShard(lineage, 0), members, ...recount(members) }] });
   const member = (state: Parameters<typeof memberFromEnvoyState>[0]): Member => memberFromEnvoyState(state);
+  const programmedA = (): Member => member(envoy('a', { [CDS]: { acked: 5 } }, { programmedThrough: 5 }));
   const evaluate = (aggregates: LineageAggregate[], w: Parameters<typeof evaluateFromAggregates>[0]['watermark'] = watermark, now = T0) =>
     evaluateFromAggregates({ object, generation: 2, watermark: w, aggregates, now, policy });
 
@@ -180,13 +181,26 @@ describe('evaluateFromAggregates', () => {
     expect(evaluateFromAggregates({ object, generation: 2, watermark, aggregates, now: T0, policy, tableClock })).toMatchObject({ state: 'Pending', programmed: 1, total: 2 });
   });
 
+  it('a CONNECTED member counts while its lineage heartbeats, though its own refresh has not reached the shard', () => {
+    // b (behind) was last stamped 61 s ago, past the TTL; its gateway heartbeated its lineage 1 s ago
+    // and has written no DISCONNECTED for it: b is connected. Judged on `s` alone: Programmed 1/1, a false True.
+    const stale = { programmedThrough: 4, lastSeenAt: T0 - 61_000 };
+    const connected = [{ ...at({ a: programmedA(), b: member(envoy('b', { [CDS]: { acked: 3 } }, stale)) }), heartbeatAt: T0 - 1_000 }];
+    expect(evaluate(connected)).toMatchObject({ state: 'Pending', programmed: 1, total: 2, blockers: [{ nodeId: 'b', reason: 'pending' }] });
+    expect(evaluate([{ ...connected[0]!, heartbeatAt: undefined }])).toMatchObject({ state: 'Programmed', programmed: 1, total: 1 });
+    // Its gateway's heartbeat stopped a TTL ago too (the gateway died): b leaves.
+    expect(evaluate([{ ...connected[0]!, heartbeatAt: T0 - 61_000 }])).toMatchObject({ state: 'Programmed', programmed: 1, total: 1 });
+    // A DISCONNECTED one is judged on its own stamp: the heartbeat does not vouch for it.
+    const disconnected = [{ ...at({ a: programmedA(), b: member(envoy('b', { [CDS]: { acked: 3 } }, { ...stale, status: 'DISCONNECTED' })) }), heartbeatAt: T0 - 1_000 }];
+    expect(evaluate(disconnected)).toMatchObject({ state: 'Programmed', programmed: 1, total: 1 });
+  });
+
   it('names the split limitation in the blocker', () => {
     const result = evaluate([at({ a: member(envoy('a', { [CDS]: { acked: 5 }, [LDS]: { acked: 5, lineage: L2 } }, { programmedThrough: 5 })) }), at({}, L2)]);
     expect(result.blockers[0]).toEqual({ nodeId: 'a', reason: 'pending', typeUrls: [`split across gateway instances (${L1}, ${L2})`] });
   });
 
   describe('the denominator: envoysRecorded against the members applied', () => {
-    const programmedA = (): Member => member(envoy('a', { [CDS]: { acked: 5 } }, { programmedThrough: 5 }));
     it('a recorded Envoy not yet applied keeps it Pending and counts in the total', () => {
       const result = evaluate([at({ a: programmedA() }, L1, 3)]);
       expect(result).toMatchObject({ state: 'Pending', programmed: 1, total: 3 });

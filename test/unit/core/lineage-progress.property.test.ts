@@ -88,8 +88,11 @@ class Gateway {
   }
 }
 
-/** Shards holding every state (what the convergence function has once all records arrived). */
-function shardsOf(states: readonly EnvoyState[], lineages: readonly string[], requiredTypeUrls: readonly string[]): LineageAggregate[] {
+/**
+ * Shards holding every state (what the convergence function has once all records arrived), with the
+ * LINEAGE items' heartbeat the PROGRESS items carry (it vouches for CONNECTED members in both).
+ */
+function shardsOf(states: readonly EnvoyState[], lineages: readonly string[], requiredTypeUrls: readonly string[], heartbeatAt: number): LineageAggregate[] {
   const shards = new Map<string, AggregateShard>();
   for (const state of states) {
     const index = shardOf(state.nodeId, SHARDS);
@@ -99,7 +102,7 @@ function shardsOf(states: readonly EnvoyState[], lineages: readonly string[], re
   return lineages.map((lineage) => {
     const aggregate = { lineage, envoysRecorded: 0, shards: [...shards.values()].filter((s) => s.lineage === lineage) };
     // Nothing in transit: the gateway's count is what the shards applied.
-    return { ...aggregate, envoysRecorded: appliedMembers(aggregate) };
+    return { ...aggregate, envoysRecorded: appliedMembers(aggregate), heartbeatAt };
   });
 }
 
@@ -171,7 +174,7 @@ function check(fleet: { lineage: number; types: string[] }[], actions: Action[],
     expect(LineageProgressSchema.safeParse(item)).toEqual({ success: true, data: item });
     items.set(lineage, item);
   }
-  const aggregates = shardsOf(states, live, options.requiredTypeUrls);
+  const aggregates = shardsOf(states, live, options.requiredTypeUrls, sim.now);
   const watermark = sim.watermark();
   // Whether the evaluated watermark is an anchor of every lineage it is on.
   const anchored = live.every((lineage) => {
