@@ -72,6 +72,12 @@ function counting(operations: DocumentOperations): DocumentOperations & { items:
       if (output.Item !== undefined) counter.items++;
       return output;
     },
+    batchGet: async (input: Parameters<DocumentOperations['batchGet']>[0]) => {
+      counter.requests++;
+      const output = await operations.batchGet(input);
+      for (const items of Object.values(output.Responses ?? {})) counter.items += items.length;
+      return output;
+    },
     query: async (input: Parameters<DocumentOperations['query']>[0]) => {
       counter.requests++;
       const output = await operations.query(input);

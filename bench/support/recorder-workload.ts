@@ -52,6 +52,7 @@ export function countingWrites(operations: DocumentOperations): CountingOperatio
   };
   return {
     get: (input) => operations.get(input),
+    batchGet: (input) => operations.batchGet(input),
     query: (input) => operations.query(input),
     scan: (input) => operations.scan(input),
     delete: (input) => operations.delete(input),

@@ -5,6 +5,8 @@ import type { Decision } from './stored-decision';
 import type { ObjectRef } from './identity';
 import type { Cursor, ItemRead, Page, PageRequest } from './ports';
 import type { TableClock } from './table-clock';
+import type { LineageProgress } from './lineage-progress-item';
+import type { LineageProgressRead } from './lineage-progress';
 import type { Lineage } from './version';
 
 /** Known lineages and their last heartbeat (epoch ms): the small set evaluation reads shards of. */
@@ -41,4 +43,22 @@ export interface AggregateStore {
    * from a newer snapshot (evaluatedRev). 'missing': no such item; 'stale': a newer one is stored.
    */
   writeDecision(ref: ObjectRef, generation: number, decision: Decision): Promise<'written' | 'stale' | 'missing'>;
+}
+
+/**
+ * The lineages' PROGRESS items (lineage-progress-item.ts; docs/ARCHITECTURE.md, "Design: work per
+ * change proportional to gateways, not Envoys"). Each item has one writer, its lineage's gateway,
+ * whose writes are conditional on `v`; evaluation reads the items of every live lineage at once.
+ */
+export interface ProgressStore {
+  /** Writes iff the stored `v` is `progress.v - 1` (for `progress.v === 1`: iff there is none). */
+  putProgress(progress: LineageProgress): Promise<OptimisticWrite>;
+  /** One lineage's item (strongly consistent): how a writer that lost its `v` (a conflict) learns the stored one. */
+  getProgress(lineage: Lineage): Promise<ItemRead<LineageProgress>>;
+  /**
+   * The items of many lineages (batched reads, unprocessed keys retried), one read per lineage in
+   * the order given: `progress` undefined when the item is missing or corrupt (a corrupt one is
+   * logged with its key, never thrown).
+   */
+  getProgresses(lineages: readonly Lineage[]): Promise<LineageProgressRead[]>;
 }

@@ -6,6 +6,7 @@ import {
   type CorruptItem,
   type EnvoyEvent,
   type EnvoyState,
+  type LineageProgress,
   type LineageState,
   type ObjectGeneration,
   type AggregateShard,
@@ -28,6 +29,7 @@ export interface RecordOfKind {
   LineageRegistry: LineageRegistry;
   PendingGeneration: PendingEntry & { done?: boolean };
   ResyncConditionsCursor: ConditionResyncCursor;
+  LineageProgress: LineageProgress;
 }
 
 /** The record of an aggregate-side item: the item without its key and bookkeeping attributes. */
@@ -56,6 +58,7 @@ function recordOf<K extends ItemKind>(kind: K, item: TableItem): RecordOfKind[K]
     case ITEM_KIND.lineageRegistry:
     case ITEM_KIND.pendingGeneration:
     case ITEM_KIND.conditionResyncCursor:
+    case ITEM_KIND.lineageProgress:
       return kind === item.kind ? (withoutItemKeys(item) as RecordOfKind[K]) : undefined;
   }
 }

@@ -40,10 +40,12 @@ import {
   envoyEventKey,
   envoyStateKey,
   eventLogKeyOf,
+  lineageProgressKey,
   lineageStateKey,
   objectGenerationKey,
   pendingKey,
 } from './table-layout';
+import { LineageProgressItemSchema, type LineageProgressItem } from './progress-item';
 
 // --- The lineage registry and the pending index (records of core aggregate-ports.ts)
 
@@ -146,7 +148,9 @@ export type TableItem =
   | AggregateShardItem
   | LineageRegistryItem
   | PendingGenerationItem
-  | ConditionResyncCursorItem;
+  | ConditionResyncCursorItem
+  /** Its schema and codec are progress-item.ts's (the ProgressStore adapter's own item). */
+  | LineageProgressItem;
 
 export function toEnvoyStateItem(state: EnvoyState, ttl?: number): EnvoyStateItem {
   return { ...envoyStateKey(state.nodeId), kind: ITEM_KIND.envoyState, schemaVersion: SCHEMA_VERSION, ...state, ...(ttl === undefined ? {} : { ttl }) };
@@ -227,6 +231,8 @@ function expectedKey(item: TableItem): ItemKey {
       return pendingKey(item.lineage, item.seq, item.object, item.generation);
     case ITEM_KIND.conditionResyncCursor:
       return CONDITION_RESYNC_CURSOR_KEY;
+    case ITEM_KIND.lineageProgress:
+      return lineageProgressKey(item.lineage);
   }
 }
 
@@ -290,6 +296,9 @@ export function parseItem(raw: Record<string, unknown>): ParsedItem {
       break;
     case ITEM_KIND.conditionResyncCursor:
       result = ConditionResyncCursorItemSchema.safeParse(raw);
+      break;
+    case ITEM_KIND.lineageProgress:
+      result = LineageProgressItemSchema.safeParse(raw);
       break;
     default:
       return { ok: false, key, error: `${where}: unknown kind ${JSON.stringify(kind) ?? 'undefined'}` };

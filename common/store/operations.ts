@@ -2,6 +2,7 @@
 // Why not call `documentClient.send` directly: a typed seam lets tests wrap the real client (e.g. to
 // return UnprocessedItems, which dynalite never does) without mocking DynamoDB itself.
 import {
+  BatchGetCommand,
   BatchWriteCommand,
   DeleteCommand,
   GetCommand,
@@ -9,6 +10,8 @@ import {
   QueryCommand,
   ScanCommand,
   UpdateCommand,
+  type BatchGetCommandInput,
+  type BatchGetCommandOutput,
   type BatchWriteCommandInput,
   type BatchWriteCommandOutput,
   type DeleteCommandInput,
@@ -27,6 +30,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 
 export interface DocumentOperations {
+  batchGet(input: BatchGetCommandInput): Promise<BatchGetCommandOutput>;
   batchWrite(input: BatchWriteCommandInput): Promise<BatchWriteCommandOutput>;
   put(input: PutCommandInput): Promise<PutCommandOutput>;
   update(input: UpdateCommandInput): Promise<UpdateCommandOutput>;
@@ -38,6 +42,7 @@ export interface DocumentOperations {
 
 export function documentOperations(documentClient: DynamoDBDocumentClient): DocumentOperations {
   return {
+    batchGet: (input) => documentClient.send(new BatchGetCommand(input)),
     batchWrite: (input) => documentClient.send(new BatchWriteCommand(input)),
     put: (input) => documentClient.send(new PutCommand(input)),
     update: (input) => documentClient.send(new UpdateCommand(input)),

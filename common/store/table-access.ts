@@ -13,6 +13,7 @@ import { DynamoEventStore, type DynamoEventStoreOptions } from './dynamo-store';
 import type { StoreLogger } from './logger';
 import { dynamoObjectCleanup, dynamoObjectItemReader } from './object-items';
 import type { DocumentOperations } from './operations';
+import { DynamoProgressStore } from './progress-store';
 import { dynamoRawItems } from './raw-items';
 import type { EnsureTableOptions } from './table';
 import type { ConditionResyncTable, ObjectCleanup, ObjectItemReader, RawItems } from './table-ports';
@@ -40,6 +41,7 @@ export interface TableAccess {
   readonly store: DynamoEventStore;
   readonly aggregates: DynamoAggregateStore;
   readonly versionLog: DynamoVersionLog;
+  readonly progress: DynamoProgressStore;
   readonly objectCleanup: ObjectCleanup;
   readonly objectItems: ObjectItemReader;
   readonly conditionResync: ConditionResyncTable;
@@ -71,6 +73,7 @@ export function openTable(config: TableAccessConfig, seams: TableAccessSeams = {
     }),
     aggregates: new DynamoAggregateStore({ tableName, operations, logger }),
     versionLog: new DynamoVersionLog({ tableName, operations, logger, ...(config.batch === undefined ? {} : { batch: config.batch }) }),
+    progress: new DynamoProgressStore({ tableName, operations, logger, ...(config.batch === undefined ? {} : { batch: config.batch }) }),
     objectCleanup: dynamoObjectCleanup(operations, tableName, config.deletedObjectRetentionMs),
     objectItems: dynamoObjectItemReader(operations, tableName),
     conditionResync: dynamoConditionResyncTable(operations, tableName),

@@ -40,6 +40,11 @@ export const ITEM_KIND = {
   aggregateShard: 'LineageAggregateShard',
   /** `AGG#LINEAGES / INDEX`: the lineages evaluation reads, with their last heartbeat. */
   lineageRegistry: 'LineageRegistry',
+  /**
+   * `AGG#<lineage> / PROGRESS`: the lineage's convergence summary written by its gateway
+   * (common/core/lineage-progress-item.ts; progress-item.ts is its codec).
+   */
+  lineageProgress: 'LineageProgress',
   /** `PENDING#<lineage> / <seq>#<generation>#<ref>`: a generation waiting for a decision on a lineage. */
   pendingGeneration: 'PendingGeneration',
   /** `AGG#RESYNC / CONDITIONS-CURSOR`: where resync's condition pass stopped (CONDITION_RESYNC_CURSOR_KEY). */

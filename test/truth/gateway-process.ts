@@ -23,7 +23,7 @@ export interface GatewayProcess {
 }
 
 /** The gateway flags the truth checker runs with, in-process (`system.ts`) or as a child process (here). */
-export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string }): Record<string, string> {
+export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean }): Record<string, string> {
   // With a kubeconfig the gateway follows the control plane's Lease (the holder advertises its xDS
   // address in an annotation), so a leader change (killed or stepped-down replica) moves its upstream.
   const follow: Record<string, string> =
@@ -49,6 +49,8 @@ export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; up
     'envoy-heartbeat-ms': String(opts.timings.envoyHeartbeatMs),
     'shutdown-grace-ms': '100',
     'flush-timeout-ms': '3000',
+    // PROGRESS beside the shards (docs/GATEWAY.md, "PROGRESS"), judged on the functions' TTL.
+    ...(opts.progress === true ? { progress: 'true', 'envoy-ttl-ms': String(opts.timings.envoyTtlMs) } : {}),
   };
 }
 
@@ -64,7 +66,7 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startGatewayProcess(opts: { upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; logger: Logger }): Promise<GatewayProcess> {
+export async function startGatewayProcess(opts: { upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; logger: Logger }): Promise<GatewayProcess> {
   const [xdsPort, opsPort] = [await freePort(), await freePort()];
   const args = { ...truthGatewayArgs({ ...opts, listenPort: xdsPort, opsPort }), 'log-level': 'warn' };
   let child: ChildProcess | undefined;

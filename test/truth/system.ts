@@ -57,7 +57,7 @@ export interface TruthSystem {
   close(): Promise<void>;
 }
 
-export async function startGatewayForTruth(opts: { port: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; logger: Logger }): Promise<Gateway> {
+export async function startGatewayForTruth(opts: { port: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; logger: Logger }): Promise<Gateway> {
   const args = truthGatewayArgs({ ...opts, listenPort: opts.port, opsPort: 0 });
   const parsed = parseGatewayConfig(Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]), {});
   if (parsed.kind !== 'ok') throw new Error(`gateway configuration: ${parsed.kind === 'error' ? parsed.message : 'help requested'}`);
@@ -73,7 +73,17 @@ export async function startGatewayForTruth(opts: { port: number; upstream: strin
   return gateway;
 }
 
-export async function startTruthSystem(opts: { objects: number; envoys: number; timings?: TruthTimings; gatewayAsProcess?: boolean; fleetMix?: FleetMix; mixSeed?: number; logger: Logger }): Promise<TruthSystem> {
+export async function startTruthSystem(opts: {
+  objects: number;
+  envoys: number;
+  timings?: TruthTimings;
+  gatewayAsProcess?: boolean;
+  fleetMix?: FleetMix;
+  mixSeed?: number;
+  /** The gateway publishes PROGRESS too (--progress). */
+  progress?: boolean;
+  logger: Logger;
+}): Promise<TruthSystem> {
   const timings = opts.timings ?? DEFAULT_TIMINGS;
   const logger = opts.logger;
   const stateDir = mkdtempSync(join(tmpdir(), 'xp-truth-'));
@@ -101,12 +111,12 @@ export async function startTruthSystem(opts: { objects: number; envoys: number; 
     let gatewayProcess: GatewayProcess | undefined;
     let inProcessGateway: Gateway | undefined;
     if (opts.gatewayAsProcess) {
-      const child = await startGatewayProcess({ upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, logger });
+      const child = await startGatewayProcess({ upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, progress: opts.progress === true, logger });
       closers.push(() => child.close());
       gatewayAddress = child.address;
       gatewayProcess = child;
     } else {
-      const gateway = await startGatewayForTruth({ port: 0, upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, logger });
+      const gateway = await startGatewayForTruth({ port: 0, upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, progress: opts.progress === true, logger });
       closers.push(() => gateway.close());
       gatewayAddress = `127.0.0.1:${gateway.xdsPort}`;
       inProcessGateway = gateway;

@@ -3,6 +3,7 @@
 // docs/GATEWAY.md has the reference table; keep both in sync.
 import { Command, CommanderError, Option } from 'commander';
 import { z } from 'zod';
+import { isValidTypeUrl } from '../../common/core';
 import { describeTrackedKindIssues } from '../../common/tracked-kinds';
 import { HTTPPROXY_KIND, HTTPROUTE_KIND, TrackedKindsSchema, type TrackedKind } from '../tracking/tracked-kinds';
 
@@ -101,6 +102,12 @@ const configSchema = z
     queueLowWater: z.coerce.number().int().nonnegative().optional(),
     pauseOnBackpressure: flag,
     streamAdmission: flag,
+    progress: flag,
+    envoyTtlMs: positiveMs,
+    requiredTypeUrls: z
+      .string()
+      .transform((text) => text.split(',').map((part) => part.trim()).filter(Boolean))
+      .refine((urls) => urls.every(isValidTypeUrl), { message: 'has an invalid type URL' }),
     stateWriteConcurrency: z.coerce.number().int().min(1).max(1024),
     stateHoldMs: z.coerce.number().int().nonnegative(),
     lineageHeartbeatMs: positiveMs,
@@ -239,6 +246,9 @@ export const FLAGS: readonly FlagSpec[] = [
   { key: 'queueLowWater', flags: '--queue-low-water <n>', env: 'QUEUE_LOW_WATER', description: 'queued events at or below which paused streams resume; default: half the high-water mark' },
   { key: 'pauseOnBackpressure', flags: '--pause-on-backpressure <bool>', env: 'PAUSE_ON_BACKPRESSURE', description: 'pause downstream reads and responses above the high-water mark', default: 'true' },
   { key: 'streamAdmission', flags: '--stream-admission <bool>', env: 'STREAM_ADMISSION', description: 'hold a new stream\'s first response until the Envoy is durably counted (false: config flows even while DynamoDB is unwritable, and an Envoy can be uncounted for one flush)', default: 'true' },
+  { key: 'progress', flags: '--progress <bool>', env: 'PROGRESS', description: 'also publish each lineage\'s PROGRESS item (docs/GATEWAY.md, "PROGRESS"); convergence does not read it yet', default: 'false' },
+  { key: 'envoyTtlMs', flags: '--envoy-ttl-ms <ms>', env: 'ENVOY_TTL_MS', description: 'the convergence functions\' ENVOY_TTL_MS: PROGRESS counts a disconnected Envoy this long', default: '300000' },
+  { key: 'requiredTypeUrls', flags: '--required-type-urls <list>', env: 'REQUIRED_TYPE_URLS', description: 'the convergence functions\' REQUIRED_TYPE_URLS (comma-separated), for PROGRESS', default: '' },
   { key: 'stateWriteConcurrency', flags: '--state-write-concurrency <n>', env: 'STATE_WRITE_CONCURRENCY', description: 'parallel conditional Envoy state writes per flush', default: '64' },
   { key: 'stateHoldMs', flags: '--state-hold-ms <ms>', env: 'STATE_HOLD_MS', description: 'how long an Envoy state may wait for the answers still due from that Envoy (other types sent, not yet ACKed) so that one write records them all; at most half the ACK timeout; 0: never held', default: '8000' },
   { key: 'lineageHeartbeatMs', flags: '--lineage-heartbeat-ms <ms>', env: 'LINEAGE_HEARTBEAT_MS', description: 'LINEAGE item heartbeat period', default: '5000' },

@@ -21,6 +21,8 @@ import { NackAttributor, ObjectOwnership } from '../tracking/nack-attribution';
 import { ObjectWatcher } from '../tracking/object-watcher';
 import { ProvenanceWatermarks } from '../tracking/provenance-watermarks';
 import { Recorder, UnrecordableEnvoyError } from '../tracking/recorder';
+import { ProgressPublisher } from '../tracking/progress/progress-publisher';
+import { recordsWithProgress } from '../tracking/progress/records-tee';
 import { BackpressureController } from './backpressure';
 import type { GatewayConfig } from './config';
 import { GATEWAY_REDACT } from './logging';
@@ -42,6 +44,8 @@ export interface Gateway {
   relay: Relay;
   tracker: EnvoyTracker;
   recorder: Recorder;
+  /** The PROGRESS publisher (--progress; absent otherwise). */
+  progress?: ProgressPublisher;
   store: DynamoEventStore;
   barrier?: ObservedGenerationBarrier;
   provenance?: ProvenanceWatermarks;
@@ -171,6 +175,18 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
       refusals.relay?.control.endStreamsOf(nodeId, grpc.status.INVALID_ARGUMENT, `the gateway cannot record this Envoy: ${reason.slice(0, 400)}`);
     },
   });
+  // PROGRESS (--progress): the publisher is handed what the recorder is handed (records-tee.ts).
+  const progress = config.progress
+    ? new ProgressPublisher({
+        store: table.progress,
+        logger: log.child({ component: 'progress' }),
+        clock,
+        policy: { ttlMs: config.envoyTtlMs, ackTimeoutMs: config.ackTimeoutMs },
+        requiredTypeUrls: config.requiredTypeUrls,
+        timing: { heartbeatMs: config.lineageHeartbeatMs },
+      })
+    : undefined;
+  const records = progress === undefined ? recorder : recordsWithProgress(recorder, progress);
   const refusals: { relay?: Relay } = {};
   /** Parts created after the relay that keep something per lineage (the barrier). */
   const forgetRetiredLineage: Array<(lineage: string) => void> = [];
@@ -180,7 +196,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
   const stampedOwners: { provenance?: ProvenanceWatermarks } = {};
   const tracker = new EnvoyTracker({
     attributor: new NackAttributor({ ownership, provenance: { ownersOf: (lineage, typeUrl, name) => stampedOwners.provenance?.ownersOf(lineage, typeUrl, name) } }),
-    recorder,
+    recorder: records,
     logger: log.child({ component: 'tracker' }),
     clock,
     ackTimeoutMs: config.ackTimeoutMs,
@@ -190,7 +206,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     metrics: metrics.tracker,
   });
   const provenance = config.watermarks.includes('provenance')
-    ? new ProvenanceWatermarks({ recorder, logger: log.child({ component: 'provenance' }), clock, lineageState: (lineage) => tracker.lineageState(lineage) })
+    ? new ProvenanceWatermarks({ recorder: records, logger: log.child({ component: 'provenance' }), clock, lineageState: (lineage) => tracker.lineageState(lineage) })
     : undefined;
   if (provenance !== undefined) stampedOwners.provenance = provenance;
 
@@ -233,6 +249,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
       }
       tracker.retireLineage(lineage);
       recorder.retireLineage(lineage);
+      progress?.retireLineage(lineage);
       provenance?.forgetLineage(lineage);
       seenLineages.delete(lineage);
       for (const forget of forgetRetiredLineage) forget(lineage);
@@ -294,7 +311,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
   if (kubeConfig !== undefined && config.watermarks.includes('barrier') && config.trackedKinds.length > 0) {
     barrier = new ObservedGenerationBarrier({
       relay: relay.control,
-      recorder,
+      recorder: records,
       logger: log.child({ component: 'barrier' }),
       clock,
       ...(leader === undefined ? {} : { leader }),
@@ -349,6 +366,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
       const left = await recorder.close(config.flushTimeoutMs);
       if (!recorder.isEmpty()) log.error({ left }, 'recorder could not flush everything before the timeout');
       else log.info({ eventsWritten: left.eventsWritten }, 'recorder flushed');
+      await progress?.close(config.flushTimeoutMs);
       await ops.close();
       table.close();
     })();
@@ -362,6 +380,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     relay,
     tracker,
     recorder,
+    ...(progress === undefined ? {} : { progress }),
     store,
     ...(barrier === undefined ? {} : { barrier }),
     ...(provenance === undefined ? {} : { provenance }),

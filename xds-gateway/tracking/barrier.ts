@@ -23,7 +23,7 @@ import type { Logger } from 'pino';
 import { formatObjectRef, type Clock, type ObjectRef } from '../../common/core';
 import { describeError } from '../../common/describe-error';
 import type { RelayControl, ReopenResult } from '../relay/observer';
-import type { Recorder } from './recorder';
+import type { ObjectRecords } from './recorder';
 import type { ProcessedSignal } from '../../common/tracked-kinds';
 import { DEFAULT_NOT_OBSERVABLE_REASON, type ObservedObject } from './tracked-kinds';
 
@@ -53,7 +53,7 @@ export interface BarrierMetrics {
 
 export interface ObservedGenerationBarrierOptions {
   relay: Pick<RelayControl, 'reopenUpstream' | 'groups'>;
-  recorder: Recorder;
+  recorder: ObjectRecords;
   logger: Logger;
   clock: Clock;
   leader?: LeaderView;
@@ -71,7 +71,7 @@ interface Tracked {
 
 export class ObservedGenerationBarrier {
   private readonly relay: Pick<RelayControl, 'reopenUpstream' | 'groups'>;
-  private readonly recorder: Recorder;
+  private readonly recorder: ObjectRecords;
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly leader: LeaderView;

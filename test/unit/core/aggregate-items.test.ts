@@ -3,18 +3,24 @@
 import {
   applyMember,
   emptyShard,
+  progressFromStates,
 } from '../../../common/core';
-import { aggregateShardKey, ITEM_KIND, LINEAGE_REGISTRY_KEY, objectGenerationKey, parseItem, pendingKey, SCHEMA_VERSION, toObjectGenerationItem } from '../../../common/store';
-import { L1, T0 } from './fixtures';
+import { aggregateShardKey, ITEM_KIND, LINEAGE_REGISTRY_KEY, objectGenerationKey, parseItem, pendingKey, SCHEMA_VERSION, toLineageProgressItem, toObjectGenerationItem } from '../../../common/store';
+import { CDS, envoy, L1, T0 } from './fixtures';
 
 const object = { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'default', name: 'web' };
 const shard = applyMember(emptyShard(L1, 3), 'envoy-a', { t: 4, r: 1, live: true, s: T0 }).shard;
+const progress = toLineageProgressItem(
+  progressFromStates({ lineage: L1, v: 3, heartbeatAt: T0, states: [envoy('envoy-a', { [CDS]: { acked: 4 } }, { programmedThrough: 4 })], openWatermarks: [], requiredTypeUrls: [], policy: { ttlMs: 60_000, ackTimeoutMs: 30_000 } }),
+);
+if (!progress.ok) throw new Error(progress.error);
 
 const items: [string, Record<string, unknown>][] = [
   ['aggregate shard', { ...aggregateShardKey(L1, 3), kind: ITEM_KIND.aggregateShard, schemaVersion: SCHEMA_VERSION, ...shard }],
   ['lineage registry', { ...LINEAGE_REGISTRY_KEY, kind: ITEM_KIND.lineageRegistry, schemaVersion: SCHEMA_VERSION, v: 2, lineages: { [L1]: T0 } }],
   ['pending generation', { ...pendingKey(L1, 7, object, 2), kind: ITEM_KIND.pendingGeneration, schemaVersion: SCHEMA_VERSION, lineage: L1, seq: 7, object, generation: 2 }],
   ['pending generation marked done (legacy)', { ...pendingKey(L1, 7, object, 2), kind: ITEM_KIND.pendingGeneration, schemaVersion: SCHEMA_VERSION, lineage: L1, seq: 7, object, generation: 2, done: true, ttl: 1_700_003_600 }],
+  ['lineage progress', progress.item],
 ];
 
 describe('aggregate items are parseItem kinds', () => {
@@ -30,6 +36,8 @@ describe('aggregate items are parseItem kinds', () => {
     ['pending entry with another seq', { ...items[2]![1], seq: 8 }, 'key does not match content'],
     ['shard with a bad member', { ...items[0]![1], members: { a: { t: -5, r: 0, live: true, s: T0 } } }, 'members.a.t'],
     ['registry with a bad heartbeat', { ...items[1]![1], lineages: { [L1]: 'yesterday' } }, 'lineages'],
+    ['progress under another lineage key', { ...progress.item, pk: 'AGG#gw-b.boot1.edge' }, 'key does not match content'],
+    ['progress whose counts do not add up', { ...progress.item, members: 2 }, 'is not the sum of the counts'],
   ])('rejects %s, with the key and a reason', (_name, raw, reason) => {
     const parsed = parseItem(raw);
     expect(parsed.ok).toBe(false);

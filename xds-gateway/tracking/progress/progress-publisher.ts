@@ -1,0 +1,293 @@
+// The PROGRESS publisher (docs/ARCHITECTURE.md, "Design: work per change proportional to gateways, not
+// Envoys"; docs/GATEWAY.md, "PROGRESS"): it keeps the latest state of each Envoy the tracker hands the
+// recorder, and the watermarks the watermark sources record, per lineage, and writes each lineage's
+// PROGRESS item (core progressFromStates) when progress-timing.ts says it is due. One writer per item:
+// writes are conditional on `v`; a conflict (a write whose answer was lost, or a second process on
+// the same lineage) re-reads the stored `v` and writes again.
+//
+// Cost stays flat per change: the tracker's callbacks only update maps (O(open watermarks) per state),
+// and an item is built (O(members of the lineage)) at most once per build window, or a few
+// milliseconds after a state that decides something: a member joining, leaving, NACKing or clearing
+// one, or the last member behind an open watermark reaching it (counted incrementally in `behind`).
+// Writes go through the recorder's FlushScheduler: one flush at a time, full-jitter backoff after a
+// failure, close() on SIGTERM.
+import type { Logger } from 'pino';
+import {
+  isUnresolvedNack,
+  MAX_PROGRESS_ANCHORS,
+  memberFromEnvoyState,
+  progressFromStates,
+  type Clock,
+  type EnvoyState,
+  type LineageProgress,
+  type LineageWatermark,
+  type ProgressStore,
+} from '../../../common/core';
+import { describeError } from '../../../common/describe-error';
+import { FlushScheduler, type FlushOutcome } from '../recorder/flush-scheduler';
+import { fullyProgrammedAnchors, progressWriteDue, type ProgressTiming } from './progress-timing';
+
+/** How soon a build follows a state that decides something (as the recorder's urgent flush). */
+const URGENT_BUILD_DELAY_MS = 5;
+
+export const DEFAULT_PROGRESS_TIMING: ProgressTiming = { refreshMs: 10_000, heartbeatMs: 5_000 };
+
+export interface ProgressPublisherOptions {
+  store: ProgressStore;
+  logger: Logger;
+  clock: Clock;
+  /** The convergence functions' ENVOY_TTL_MS and ACK_TIMEOUT_MS: live members and stuck are judged by them. */
+  policy: { ttlMs: number; ackTimeoutMs: number };
+  /** The convergence functions' REQUIRED_TYPE_URLS. */
+  requiredTypeUrls: readonly string[];
+  timing?: Partial<ProgressTiming>;
+  /** Coalescing window of builds after ordinary state changes (default 100 ms, the recorder's flush window). */
+  buildWindowMs?: number;
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  random?: () => number;
+}
+
+export interface ProgressPublisherStats {
+  builds: number;
+  writes: number;
+  conflicts: number;
+  failedWrites: number;
+  /** Writes by what made them due (progress-timing.ts `why`). */
+  writesBy: Record<string, number>;
+}
+
+interface LineageEntry {
+  members: Map<string, EnvoyState>;
+  /** Each member's programmedThrough as evaluation sees it (Member.t), for `behind`. */
+  through: Map<string, number>;
+  /** Open watermarks by seq: at most MAX_PROGRESS_ANCHORS, so every one is an anchor. */
+  watermarks: Map<number, LineageWatermark>;
+  /** Per open watermark seq: members whose programmedThrough is below it. */
+  behind: Map<number, number>;
+  written: LineageProgress | undefined;
+  writtenAt: number | undefined;
+  /** `v` of the stored item as last known (0: none). */
+  storedV: number;
+  /** Something changed since the last build. */
+  dirty: boolean;
+  /** When the next build is due without a change (the refresh or heartbeat write). */
+  dueAt: number | undefined;
+}
+
+function hasUnresolvedNack(state: EnvoyState): boolean {
+  return Object.values(state.types).some((type) => isUnresolvedNack(type.nack, type.acked));
+}
+
+export class ProgressPublisher {
+  private readonly lineages = new Map<string, LineageEntry>();
+  /** The lineage each node's latest state is on. */
+  private readonly lineageOf = new Map<string, string>();
+  private readonly timing: ProgressTiming;
+  private readonly buildWindowMs: number;
+  private readonly scheduler: FlushScheduler;
+  private readonly counters: ProgressPublisherStats = { builds: 0, writes: 0, conflicts: 0, failedWrites: 0, writesBy: {} };
+
+  constructor(private readonly options: ProgressPublisherOptions) {
+    this.timing = { ...DEFAULT_PROGRESS_TIMING, ...options.timing };
+    this.buildWindowMs = options.buildWindowMs ?? 100;
+    this.scheduler = new FlushScheduler({
+      logger: options.logger,
+      flushIntervalMs: this.buildWindowMs,
+      retryBaseMs: options.retryBaseMs ?? 100,
+      retryMaxMs: options.retryMaxMs ?? 2_000,
+      random: options.random ?? Math.random,
+      work: { flush: () => this.flush(), afterFlush: () => this.scheduleDue(), isEmpty: () => this.isEmpty() },
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Fed by the tracker and the watermark sources: synchronous, never awaits I/O.
+
+  noteEnvoyState(state: EnvoyState): void {
+    const previousLineage = this.lineageOf.get(state.nodeId);
+    let urgent = false;
+    if (previousLineage !== undefined && previousLineage !== state.lineage) {
+      this.removeMember(previousLineage, state.nodeId);
+      urgent = true;
+    }
+    this.lineageOf.set(state.nodeId, state.lineage);
+    const entry = this.entry(state.lineage);
+    const previous = entry.members.get(state.nodeId);
+    entry.members.set(state.nodeId, state);
+    const t = memberFromEnvoyState(state, this.options.requiredTypeUrls).t;
+    const before = entry.through.get(state.nodeId);
+    entry.through.set(state.nodeId, t);
+    for (const seq of entry.watermarks.keys()) {
+      const wasBehind = before !== undefined && before < seq;
+      const isBehind = t < seq;
+      if (wasBehind === isBehind) continue;
+      const left = (entry.behind.get(seq) ?? 0) + (isBehind ? 1 : -1);
+      entry.behind.set(seq, left);
+      if (left === 0) urgent = true;
+    }
+    if (previous === undefined || previous.status !== state.status || hasUnresolvedNack(previous) !== hasUnresolvedNack(state)) urgent = true;
+    this.markDirty(entry, urgent);
+  }
+
+  noteWatermark(lineage: string, watermark: LineageWatermark): void {
+    const entry = this.entry(lineage);
+    if (entry.watermarks.has(watermark.seq)) return;
+    entry.watermarks.set(watermark.seq, watermark);
+    let behind = 0;
+    for (const t of entry.through.values()) if (t < watermark.seq) behind++;
+    entry.behind.set(watermark.seq, behind);
+    this.boundWatermarks(entry);
+    this.markDirty(entry, true);
+  }
+
+  /** The tracker forgot the node (disconnected long ago): it leaves its lineage's count at the next write. */
+  forgetEnvoy(nodeId: string): void {
+    const lineage = this.lineageOf.get(nodeId);
+    if (lineage === undefined) return;
+    this.lineageOf.delete(nodeId);
+    this.removeMember(lineage, nodeId);
+  }
+
+  /** The relay serves nothing more on the lineage: its item is no longer written (it goes stale after the TTL, as a dead gateway's). */
+  retireLineage(lineage: string): void {
+    const entry = this.lineages.get(lineage);
+    if (entry === undefined) return;
+    for (const nodeId of entry.members.keys()) if (this.lineageOf.get(nodeId) === lineage) this.lineageOf.delete(nodeId);
+    this.lineages.delete(lineage);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Diagnostics and lifecycle
+
+  /** The item last written for the lineage (tests and diagnostics). */
+  published(lineage: string): LineageProgress | undefined {
+    return this.lineages.get(lineage)?.written;
+  }
+
+  stats(): ProgressPublisherStats {
+    return { ...this.counters, writesBy: { ...this.counters.writesBy } };
+  }
+
+  /** Resolves when no lineage has an unbuilt change and no write is running. */
+  whenIdle(): Promise<void> {
+    return this.scheduler.whenIdle();
+  }
+
+  /** Writes what changed (SIGTERM path); the lineages then go stale at the TTL, as a dead gateway's. */
+  async close(timeoutMs = 5_000): Promise<void> {
+    await this.scheduler.close(timeoutMs);
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private entry(lineage: string): LineageEntry {
+    let entry = this.lineages.get(lineage);
+    if (entry === undefined) {
+      entry = { members: new Map(), through: new Map(), watermarks: new Map(), behind: new Map(), written: undefined, writtenAt: undefined, storedV: 0, dirty: false, dueAt: undefined };
+      this.lineages.set(lineage, entry);
+    }
+    return entry;
+  }
+
+  private removeMember(lineage: string, nodeId: string): void {
+    const entry = this.lineages.get(lineage);
+    if (entry === undefined) return;
+    const t = entry.through.get(nodeId);
+    entry.members.delete(nodeId);
+    entry.through.delete(nodeId);
+    if (t !== undefined) for (const seq of entry.watermarks.keys()) if (t < seq) entry.behind.set(seq, (entry.behind.get(seq) ?? 1) - 1);
+    this.markDirty(entry, true);
+  }
+
+  /**
+   * At most MAX_PROGRESS_ANCHORS open watermarks, so each is an anchor (exact). Those the last written
+   * item shows fully programmed go first; then the oldest, which is then judged off the anchors: the
+   * conservative side (lineage-progress.ts).
+   */
+  private boundWatermarks(entry: LineageEntry): void {
+    const done = new Set(entry.written === undefined ? [] : fullyProgrammedAnchors(entry.written));
+    const seqs = [...entry.watermarks.keys()].sort((a, b) => a - b);
+    for (const seq of [...seqs.filter((s) => done.has(s)), ...seqs.filter((s) => !done.has(s))]) {
+      if (entry.watermarks.size <= MAX_PROGRESS_ANCHORS) break;
+      entry.watermarks.delete(seq);
+      entry.behind.delete(seq);
+    }
+  }
+
+  private markDirty(entry: LineageEntry, urgent: boolean): void {
+    entry.dirty = true;
+    this.scheduler.schedule(urgent ? URGENT_BUILD_DELAY_MS : this.buildWindowMs);
+  }
+
+  private isEmpty(): boolean {
+    for (const entry of this.lineages.values()) if (entry.dirty) return false;
+    return true;
+  }
+
+  /** Wakes the scheduler for the earliest refresh or heartbeat write. */
+  private scheduleDue(): void {
+    let earliest: number | undefined;
+    for (const entry of this.lineages.values()) if (entry.dueAt !== undefined && (earliest === undefined || entry.dueAt < earliest)) earliest = entry.dueAt;
+    if (earliest !== undefined) this.scheduler.schedule(Math.max(0, earliest - this.options.clock.now()));
+  }
+
+  private async flush(): Promise<FlushOutcome> {
+    const now = this.options.clock.now();
+    const writes: Promise<boolean>[] = [];
+    for (const [lineage, entry] of this.lineages) {
+      if (!entry.dirty && (entry.dueAt === undefined || entry.dueAt > now)) continue;
+      entry.dirty = false;
+      this.counters.builds++;
+      const next = progressFromStates({
+        lineage,
+        v: entry.storedV + 1,
+        heartbeatAt: now,
+        states: [...entry.members.values()],
+        openWatermarks: [...entry.watermarks.values()],
+        requiredTypeUrls: this.options.requiredTypeUrls,
+        policy: this.options.policy,
+      });
+      const due = progressWriteDue(entry.written, entry.writtenAt, next, this.timing);
+      if (due.kind === 'at' && due.at > now) {
+        entry.dueAt = due.at;
+        continue;
+      }
+      writes.push(this.write(lineage, entry, next, due.why, now));
+    }
+    const results = await Promise.all(writes);
+    const failed = results.some((ok) => !ok);
+    return { failed, moreReady: false };
+  }
+
+  /** One conditional write; false when it must be retried (the entry is left dirty). */
+  private async write(lineage: string, entry: LineageEntry, next: LineageProgress, why: string, now: number): Promise<boolean> {
+    const { store, logger } = this.options;
+    try {
+      const outcome = await store.putProgress(next);
+      if (outcome === 'written') {
+        this.counters.writes++;
+        this.counters.writesBy[why] = (this.counters.writesBy[why] ?? 0) + 1;
+        // A lineage retired meanwhile is not brought back.
+        if (this.lineages.get(lineage) === entry) {
+          entry.written = next;
+          entry.writtenAt = now;
+          entry.storedV = next.v;
+          entry.dueAt = now + this.timing.heartbeatMs;
+        }
+        return true;
+      }
+      this.counters.conflicts++;
+      const stored = await store.getProgress(lineage);
+      entry.storedV = stored.status === 'found' ? stored.value.v : stored.status === 'corrupt' ? (stored.rev ?? entry.storedV) : 0;
+      logger.warn({ lineage, attemptedV: next.v, storedV: entry.storedV, read: stored.status }, 'PROGRESS write conflicted: the stored item is not the one this gateway last wrote; writing again on the stored v');
+      entry.dirty = true;
+      return false;
+    } catch (error) {
+      this.counters.failedWrites++;
+      logger.warn({ lineage, v: next.v, err: describeError(error) }, 'PROGRESS write failed; retrying after a backoff');
+      entry.dirty = true;
+      return false;
+    }
+  }
+}

@@ -1,0 +1,66 @@
+// When a lineage's PROGRESS item is written (docs/ARCHITECTURE.md, "The idea": at once when it decides
+// something, otherwise at most every refresh while counts move, otherwise with the heartbeat). Pure:
+// the publisher (progress-publisher.ts) builds the item it would write and asks this whether the write
+// is due, comparing it with the item last written.
+//
+// "Decides something" is what can turn an evaluation from one verdict to another: the denominator
+// (members, and incarnations, which move on a rejoin under the same node id), the anchors (a watermark
+// off the anchors is judged conservatively, so a new one must be named before it can go True), an
+// anchor becoming fully programmed, and any blocker appearing or clearing (NACK groups, stuck counts,
+// split groups, the listed members' blocker fields). A move of `through` that decides nothing only
+// changes the "n/m programmed" message, which the status writer shows no more often than the refresh.
+import type { LineageProgress, ProgressTally } from '../../../common/core';
+
+export interface ProgressTiming {
+  /** Least time between two writes that only move counts (the status message's refresh). */
+  refreshMs: number;
+  /** Longest time between two writes: the item's `heartbeatAt` keeps the lineage live. */
+  heartbeatMs: number;
+}
+
+export type ProgressWriteDue =
+  | { kind: 'now'; why: 'first' | 'members' | 'anchors' | 'programmed' | 'blockers' }
+  | { kind: 'at'; at: number; why: 'counts' | 'heartbeat' };
+
+/** Members a tally holds at or past `seq` (the design's Σ count at ≥ W.seq). */
+function programmedAt(tally: ProgressTally, seq: number): number {
+  let programmed = 0;
+  for (const [through, n] of tally.through) if (through >= seq) programmed += n;
+  return programmed;
+}
+
+/**
+ * The anchors every member of the item is programmed through with nothing blocking it: where an
+ * evaluation would find no blocker on this lineage.
+ */
+export function fullyProgrammedAnchors(item: LineageProgress): number[] {
+  // Split members count too: whether they block depends on their other lineages' liveness, which
+  // only the reader knows, so their reaching an anchor is worth a write as well.
+  const tallies: ProgressTally[] = [item, ...item.split];
+  if (item.nacks.length > 0 || tallies.some((tally) => tally.none > 0 || tally.unprogrammed > 0)) return [];
+  return item.anchors.filter(
+    (seq) => tallies.reduce((sum, tally) => sum + programmedAt(tally, seq), 0) === item.members && !tallies.some((tally) => tally.stuck.some(([at]) => at === seq)),
+  );
+}
+
+function same(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** The listed members' blocker fields (NACKs, split, nothing subscribed, pending responses). */
+function listedBlockers(item: LineageProgress): unknown {
+  return item.listed.map(([nodeId, member]) => [nodeId, member.b ?? null]);
+}
+
+export function progressWriteDue(written: LineageProgress | undefined, writtenAt: number | undefined, next: LineageProgress, timing: ProgressTiming): ProgressWriteDue {
+  if (written === undefined || writtenAt === undefined) return { kind: 'now', why: 'first' };
+  if (written.members !== next.members || written.incarnations !== next.incarnations) return { kind: 'now', why: 'members' };
+  if (!same(written.anchors, next.anchors)) return { kind: 'now', why: 'anchors' };
+  if (!same(fullyProgrammedAnchors(written), fullyProgrammedAnchors(next))) return { kind: 'now', why: 'programmed' };
+  if (!same(written.nacks, next.nacks) || !same(written.stuck, next.stuck) || !same(written.split, next.split) || !same(listedBlockers(written), listedBlockers(next))) {
+    return { kind: 'now', why: 'blockers' };
+  }
+  const moved = !same(written.through, next.through) || written.none !== next.none || written.unprogrammed !== next.unprogrammed || !same(written.listed, next.listed);
+  if (moved) return { kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' };
+  return { kind: 'at', at: writtenAt + timing.heartbeatMs, why: 'heartbeat' };
+}
