@@ -51,7 +51,10 @@ export interface AggregateStore {
  * whose writes are conditional on `v`; evaluation reads the items of every live lineage at once.
  */
 export interface ProgressStore {
-  /** Writes iff the stored `v` is `progress.v - 1` (for `progress.v === 1`: iff there is none). */
+  /**
+   * Writes iff the stored `v` is `progress.v - 1` (for `progress.v === 1`: iff there is none, or the
+   * stored item is corrupt with no numeric `v`, which its one writer could otherwise never follow).
+   */
   putProgress(progress: LineageProgress): Promise<OptimisticWrite>;
   /** One lineage's item (strongly consistent): how a writer that lost its `v` (a conflict) learns the stored one. */
   getProgress(lineage: Lineage): Promise<ItemRead<LineageProgress>>;

@@ -47,7 +47,9 @@ export class DynamoProgressStore implements ProgressStore {
         TableName: this.tableName,
         Item: built.item,
         ...(progress.v === 1
-          ? { ConditionExpression: 'attribute_not_exists(pk)' }
+          ? // None stored, or one whose `v` is not a number: a corrupt item the writer could never
+            // follow (its reads give no rev); the gateway is its only writer and rebuilds it whole.
+            { ConditionExpression: 'attribute_not_exists(pk) OR NOT attribute_type(#v, :number)', ExpressionAttributeNames: { '#v': 'v' }, ExpressionAttributeValues: { ':number': 'N' } }
           : { ConditionExpression: '#v = :previous', ExpressionAttributeNames: { '#v': 'v' }, ExpressionAttributeValues: { ':previous': progress.v - 1 } }),
       });
       return 'written';

@@ -122,6 +122,13 @@ describe('DynamoProgressStore on dynalite', () => {
 
     await table.rawItems.putItem({ ...built.item, v: 'seven' });
     expect(await progress.getProgress(L2)).toEqual({ status: 'corrupt', error: expect.stringMatching(/^item AGG#.* \/ PROGRESS: v:/) as unknown });
+    // No numeric v to follow: only v 1 may replace it (any other v could never pass its condition).
+    expect(await progress.putProgress(simple(L2, 9, 2))).toBe('conflict');
+    expect(await progress.putProgress(simple(L2, 1, 2))).toBe('written');
+    expect(await progress.getProgress(L2)).toEqual({ status: 'found', value: simple(L2, 1, 2) });
+    // A valid item is not replaced by v 1.
+    expect(await progress.putProgress(simple(L2, 1, 2))).toBe('conflict');
+    await table.rawItems.putItem({ ...built.item, v: 'seven' });
     // Content that belongs under another key is corrupt where it lies.
     const misplaced = toLineageProgressItem(simple(L1, 1));
     if (!misplaced.ok) throw new Error(misplaced.error);

@@ -13,11 +13,13 @@
 // failure, close() on SIGTERM.
 import type { Logger } from 'pino';
 import {
+  countEnvoyState,
   isUnresolvedNack,
   MAX_PROGRESS_ANCHORS,
   memberFromEnvoyState,
   progressFromStates,
   type Clock,
+  type CountedEnvoy,
   type EnvoyState,
   type LineageProgress,
   type LineageWatermark,
@@ -59,6 +61,8 @@ export interface ProgressPublisherStats {
 
 interface LineageEntry {
   members: Map<string, EnvoyState>;
+  /** What was counted per node on this lineage (core envoy-count.ts): the members' incarnations. */
+  counted: Map<string, CountedEnvoy>;
   /** Each member's programmedThrough as evaluation sees it (Member.t), for `behind`. */
   through: Map<string, number>;
   /** Open watermarks by seq: at most MAX_PROGRESS_ANCHORS, so every one is an anchor. */
@@ -104,15 +108,21 @@ export class ProgressPublisher {
   // -------------------------------------------------------------------------------------------
   // Fed by the tracker and the watermark sources: synchronous, never awaits I/O.
 
-  noteEnvoyState(state: EnvoyState): void {
-    const previousLineage = this.lineageOf.get(state.nodeId);
+  noteEnvoyState(tracked: EnvoyState): void {
+    const previousLineage = this.lineageOf.get(tracked.nodeId);
     let urgent = false;
-    if (previousLineage !== undefined && previousLineage !== state.lineage) {
-      this.removeMember(previousLineage, state.nodeId);
+    if (previousLineage !== undefined && previousLineage !== tracked.lineage) {
+      this.removeMember(previousLineage, tracked.nodeId);
       urgent = true;
     }
-    this.lineageOf.set(state.nodeId, state.lineage);
-    const entry = this.entry(state.lineage);
+    this.lineageOf.set(tracked.nodeId, tracked.lineage);
+    const entry = this.entry(tracked.lineage);
+    // The tracker's states carry no incarnation (the recorder stamps what it writes): stamp them by the
+    // same rule (core countEnvoyState), so the item's `incarnations` moves on a rejoin as the LINEAGE
+    // count does. A revival of an EXPIRED state is not seen here (it needs the stored state).
+    const counted = countEnvoyState(entry.counted.get(tracked.nodeId), tracked, 0);
+    entry.counted.set(tracked.nodeId, counted.envoy);
+    const state: EnvoyState = { ...tracked, incarnation: counted.incarnation };
     const previous = entry.members.get(state.nodeId);
     entry.members.set(state.nodeId, state);
     const t = memberFromEnvoyState(state, this.options.requiredTypeUrls).t;
@@ -126,7 +136,7 @@ export class ProgressPublisher {
       entry.behind.set(seq, left);
       if (left === 0) urgent = true;
     }
-    if (previous === undefined || previous.status !== state.status || hasUnresolvedNack(previous) !== hasUnresolvedNack(state)) urgent = true;
+    if (previous === undefined || previous.status !== state.status || previous.incarnation !== state.incarnation || hasUnresolvedNack(previous) !== hasUnresolvedNack(state)) urgent = true;
     this.markDirty(entry, urgent);
   }
 
@@ -184,7 +194,7 @@ export class ProgressPublisher {
   private entry(lineage: string): LineageEntry {
     let entry = this.lineages.get(lineage);
     if (entry === undefined) {
-      entry = { members: new Map(), through: new Map(), watermarks: new Map(), behind: new Map(), written: undefined, writtenAt: undefined, storedV: 0, dirty: false, dueAt: undefined };
+      entry = { members: new Map(), counted: new Map(), through: new Map(), watermarks: new Map(), behind: new Map(), written: undefined, writtenAt: undefined, storedV: 0, dirty: false, dueAt: undefined };
       this.lineages.set(lineage, entry);
     }
     return entry;
@@ -195,6 +205,7 @@ export class ProgressPublisher {
     if (entry === undefined) return;
     const t = entry.through.get(nodeId);
     entry.members.delete(nodeId);
+    entry.counted.delete(nodeId);
     entry.through.delete(nodeId);
     if (t !== undefined) for (const seq of entry.watermarks.keys()) if (t < seq) entry.behind.set(seq, (entry.behind.get(seq) ?? 1) - 1);
     this.markDirty(entry, true);
@@ -279,7 +290,8 @@ export class ProgressPublisher {
       }
       this.counters.conflicts++;
       const stored = await store.getProgress(lineage);
-      entry.storedV = stored.status === 'found' ? stored.value.v : stored.status === 'corrupt' ? (stored.rev ?? entry.storedV) : 0;
+      // A corrupt item with no numeric v is rebuilt from v 1 (the store lets v 1 replace it).
+      entry.storedV = stored.status === 'found' ? stored.value.v : stored.status === 'corrupt' ? (stored.rev ?? 0) : 0;
       logger.warn({ lineage, attemptedV: next.v, storedV: entry.storedV, read: stored.status }, 'PROGRESS write conflicted: the stored item is not the one this gateway last wrote; writing again on the stored v');
       entry.dirty = true;
       return false;
