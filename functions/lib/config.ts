@@ -47,6 +47,12 @@ const VARIABLES = {
     .optional()
     .transform((value) => (value ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0))
     .refine((urls) => urls.every(isValidTypeUrl), { message: 'REQUIRED_TYPE_URLS has an invalid type URL' }),
+  /**
+   * "true": decide from the gateways' PROGRESS items (the gateway's --progress) instead of the
+   * aggregate shards (functions/lib/evaluate.ts; docs/ARCHITECTURE.md, build step 4). Every gateway
+   * writing to the table must run with --progress: a live lineage without an item stays Pending.
+   */
+  PROGRESS_EVALUATION: trueOrFalse('false'),
   /** Count-only decision rewrites at most this often per generation (functions/lib/evaluate.ts). */
   DECISION_REFRESH_MS: z.coerce.number().int().min(0).max(600_000).default(DEFAULT_DECISION_REFRESH_MS),
   // The status writer (status, convergence's handoff, resync): one rule so they cannot drift apart.
@@ -100,7 +106,7 @@ export type FunctionsVariable = keyof typeof VARIABLES;
 export type FunctionsSettings = { [K in FunctionsVariable]: z.output<(typeof VARIABLES)[K]> };
 
 // The slices: what each part of the functions reads.
-export const AGGREGATE_SETTINGS = ['TABLE_NAME', 'ENVOY_TTL_MS', 'ACK_TIMEOUT_MS', 'EXPIRE_STALL_MS', 'AGGREGATE_SHARDS', 'REQUIRED_TYPE_URLS'] as const;
+export const AGGREGATE_SETTINGS = ['TABLE_NAME', 'ENVOY_TTL_MS', 'ACK_TIMEOUT_MS', 'EXPIRE_STALL_MS', 'AGGREGATE_SHARDS', 'REQUIRED_TYPE_URLS', 'PROGRESS_EVALUATION'] as const;
 export const DECISION_REFRESH_SETTINGS = ['DECISION_REFRESH_MS'] as const;
 export const CONDITION_SETTINGS = ['CONDITION_TYPE', 'STATUS_WRITE_ON_MESSAGE_CHANGE'] as const;
 export const STATUS_SETTINGS = [...CONDITION_SETTINGS, 'STATUS_MESSAGE_REFRESH_MS'] as const;

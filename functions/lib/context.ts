@@ -17,7 +17,7 @@ export interface FunctionContext {
 export function buildFunctionContext(source: Record<string, string | undefined> | FunctionsConfig, logger: Logger, now: () => number = Date.now): FunctionContext {
   const config = functionsConfig(source);
   const settings = config.slice(AGGREGATE_SETTINGS);
-  const { store, aggregates, close } = openTableFromEnv(config.env, logger);
+  const { store, aggregates, progress, close } = openTableFromEnv(config.env, logger);
   const deps: ConvergenceDeps = {
     aggregates,
     store,
@@ -27,6 +27,7 @@ export function buildFunctionContext(source: Record<string, string | undefined> 
     requiredTypeUrls: settings.REQUIRED_TYPE_URLS,
     policy: { ttlMs: settings.ENVOY_TTL_MS, ackTimeoutMs: settings.ACK_TIMEOUT_MS, requiredTypeUrls: settings.REQUIRED_TYPE_URLS },
     ...(settings.EXPIRE_STALL_MS === undefined ? {} : { stallMs: settings.EXPIRE_STALL_MS }),
+    ...(settings.PROGRESS_EVALUATION ? { progress } : {}),
   };
   return { deps, store, aggregates, close };
 }

@@ -3,7 +3,8 @@
 //      per shard, ordered by rev, idempotent under redelivery);
 //   2. LINEAGE#<l>/STATE records → the lineage registry (heartbeats);
 //   3. OBJECT#<ref>/GEN#<g> records whose watermarks changed → pending index + evaluation;
-//   4. pending generations on every lineage the batch touched → re-evaluation.
+//   4. pending generations on every lineage the batch touched → re-evaluation (with PROGRESS_EVALUATION,
+//      a gateway's AGG#<l>/PROGRESS record touches its lineage too).
 // Corrupt or unknown records are logged with their key and skipped; records whose work failed on I/O
 // are returned in batchItemFailures so Lambda redelivers them (partial batch response).
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
@@ -19,6 +20,7 @@ import {
 } from '../../common/core';
 import {
   AGGREGATE_PK_PREFIX,
+  PROGRESS_SK,
   envoyStateFromItem,
   ITEM_KIND,
   lineageStateFromItem,
@@ -124,6 +126,13 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
   const objectCandidates = new Map<string, { candidate: Candidate; record: ObjectGeneration; recordIds: string[] }>();
   const touchedLineages = new Map<string, string[]>();
 
+  // Appended in place: copying the list per record made a batch quadratic (330 ms at 10,000 records).
+  const touch = (lineage: string, id: string): void => {
+    const ids = touchedLineages.get(lineage);
+    if (ids === undefined) touchedLineages.set(lineage, [id]);
+    else ids.push(id);
+  };
+
   const classify = (record: DynamoDBRecord, index: number): void => {
     const id = recordId(record, index);
     const key = keyOf(record);
@@ -134,6 +143,13 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
     }
     const parsedNew = parseStreamImage(record?.dynamodb?.NewImage);
     const parsedOld = parseStreamImage(record?.dynamodb?.OldImage);
+    if (key.pk.startsWith(AGGREGATE_PK_PREFIX) && key.sk === PROGRESS_SK) {
+      // A gateway's PROGRESS item (not ours: the gateway writes it). Deciding from them
+      // (PROGRESS_EVALUATION), it re-evaluates its lineage's pending generations, as an Envoy
+      // record does for the shards; its content is read with the batch's snapshot, not from here.
+      if (deps.progress !== undefined) touch(key.pk.slice(AGGREGATE_PK_PREFIX.length), id);
+      return;
+    }
     if (key.pk.startsWith(AGGREGATE_PK_PREFIX) || key.pk.startsWith(PENDING_PK_PREFIX)) return; // our own writes
     for (const parsed of [parsedNew, parsedOld]) {
       // Parts dropped leniently (an invalid stored decision): the item is still used, and re-decided.
@@ -158,10 +174,7 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
         shardUpdates.set(shardKeyOf(update), group);
         // Redelivered records change nothing in the shard but still re-trigger evaluation: the
         // failed attempt may have updated the shard and then failed before deciding.
-        // Appended in place: copying the list per record made a batch quadratic (330 ms at 10,000 records).
-        const ids = touchedLineages.get(update.lineage);
-        if (ids === undefined) touchedLineages.set(update.lineage, [id]);
-        else ids.push(id);
+        touch(update.lineage, id);
       }
     } else if (kind === ITEM_KIND.lineageState && newItem?.kind === ITEM_KIND.lineageState) {
       const lineage = lineageStateFromItem(newItem);

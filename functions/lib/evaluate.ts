@@ -1,6 +1,7 @@
 // Deciding object generations from the aggregates: read the live lineages' shards once per batch
 // (O(lineages × shards) items, whatever the fleet size), evaluate each candidate X@G with the core's
-// evaluateFromAggregates, and store the decision on its OBJECT item. Only the latest generation of an
+// evaluateFromAggregates, and store the decision on its OBJECT item. With PROGRESS_EVALUATION the
+// snapshot is the live lineages' PROGRESS items instead (core evaluateFromProgress). Only the latest generation of an
 // object is decided; older ones are marked superseded. Programmed, not-observable and superseded
 // generations leave the pending index.
 import type { Logger } from 'pino';
@@ -10,6 +11,7 @@ import {
   attributedTo,
   defaultStallMs,
   evaluateFromAggregates,
+  evaluateFromProgress,
   formatObjectRef,
   isSettledDecision,
   maxEvaluatedRevs,
@@ -27,10 +29,12 @@ import {
   type EventStore,
   type ItemRead,
   type LineageAggregate,
+  type LineageProgressRead,
   type LineageRegistry,
   type ObjectGeneration,
   type ObjectRef,
   type PendingEntry,
+  type ProgressStore,
   type TableClockView,
 } from '../../common/core';
 import { forEachConcurrently } from '../../common/worker-pool';
@@ -67,6 +71,12 @@ export interface EvaluationDeps {
    * (functions/lib/status-handoff.ts). Must not throw or block: it only queues work.
    */
   onDecisionWritten?: (record: ObjectGeneration, previous: Decision | undefined) => void;
+  /**
+   * Set (PROGRESS_EVALUATION): decide from the live lineages' PROGRESS items, which their gateways
+   * write (core evaluateFromProgress), instead of the aggregate shards: one batched read of O(lineages)
+   * items per batch, whatever the fleet size (docs/ARCHITECTURE.md, build step 4).
+   */
+  progress?: Pick<ProgressStore, 'getProgresses'>;
 }
 
 /**
@@ -164,6 +174,8 @@ export class AggregateSnapshot {
   private readonly deadLineages = new Set<string>();
   /** The registry's table clock, read with the lineages: members' ages are judged on it. */
   private tableClock: TableClockView | undefined;
+  /** With `deps.progress`: the live lineages' PROGRESS items, read instead of the shards. */
+  private progressReads: LineageProgressRead[] | undefined;
 
   constructor(private readonly deps: EvaluationDeps) {}
 
@@ -179,7 +191,7 @@ export class AggregateSnapshot {
    */
   async decide(record: ObjectGeneration): Promise<{ decision: Decision; now: number }> {
     const { convergence, now, aggregates } = await this.evaluate(record);
-    this.freshness ??= { rev: snapshotRev(aggregates), revs: snapshotRevs(aggregates), registryVersion: this.registryV };
+    this.freshness ??= this.progressReads === undefined ? { rev: snapshotRev(aggregates), revs: snapshotRevs(aggregates), registryVersion: this.registryV } : progressFreshness(this.progressReads, this.registryV);
     const { rev, revs, registryVersion } = this.freshness;
     return { decision: decisionFromConvergence(convergence, now, rev, { revs, registryVersion }), now };
   }
@@ -188,6 +200,13 @@ export class AggregateSnapshot {
   async evaluate(record: ObjectGeneration): Promise<{ convergence: Convergence; now: number; aggregates: LineageAggregate[] }> {
     const aggregates = await this.get();
     const now = this.takenAt;
+    const progress = this.progressReads;
+    if (progress !== undefined) {
+      // Not shared across objects: an item's NACKs are counts per blame, which only the object's own
+      // evaluation can attribute (attributedTo needs every NACK blocker named). O(lineages) each.
+      const { blockersOmitted: _omitted, ...fromProgress } = evaluateFromProgress({ object: record.object, generation: record.generation, watermark: watermarkOf(record), lineages: progress, deadLineages: this.deadLineages, now, policy: this.deps.policy, ...(this.tableClock === undefined ? {} : { tableClock: this.tableClock }) });
+      return { convergence: fromProgress, now, aggregates };
+    }
     const key = watermarkKey(record);
     let convergence = this.byWatermark.get(key);
     if (convergence === undefined) {
@@ -213,6 +232,12 @@ export class AggregateSnapshot {
     if (stoodStillMs > 0) this.deps.logger.warn({ tickAt: registry.clock?.tickAt, stoodStillMs }, 'the expire function has completed no tick lately: nothing goes stale until it does (docs/CONVERGENCE.md, "Staleness across a table gap")');
     const live = liveLineages(registry.lineages, now, this.deps.policy.ttlMs, this.tableClock);
     for (const lineage of Object.keys(registry.lineages)) if (!live.includes(lineage)) this.deadLineages.add(lineage);
+    if (this.deps.progress !== undefined) {
+      // A live lineage without an item (its gateway runs without --progress, or has not written yet)
+      // reads as unknown: nothing on it can be Programmed (core evaluateFromProgress).
+      this.progressReads = await this.deps.progress.getProgresses(live);
+      return [];
+    }
     return Promise.all(
       live.map(async (lineage) => {
         const { shards, corrupt } = await this.deps.aggregates.getLineageShards(lineage);
@@ -233,6 +258,22 @@ export class AggregateSnapshot {
     this.deps.logger.warn({ lineage, item: read.status }, 'lineage has no Envoy count; its generations stay Pending');
     return { envoysRecorded: undefined, ...heartbeatAt };
   }
+}
+
+/**
+ * A decision's freshness from PROGRESS items: per lineage the item's `v` (the gateway writes it
+ * conditional on the one before, so it only grows), keyed `progress:<lineage>` so it is never
+ * compared with a shard snapshot's sum of versions (core isStaleDecision compares shared keys only):
+ * a table that switches evaluation mode decides on.
+ */
+function progressFreshness(reads: readonly LineageProgressRead[], registryVersion: number): { rev: number; revs: Record<string, number>; registryVersion: number } {
+  const revs: Record<string, number> = {};
+  let rev = 0;
+  for (const { lineage, progress } of reads) {
+    revs[`progress:${lineage}`] = progress?.v ?? 0;
+    rev += progress?.v ?? 0;
+  }
+  return { rev, revs, registryVersion };
 }
 
 /** What evaluation reads of a generation's watermark: per lineage its seq and per-type versions (not `at`). */

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { XDS_ADDRESS_ANNOTATION } from '../../infra/local/control-plane/kube-lease-elector';
 import { LEASE_NAME, LEASE_NAMESPACE } from '../../infra/local/system/control-plane';
 import type { DynamoComponent } from '../../infra/local/system/dynamo';
+import { DEFAULT_REQUIRED_TYPE_URLS } from '../../infra/local/system/functions';
 import type { TruthTimings } from './timings';
 
 const REPO_ROOT = join(__dirname, '..', '..');
@@ -49,8 +50,9 @@ export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; up
     'envoy-heartbeat-ms': String(opts.timings.envoyHeartbeatMs),
     'shutdown-grace-ms': '100',
     'flush-timeout-ms': '3000',
-    // PROGRESS beside the shards (docs/GATEWAY.md, "PROGRESS"), judged on the functions' TTL.
-    ...(opts.progress === true ? { progress: 'true', 'envoy-ttl-ms': String(opts.timings.envoyTtlMs) } : {}),
+    // PROGRESS beside the shards (docs/GATEWAY.md, "PROGRESS").
+    // Judged as the functions judge members: their TTL and REQUIRED_TYPE_URLS (the local system's default).
+    ...(opts.progress === true ? { progress: 'true', 'envoy-ttl-ms': String(opts.timings.envoyTtlMs), 'required-type-urls': DEFAULT_REQUIRED_TYPE_URLS.join(',') } : {}),
   };
 }
 

@@ -45,6 +45,7 @@ async function main(): Promise<void> {
     .option('--write-bound <n>', 'invariant 4: max condition writes per object per generation', positiveInt, 6)
     .option('--recovery-budget-ms <n>', 'invariant 3: heal → every object True (default: TTL + 5 s = 9000)', positiveInt)
     .option('--gateway-kill', 'run the gateway as a child process and SIGKILL + restart it in schedules', false)
+    .option('--progress-evaluation', 'the gateway publishes PROGRESS and the functions decide from it (PROGRESS_EVALUATION)', false)
     .option('--fleet-sizes <list>', 'fleet sizes to cycle through on the one system, e.g. "6,12,24" (the fleet scales before each block of schedules)', (value: string) => value.split(',').map((part) => positiveInt(part)))
     .option('--fleet-size-every <n>', 'schedules per fleet size (with --fleet-sizes)', positiveInt, 10)
     .option('--no-leader-change', 'leave control-plane leader changes (leaderKill, leaderStepDown) out of the schedules')
@@ -55,7 +56,7 @@ async function main(): Promise<void> {
     .option('--log-level <level>', 'pino level for the system under test', 'silent')
     .option('--control-plane <mode>', 'reference, or unmodified Contour (content ground truth from route prefixes; no real gRPC clients, no tamper, no gateway kill)', controlPlaneMode, 'reference')
     .parse();
-  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; coreClients: number; goClients: number; logLevel: string; controlPlane: 'reference' | 'contour'; fleetSizes?: number[]; fleetSizeEvery: number }>();
+  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; progressEvaluation: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; coreClients: number; goClients: number; logLevel: string; controlPlane: 'reference' | 'contour'; fleetSizes?: number[]; fleetSizeEvery: number }>();
   process.stdout.write(`truth: ${opts.schedules} schedules from seed ${opts.seed}, ${opts.envoys} Envoys, ${opts.objects} objects, ${opts.steps} steps each\n`);
   const started = Date.now();
   const onSchedule = (result: ScheduleResult): void => {
@@ -63,7 +64,7 @@ async function main(): Promise<void> {
       `${result.seed < 0 ? 'NACK probe' : `seed ${result.seed}`}${result.resized === undefined ? '' : ` (fleet ${result.resized.change > 0 ? '+' : ''}${result.resized.change} → ${result.resized.envoys})`}: ${result.faultsInjected} faults, ${result.nacksSeen} NACKs, ${result.trueWritesChecked} True writes checked (${result.clientContentChecked} ${opts.controlPlane === 'contour' ? "× Envoys by held content" : "against real clients' CSDS"}), ` +
         `recovery ${result.recoveryMs} ms, max writes/gen ${result.maxWritesPerGeneration}, known races ${result.knownRaces.length}, violations ${result.violations.length}\n`,
     );
-    if (result.violations.length > 0) printFailure(result, opts.controlPlane === 'contour' ? ' --control-plane contour' : '');
+    if (result.violations.length > 0) printFailure(result, `${opts.controlPlane === 'contour' ? ' --control-plane contour' : ''}${opts.progressEvaluation ? ' --progress-evaluation' : ''}`);
   };
   const logger = pino({ level: opts.logLevel });
   const shape = { schedules: opts.schedules, seed: opts.seed, envoys: opts.envoys, objects: opts.objects, stepsPerSchedule: opts.steps, scheduleDurationMs: opts.durationMs, writeBound: opts.writeBound };
@@ -79,6 +80,7 @@ async function main(): Promise<void> {
     scheduleDurationMs: opts.durationMs,
     writeBound: opts.writeBound,
     gatewayKill: opts.gatewayKill,
+    progressEvaluation: opts.progressEvaluation,
     leaderChange: opts.leaderChange,
     fleetMix: opts.fleetMix,
     realClients: opts.realClients,

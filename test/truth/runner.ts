@@ -49,6 +49,8 @@ export interface TruthRunOptions {
   timings?: TruthTimings;
   /** Run the gateway as a child process and include SIGKILL + restart in the schedules. */
   gatewayKill?: boolean;
+  /** The gateway publishes PROGRESS (--progress) and the functions decide from it (PROGRESS_EVALUATION). */
+  progressEvaluation?: boolean;
   /** Transport/protocol mix of the simulated fleet (default: every mode, mostly ADS SotW). */
   fleetMix?: FleetMix;
   /** Real @grpc/grpc-js-xds clients (each resolving one object's fqdn through a recording tap). Default 0. */
@@ -127,7 +129,7 @@ export async function runTruth(options: TruthRunOptions): Promise<TruthRunReport
   const logger = options.logger ?? pino({ level: 'silent' });
   const timings = options.timings ?? DEFAULT_TIMINGS;
   const contents = tapFleetResponses();
-  const system = await startTruthSystem({ objects: options.objects, envoys: 0, timings, gatewayAsProcess: options.gatewayKill ?? false, fleetMix: options.fleetMix ?? DEFAULT_FLEET_MIX, mixSeed: options.seed, logger });
+  const system = await startTruthSystem({ objects: options.objects, envoys: 0, timings, gatewayAsProcess: options.gatewayKill ?? false, fleetMix: options.fleetMix ?? DEFAULT_FLEET_MIX, mixSeed: options.seed, ...(options.progressEvaluation === true ? { progress: true, progressEvaluation: true } : {}), logger });
   const observer = new ConditionObserver(system.kube.url, CONDITION_TYPE);
   const resyncContext = buildFunctionContext(
     recountEnv({ storeEnv: system.dynamo.storeEnv, envoyTtlMs: timings.envoyTtlMs, ackTimeoutMs: timings.ackTimeoutMs, conditionType: CONDITION_TYPE, kubeconfigPath: system.kube.kubeconfigPath }),

@@ -82,6 +82,8 @@ export async function startTruthSystem(opts: {
   mixSeed?: number;
   /** The gateway publishes PROGRESS too (--progress). */
   progress?: boolean;
+  /** The functions decide from those PROGRESS items (PROGRESS_EVALUATION; needs `progress`). */
+  progressEvaluation?: boolean;
   logger: Logger;
 }): Promise<TruthSystem> {
   const timings = opts.timings ?? DEFAULT_TIMINGS;
@@ -134,6 +136,7 @@ export async function startTruthSystem(opts: {
       // requires it to find nothing to fix (invariant 5), so the timer must not run first.
       resyncEveryMs: 3_600_000,
       batchWindowMs: timings.batchWindowMs,
+      ...(opts.progressEvaluation === true ? { progressEvaluation: true } : {}),
       queryPort: 0,
       queryToken: 'truth-checker-query-token',
       logger,

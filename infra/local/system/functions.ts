@@ -6,7 +6,7 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Logger } from 'pino';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../../common/core';
-import { ENVOY_PK_PREFIX, LINEAGE_PK_PREFIX, OBJECT_PK_PREFIX, STATE_SK } from '../../../common/store';
+import { AGGREGATE_PK_PREFIX, ENVOY_PK_PREFIX, LINEAGE_PK_PREFIX, OBJECT_PK_PREFIX, PROGRESS_SK, STATE_SK } from '../../../common/store';
 import { configureDecisionRefresh, configureStatusHandoff, handleConvergence } from '../../../functions/convergence';
 import { handleExpire } from '../../../functions/expire';
 import { buildFunctionContext } from '../../../functions/lib/context';
@@ -36,6 +36,8 @@ export interface FunctionsComponentOptions {
   expireEveryMs: number;
   resyncEveryMs: number;
   batchWindowMs: number;
+  /** PROGRESS_EVALUATION: decide from the gateways' PROGRESS items (the gateway must run with --progress). */
+  progressEvaluation?: boolean;
   /** The status mapping's window (default: batchWindowMs). */
   statusBatchWindowMs?: number;
   /** Convergence DECISION_REFRESH_MS (default LOCAL_DECISION_REFRESH_MS). */
@@ -65,13 +67,17 @@ function partitionKey(record: DynamoDBRecord): string {
 // empty is not invoked at all.
 
 /**
- * serverless.yml's convergence filterPatterns: Envoy and lineage STATE items and object generations;
- * not the ACK/NACK event log (ENVOY#…/EVENT#…, the most numerous records) nor AGG#/PENDING#.
+ * serverless.yml's convergence filterPatterns: Envoy and lineage STATE items, object generations and
+ * the gateways' PROGRESS items; not the ACK/NACK event log (ENVOY#…/EVENT#…, the most numerous
+ * records) nor convergence's own shards and PENDING#.
  */
 function convergenceRecord(record: DynamoDBRecord): boolean {
   const pk = partitionKey(record);
   if (pk.startsWith(OBJECT_PK_PREFIX)) return true;
-  return (pk.startsWith(ENVOY_PK_PREFIX) || pk.startsWith(LINEAGE_PK_PREFIX)) && record.dynamodb?.Keys?.['sk']?.S === STATE_SK;
+  const sk = record.dynamodb?.Keys?.['sk']?.S;
+  // The gateways' PROGRESS items (AGG#<lineage> / PROGRESS), not convergence's own shards.
+  if (pk.startsWith(AGGREGATE_PK_PREFIX)) return sk === PROGRESS_SK;
+  return (pk.startsWith(ENVOY_PK_PREFIX) || pk.startsWith(LINEAGE_PK_PREFIX)) && sk === STATE_SK;
 }
 
 /**
@@ -125,6 +131,7 @@ export async function startFunctionsComponent(opts: FunctionsComponentOptions): 
     TRACKED_KINDS: JSON.stringify(opts.trackedKinds),
     CONDITION_TYPE: opts.conditionType,
     KUBECONFIG_PATH: opts.kubeconfigPath,
+    ...(opts.progressEvaluation === true ? { PROGRESS_EVALUATION: 'true' } : {}),
   };
   const log = (name: string): Logger => opts.logger.child({ component: 'functions', function: name });
   // One context per function, as each Lambda function has its own containers.

@@ -182,11 +182,12 @@ describe('README deploy steps: npm run package (offline)', () => {
     const convergence = mappings['ConvergenceEventSourceMappingDynamodbEventTable'] as { BatchSize: number; FilterCriteria: { Filters: { Pattern: string }[] } };
     // The local system's mappings use the same sizes (infra/local/system/functions.ts).
     expect(convergence.BatchSize).toBe(CONVERGENCE_BATCH_SIZE);
-    // State changes and object generations only: not the event log, not convergence's own items.
+    // State changes, object generations and PROGRESS items only: not the event log, not convergence's own items.
     expect(convergence.FilterCriteria.Filters.map((f) => JSON.parse(f.Pattern) as unknown)).toEqual([
       { dynamodb: { Keys: { pk: { S: [{ prefix: 'ENVOY#' }] }, sk: { S: ['STATE'] } } } },
       { dynamodb: { Keys: { pk: { S: [{ prefix: 'LINEAGE#' }] }, sk: { S: ['STATE'] } } } },
       { dynamodb: { Keys: { pk: { S: [{ prefix: 'OBJECT#' }] } } } },
+      { dynamodb: { Keys: { pk: { S: [{ prefix: 'AGG#' }] }, sk: { S: ['PROGRESS'] } } } },
     ]);
     const status = mappings['StatusEventSourceMappingDynamodbEventTable'] as { BatchSize: number; FilterCriteria: { Filters: { Pattern: string }[] } };
     expect(status.BatchSize).toBe(STATUS_BATCH_SIZE);

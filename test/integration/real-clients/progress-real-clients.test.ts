@@ -1,8 +1,9 @@
 // PROGRESS against real xDS clients (docs/GATEWAY.md, "PROGRESS"): the whole system with the gateway
-// publishing each lineage's PROGRESS item beside the shards (--progress), two gRPC C-core clients and
-// one grpc-go client behind it, while sample-0's route moves between two Services. The test reads the
-// PROGRESS items from the table as the convergence function will (the live lineages of the registry,
-// evaluateFromProgress at the generation's watermark) and checks the verdict against what the clients
+// publishing each lineage's PROGRESS item beside the shards (--progress) and the functions deciding
+// from them (PROGRESS_EVALUATION), two gRPC C-core clients and one grpc-go client behind it, while
+// sample-0's route moves between two Services. The test reads the PROGRESS items from the table as
+// the convergence function does (the live lineages of the registry, evaluateFromProgress at the
+// generation's watermark), and watches the condition; it checks both against what the clients
 // themselves report by CSDS (test/truth/client-content.ts):
 // - never Programmed early: whenever the items say G is programmed, every client holds, ACKed, the
 //   route of G, its cluster and the cluster's endpoints; and a simulated Envoy that ACKs 1.5 s late
@@ -93,7 +94,7 @@ async function allRouteTo(cluster: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  system = await startTruthSystem({ objects: 1, envoys: SIMULATED, progress: true, logger });
+  system = await startTruthSystem({ objects: 1, envoys: SIMULATED, progress: true, progressEvaluation: true, logger });
   table = openTable({ tableName: system.dynamo.tableName, client: { region: system.dynamo.local.region, endpoint: system.dynamo.local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }, logger });
   observer = new ConditionObserver(system.kube.url, CONDITION_TYPE);
   observer.start();
@@ -146,15 +147,21 @@ test('PROGRESS says a generation is programmed only once every real client holds
       if (Date.now() > deadline) throw new Error(`PROGRESS never said generation ${generation} is programmed; last verdict ${JSON.stringify(verdict)}`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    slow.setBehaviour(DEFAULT_BEHAVIOUR);
-    // The shard path agrees, and the next move starts from clients settled on this one.
+    // The condition, which the functions decide from the same items (PROGRESS_EVALUATION), follows;
+    // judged as it is delivered, and the next move starts from clients settled on this one.
     await observer.waitFor(() => {
       const current = observer.current(sampleName(0));
-      return current?.condition.status === 'True' && current.condition.observedGeneration === generation;
+      const reached = current?.condition.status === 'True' && current.condition.observedGeneration === generation;
+      if (reached && slow.heldResources(CDS_TYPE_URL).has(previous)) early.push(`generation ${generation}: the condition True while ${slow.id} still held ${previous}`);
+      return reached;
     }, 30_000, `EnvoyProgrammed True at generation ${generation}`);
+    slow.setBehaviour(DEFAULT_BEHAVIOUR);
     await allRouteTo(expectedCluster(generation) ?? '');
   }
-  const content = checkClientContent(verdicts, {
+  // The True conditions written for the moves, judged like the verdicts.
+  const conditions = observer.writes.filter((write) => write.condition.status === 'True' && write.condition.observedGeneration > 1);
+  expect(conditions.length).toBeGreaterThanOrEqual(MOVES);
+  const content = checkClientContent([...verdicts, ...conditions], {
     clients: peers.map((peer) => peerUnderCheck(peer, OBJECT, () => true)),
     sourcePrefix: `projectcontour.io/HTTPProxy/${SAMPLE_NAMESPACE}/`,
     expectedClusters: (_object, generation) => {
@@ -164,7 +171,7 @@ test('PROGRESS says a generation is programmed only once every real client holds
     slackMs: SLACK_MS,
   });
   expect(early).toEqual([]);
-  expect(content.checked).toBe(MOVES * peers.length);
+  expect(content.checked).toBe((MOVES + conditions.length) * peers.length);
   expect(content.violations.map((violation) => violation.detail)).toEqual([]);
   // The denominator is every client the test started: the simulated Envoys and the real ones.
   expect(totals).toEqual(Array.from({ length: MOVES }, () => SIMULATED + peers.length));

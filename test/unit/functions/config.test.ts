@@ -19,7 +19,7 @@ import {
 describe('FunctionsConfig', () => {
   it('applies the documented defaults', () => {
     const config = FunctionsConfig.fromEnv({ TABLE_NAME: 'events' });
-    expect(config.slice(AGGREGATE_SETTINGS)).toEqual({ TABLE_NAME: 'events', ENVOY_TTL_MS: 300_000, ACK_TIMEOUT_MS: 30_000, AGGREGATE_SHARDS: 16, REQUIRED_TYPE_URLS: [] });
+    expect(config.slice(AGGREGATE_SETTINGS)).toEqual({ TABLE_NAME: 'events', ENVOY_TTL_MS: 300_000, ACK_TIMEOUT_MS: 30_000, AGGREGATE_SHARDS: 16, REQUIRED_TYPE_URLS: [], PROGRESS_EVALUATION: false });
     expect(config.slice(HANDOFF_SETTINGS)).toEqual({
       STATUS_HANDOFF: true,
       STATUS_HANDOFF_CONCURRENCY: 8,
