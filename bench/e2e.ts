@@ -62,10 +62,14 @@ export interface E2eOptions {
   gatewayProcess?: 'child' | 'inline';
   /** Measure the write path's ceiling after the change (default true; E2eResult.writeCeiling). */
   writeCeiling?: boolean;
+  /** The fleet-size path: PROGRESS decides, Envoy states written on class changes only (the local system's `progressPath`). */
+  progressPath?: boolean;
 }
 
 export interface E2eResult {
   conditions: string;
+  /** Run on the fleet-size path (E2eOptions.progressPath); absent: the shard path. */
+  progressPath?: boolean;
   envoys: number;
   objects: number;
   changed: number;
@@ -92,7 +96,7 @@ export interface E2eResult {
   /** Change → the last Envoy's ACK of the new cluster: the control plane's delivery through the gateway. */
   changeToLastAckMs: Summary;
   kubeConditionWritesPerObjectGeneration: { generation1: number; generation2: number; max: number };
-  dynamo: { requests: number; writeRequests: number; itemWrites: number; readRequests: number; writesPerChange: number; readsPerChange: number; itemWritesPerAck: number; /** Writes whose stream records the local front could not build (must be 0; optional in old results). */ lostStreamRecords?: number; criticalPathItemWritesPerChange?: number; itemWritesPerEnvoyChange?: number };
+  dynamo: { requests: number; writeRequests: number; itemWrites: number; readRequests: number; writesPerChange: number; readsPerChange: number; itemWritesPerAck: number; /** Writes whose stream records the local front could not build (must be 0; optional in old results). */ lostStreamRecords?: number; /** Item writes of the change phase by item kind (optional in old results). */ itemWritesByKind?: Record<string, number>; criticalPathItemWritesPerChange?: number; itemWritesPerEnvoyChange?: number };
   acks: number;
   ackEventsPerSecond: number;
   functionInvocations: { convergence: number; status: number; perChange: number };
@@ -296,6 +300,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       ...(options.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: options.convergenceBatchSize }),
       fleetProcess: options.fleetProcess ?? 'child',
       gatewayProcess: options.gatewayProcess ?? 'child',
+      ...(options.progressPath === true ? { progressPath: true } : {}),
     },
     { logger, processMetrics: false },
   );
@@ -318,7 +323,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     if (!functions) throw new Error('functions unavailable');
     const idleBeforeChange = await settled(functions, 60_000);
 
-    const dynamoBefore = { ...system.dynamo.local.stats };
+    const dynamoBefore = { ...system.dynamo.local.stats, recordsByKind: { ...system.dynamo.local.stats.recordsByKind } };
     const invocationsBefore = {
       convergence: functions.deliveries.convergence.stats.invocations,
       status: functions.deliveries.status.stats.invocations,
@@ -378,7 +383,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const dynaliteCpuAfter = dynalitePid === undefined ? undefined : processCpuSeconds(dynalitePid);
     const gatewayRssMiB = gatewayPid === undefined ? undefined : processRssMiB(gatewayPid);
     // A copy: the live counters go on counting (the write-ceiling measurement below writes through the same front).
-    const dynamoAfter = { ...system.dynamo.local.stats };
+    const dynamoAfter = { ...system.dynamo.local.stats, recordsByKind: { ...system.dynamo.local.stats.recordsByKind } };
 
     const canaryNames = new Map(names.map((name, index) => [canaryCluster(index), name]));
     const { lastAck: clusterLastAck, acks } = await lastAcks(system, new Set(canaryNames.keys()), changeStart);
@@ -425,7 +430,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const sequenceOf = (name: string): string[] => watch.objects.get(name)?.history.filter((h) => h.generation === 2).map((h) => `${h.status}/${h.reason ?? ''}@${h.observedGeneration ?? '?'}`) ?? [];
     const extraWrites = names.filter((name) => (watch.objects.get(name)?.conditionWrites.get(2) ?? 0) > 2);
     const result: E2eResult = {
-      conditions: `the system on this machine (2 shared cores; the gateway ${system.gateway?.pid === undefined ? 'in-process' : 'in a child process'}); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}`,
+      conditions: `the system on this machine (2 shared cores; the gateway ${system.gateway?.pid === undefined ? 'in-process' : 'in a child process'}); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}; ${system.options.progressPath ? 'fleet-size path (PROGRESS decides, Envoy states on class changes only)' : 'shard path (every Envoy state written)'}`,
       envoys: options.envoys,
       objects: allNames.length,
       changed: names.length,
@@ -446,6 +451,11 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
         readsPerChange: round((requests - writeRequests) / names.length, 2),
         itemWritesPerAck: round(itemWrites / Math.max(1, acks), 3),
         lostStreamRecords: dynamoAfter.lostRecords - dynamoBefore.lostRecords,
+        itemWritesByKind: Object.fromEntries(
+          Object.entries(dynamoAfter.recordsByKind)
+            .map(([kind, n]) => [kind, n - (dynamoBefore.recordsByKind[kind] ?? 0)] as const)
+            .filter(([, n]) => n > 0),
+        ),
       },
       acks,
       ackEventsPerSecond: round(acks / Math.max(0.001, changePhaseMs / 1000), 0),
@@ -464,6 +474,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       },
       ...(dynaliteCpuBefore === undefined || dynaliteCpuAfter === undefined ? {} : { dynalite: { cpuSecondsDuringChange: round(dynaliteCpuAfter - dynaliteCpuBefore, 2) } }),
       changePhaseMs,
+      ...(options.progressPath === true ? { progressPath: true } : {}),
       idle: { beforeChange: idleBeforeChange, afterChange: idleAfterChange },
       timeline,
       ...(crossingSpread.length === 0 ? {} : { crossingSpreadMs }),
@@ -496,9 +507,10 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     .addOption(new Option('--fleet-process <mode>', 'simulated Envoys in a child process (default) or inline in the bench process').choices(['child', 'inline']))
     .addOption(new Option('--gateway-process <mode>', 'the xDS gateway in a child process (default, as deployed) or inline in the bench process').choices(['child', 'inline']))
     .option('--no-write-ceiling', 'skip the write-path ceiling measured after the change')
+    .option('--progress-path', 'the fleet-size path: the gateway publishes PROGRESS and writes Envoy states on class changes only; the functions decide from PROGRESS')
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: 'child' | 'inline'; writeCeiling: boolean }>();
+  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: 'child' | 'inline'; writeCeiling: boolean; progressPath?: boolean }>();
   return {
     envoys: opts.envoys,
     objects: opts.objects,
@@ -513,6 +525,7 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     ...(opts.fleetProcess === undefined ? {} : { fleetProcess: opts.fleetProcess }),
     ...(opts.gatewayProcess === undefined ? {} : { gatewayProcess: opts.gatewayProcess }),
     ...(opts.writeCeiling ? {} : { writeCeiling: false }),
+    ...(opts.progressPath === true ? { progressPath: true } : {}),
   };
 }
 

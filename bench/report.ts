@@ -58,7 +58,7 @@ function modeSummary(mode: Awaited<ReturnType<typeof runMode>>): GatewayModeSumm
 export const SIZE_STAGES = ['e2e', 'gateway', 'knative', 'istio'] as const;
 export type SizeStage = (typeof SIZE_STAGES)[number];
 
-export async function runSize(size: Size, changed: number, log: (line: string) => void, burst = false, stages: readonly SizeStage[] = SIZE_STAGES, timeoutMs = 600_000): Promise<SizeRun> {
+export async function runSize(size: Size, changed: number, log: (line: string) => void, burst = false, stages: readonly SizeStage[] = SIZE_STAGES, timeoutMs = 600_000, progressPath = false): Promise<SizeRun> {
   const started = Date.now();
   const run: SizeRun = { envoys: size.envoys, objects: size.objects, changed: Math.min(changed, size.objects), finishedAt: '', durationSeconds: 0, errors: [] };
   const stage = async (name: string, body: () => Promise<void>, which: SizeStage): Promise<void> => {
@@ -76,6 +76,11 @@ export async function runSize(size: Size, changed: number, log: (line: string) =
   await stage('e2e', async () => {
     run.e2e = await runE2e({ envoys: size.envoys, objects: size.objects, changed: run.changed, phaseTimeoutMs: timeoutMs, patchConcurrency: 16 });
   }, 'e2e');
+  if (progressPath) {
+    await stage('e2e on the fleet-size path', async () => {
+      run.e2eProgressPath = await runE2e({ envoys: size.envoys, objects: size.objects, changed: run.changed, phaseTimeoutMs: timeoutMs, patchConcurrency: 16, progressPath: true });
+    }, 'e2e');
+  }
   if (burst) {
     await stage('e2e burst (every object changed)', async () => {
       run.e2eBurst = await runE2e({ envoys: size.envoys, objects: size.objects, phaseTimeoutMs: timeoutMs, patchConcurrency: 16 });
@@ -177,6 +182,7 @@ interface ReportArgs {
   recorderWrites: boolean;
   renderOnly: boolean;
   burst: boolean;
+  progressPath: boolean;
   convergenceOnly: boolean;
   out: string;
   stages: SizeStage[];
@@ -198,6 +204,7 @@ export async function run(argv: string[]): Promise<void> {
     .option('--no-recorder-writes', 'skip bench/recorder-writes.ts (gateway item writes per ACK, both event-log modes)')
     .option('--no-convergence', 'skip bench/convergence.ts (items read per batch at 1k vs 10k Envoys)')
     .option('--burst', 'also run the e2e bench with every object changed at once', false)
+    .option('--progress-path', 'also run the e2e bench on the fleet-size path (PROGRESS decides, Envoy states on class changes only), right after the shard path\'s', false)
     .option('--convergence-only', 'run only bench/convergence.ts, keep the size runs as they are', false)
     .option('--render-only', 'only regenerate README and plots from results.json', false)
     .option('--out <dir>', 'output directory', DOCS_BENCH_DIR)
@@ -212,7 +219,7 @@ export async function run(argv: string[]): Promise<void> {
     const sizes = args.convergenceOnly ? [] : (args.sizes ?? (args.quick ? [{ envoys: 100, objects: 100 }] : parseSizes('100x100,1000x500,5000x500')));
     const log = (line: string): void => console.log(`${new Date().toISOString()} ${line}`);
     for (const size of sizes) {
-      const fresh = await runSize(size, args.changed, log, args.burst, args.stages, args.phaseTimeoutMs);
+      const fresh = await runSize(size, args.changed, log, args.burst, args.stages, args.phaseTimeoutMs, args.progressPath);
       results.runs = mergeRuns(results.runs, [fresh]);
       // Written after every size: a long run interrupted later keeps what it measured.
       writeReport(args.out, results);

@@ -346,6 +346,40 @@ export function renderReadme(results: BenchResults): string {
     ),
     '',
   );
+  const pathRows = results.runs.flatMap((run) => {
+    const fleetSize = run.e2eProgressPath;
+    if (run.e2e === undefined || fleetSize === undefined) return [];
+    return (
+      [
+        ['shard', run.e2e],
+        ['fleet-size', fleetSize],
+      ] as const
+    ).map(([path, e]) => {
+      const figures = scaleFigures(e);
+      return [
+        `${sizeKey(run)} (${e.changed ?? e.objects})`,
+        path,
+        `${fmt(e.changeToLastAckMs.p99)}`,
+        `${fmt(e.changeToTrueMs.p99)}`,
+        `${fmt(e.lastAckToTrueMs.p99)}`,
+        fmt(figures.signalOverheadRatio),
+        fmt(figures.criticalPathItemWritesPerChange),
+        fmt(figures.itemWritesPerEnvoyChange),
+        fmt(figures.cpuMsPerEnvoyChange),
+        e.dynamo.itemWritesByKind === undefined ? 'n/a' : `${e.dynamo.itemWritesByKind['EnvoyState'] ?? 0} / ${e.dynamo.itemWritesByKind['EnvoyEventLog'] ?? 0} / ${e.dynamo.itemWritesByKind['LineageProgress'] ?? 0}`,
+      ];
+    });
+  });
+  if (pathRows.length > 0) {
+    lines.push(
+      '### Fleet-size path against the shard path (same size run)',
+      '',
+      'The fleet-size path (`--progress-path`; docs/ARCHITECTURE.md, "Design: work per change proportional to gateways, not Envoys"): each gateway publishes its lineage\'s PROGRESS item, writes an Envoy\'s STATE only when its class changes (connect, disconnect, NACK, STUCK, subscriptions) or its refresh is due, and writes the ACK events as batched event-log items; the functions decide from PROGRESS. Both rows of a size come from one `report` run, back to back. The critical-path column leaves the batched event-log items out on the fleet-size path only (bench/support/scale-figures.ts).',
+      '',
+      table(['Envoys × objects (changed)', 'path', 'change→last ACK p99 ms', 'change→True p99 ms', 'last ACK→True p99 ms', 'overhead ratio', 'critical-path item writes / change', 'item writes / Envoy-change', 'gateway CPU ms / Envoy-change', 'item writes: STATE / event-log / PROGRESS'], pathRows),
+      '',
+    );
+  }
   const hopRows = e2eRows(results, (run, e) => {
     const hops = e.lastAckToTrueHopsMs;
     if (!hops) return undefined;

@@ -25,6 +25,11 @@ export interface SizeRun {
   e2e?: E2eResult;
   /** Ours, every object changed at once (`--burst`): the stress case. */
   e2eBurst?: E2eResult;
+  /**
+   * Ours on the fleet-size path (`--progress-path`: PROGRESS decides, Envoy states on class changes
+   * only), the same objects changed as `e2e`, run right after it in the same size run.
+   */
+  e2eProgressPath?: E2eResult;
   knative?: KnativeResult;
   istio?: IstioResult;
   gateway?: { direct: GatewayModeSummary; relay: GatewayModeSummary; changes: number };
@@ -38,7 +43,7 @@ export interface SizeRun {
 }
 
 /** The result fields of a size run, one per stage (e2e and its burst row are separate). */
-export const STAGE_FIELDS = ['e2e', 'e2eBurst', 'knative', 'istio', 'gateway'] as const;
+export const STAGE_FIELDS = ['e2e', 'e2eBurst', 'e2eProgressPath', 'knative', 'istio', 'gateway'] as const;
 export type CarriedStage = (typeof STAGE_FIELDS)[number];
 
 export interface ConvergenceRow {

@@ -12,9 +12,11 @@ export interface ScaleFigures {
   /** change → True p99 ÷ change → last ACK p99: what the signal adds to the control plane's own delivery. */
   signalOverheadRatio?: number;
   /**
-   * Item writes between the change and the last True, per changed object. Today every item written in
-   * that window is on the path to the True (each Envoy's STATE, its stream record's shard update): none
-   * is batched off it, so this is all item writes of the change phase.
+   * Item writes between the change and the last True, per changed object. On the shard path every
+   * item written in that window is on the path to the True (each Envoy's STATE, its shard update, and
+   * the event-log items a STATE write waits for). On the fleet-size path (`progressPath`) the
+   * event-log items are batched off it (BatchWriteItem; no state waits for them and no function reads
+   * their stream records), so they are left out; PROGRESS, watermarks, decisions and any STATE are in.
    */
   criticalPathItemWritesPerChange: number;
   /** All item writes ÷ (Envoys × change waves). */
@@ -31,7 +33,8 @@ export interface ScaleMeasured {
   acks: number;
   changeToTrueMs: Summary;
   changeToLastAckMs: Summary;
-  dynamo: { itemWrites: number };
+  dynamo: { itemWrites: number; itemWritesByKind?: Record<string, number> };
+  progressPath?: boolean;
   gateway?: { cpuSecondsDuringChange?: number };
 }
 
@@ -43,10 +46,18 @@ export function scaleFigures(e2e: ScaleMeasured): ScaleFigures {
   return {
     changeWaves: round(changeWaves, 2),
     ...(Number.isFinite(overhead) && e2e.changeToLastAckMs.p99 > 0 ? { signalOverheadRatio: round(overhead, 2) } : {}),
-    criticalPathItemWritesPerChange: round(e2e.dynamo.itemWrites / Math.max(1, e2e.changed ?? e2e.objects), 1),
+    criticalPathItemWritesPerChange: round((e2e.dynamo.itemWrites - (e2e.progressPath === true ? offPathItemWrites(e2e.dynamo.itemWritesByKind) : 0)) / Math.max(1, e2e.changed ?? e2e.objects), 1),
     itemWritesPerEnvoyChange: round(e2e.dynamo.itemWrites / Math.max(1, envoyChanges), 3),
     ...(gatewayCpu === undefined ? {} : { cpuMsPerEnvoyChange: round((gatewayCpu * 1000) / Math.max(1, envoyChanges), 3) }),
   };
+}
+
+/** Per-Envoy event-log items (common/store/table-layout.ts ITEM_KIND.envoyEventLog). */
+const OFF_PATH_KINDS = ['EnvoyEventLog'];
+
+function offPathItemWrites(byKind: Record<string, number> | undefined): number {
+  if (byKind === undefined) return 0;
+  return OFF_PATH_KINDS.reduce((sum, kind) => sum + (byKind[kind] ?? 0), 0);
 }
 
 function round(value: number, digits: number): number {

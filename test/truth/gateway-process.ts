@@ -24,7 +24,7 @@ export interface GatewayProcess {
 }
 
 /** The gateway flags the truth checker runs with, in-process (`system.ts`) or as a child process (here). */
-export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean }): Record<string, string> {
+export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; stateWrites?: 'every' | 'class-changes' }): Record<string, string> {
   // With a kubeconfig the gateway follows the control plane's Lease (the holder advertises its xDS
   // address in an annotation), so a leader change (killed or stepped-down replica) moves its upstream.
   const follow: Record<string, string> =
@@ -53,6 +53,9 @@ export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; up
     // PROGRESS beside the shards (docs/GATEWAY.md, "PROGRESS").
     // Judged as the functions judge members: their TTL and REQUIRED_TYPE_URLS (the local system's default).
     ...(opts.progress === true ? { progress: 'true', 'envoy-ttl-ms': String(opts.timings.envoyTtlMs), 'required-type-urls': DEFAULT_REQUIRED_TYPE_URLS.join(',') } : {}),
+    // Demoted Envoy states (docs/GATEWAY.md, "PROGRESS"); refreshed every two heartbeats so that
+    // schedules see refresh writes too, not only class changes.
+    ...(opts.stateWrites === 'class-changes' ? { 'state-writes': 'class-changes', 'state-refresh-ms': String(2 * opts.timings.envoyHeartbeatMs) } : {}),
   };
 }
 
@@ -68,7 +71,7 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startGatewayProcess(opts: { upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; logger: Logger }): Promise<GatewayProcess> {
+export async function startGatewayProcess(opts: { upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; stateWrites?: 'every' | 'class-changes'; logger: Logger }): Promise<GatewayProcess> {
   const [xdsPort, opsPort] = [await freePort(), await freePort()];
   const args = { ...truthGatewayArgs({ ...opts, listenPort: xdsPort, opsPort }), 'log-level': 'warn' };
   let child: ChildProcess | undefined;

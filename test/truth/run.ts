@@ -45,7 +45,7 @@ async function main(): Promise<void> {
     .option('--write-bound <n>', 'invariant 4: max condition writes per object per generation', positiveInt, 6)
     .option('--recovery-budget-ms <n>', 'invariant 3: heal → every object True (default: TTL + 5 s = 9000)', positiveInt)
     .option('--gateway-kill', 'run the gateway as a child process and SIGKILL + restart it in schedules', false)
-    .option('--progress-evaluation', 'the gateway publishes PROGRESS and the functions decide from it (PROGRESS_EVALUATION)', false)
+    .option('--progress-evaluation', 'the gateway publishes PROGRESS and writes Envoy states on class changes only (--state-writes class-changes), and the functions decide from PROGRESS (PROGRESS_EVALUATION)', false)
     .option('--fleet-sizes <list>', 'fleet sizes to cycle through on the one system, e.g. "6,12,24" (the fleet scales before each block of schedules)', (value: string) => value.split(',').map((part) => positiveInt(part)))
     .option('--fleet-size-every <n>', 'schedules per fleet size (with --fleet-sizes)', positiveInt, 10)
     .option('--no-leader-change', 'leave control-plane leader changes (leaderKill, leaderStepDown) out of the schedules')

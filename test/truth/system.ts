@@ -57,7 +57,7 @@ export interface TruthSystem {
   close(): Promise<void>;
 }
 
-export async function startGatewayForTruth(opts: { port: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; logger: Logger }): Promise<Gateway> {
+export async function startGatewayForTruth(opts: { port: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; stateWrites?: 'every' | 'class-changes'; logger: Logger }): Promise<Gateway> {
   const args = truthGatewayArgs({ ...opts, listenPort: opts.port, opsPort: 0 });
   const parsed = parseGatewayConfig(Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]), {});
   if (parsed.kind !== 'ok') throw new Error(`gateway configuration: ${parsed.kind === 'error' ? parsed.message : 'help requested'}`);
@@ -84,6 +84,8 @@ export async function startTruthSystem(opts: {
   progress?: boolean;
   /** The functions decide from those PROGRESS items (PROGRESS_EVALUATION; needs `progress`). */
   progressEvaluation?: boolean;
+  /** The gateway's --state-writes (class-changes needs `progress` and `progressEvaluation`). */
+  stateWrites?: 'every' | 'class-changes';
   logger: Logger;
 }): Promise<TruthSystem> {
   const timings = opts.timings ?? DEFAULT_TIMINGS;
@@ -113,12 +115,12 @@ export async function startTruthSystem(opts: {
     let gatewayProcess: GatewayProcess | undefined;
     let inProcessGateway: Gateway | undefined;
     if (opts.gatewayAsProcess) {
-      const child = await startGatewayProcess({ upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, progress: opts.progress === true, logger });
+      const child = await startGatewayProcess({ upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, progress: opts.progress === true, ...(opts.stateWrites === undefined ? {} : { stateWrites: opts.stateWrites }), logger });
       closers.push(() => child.close());
       gatewayAddress = child.address;
       gatewayProcess = child;
     } else {
-      const gateway = await startGatewayForTruth({ port: 0, upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, progress: opts.progress === true, logger });
+      const gateway = await startGatewayForTruth({ port: 0, upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, progress: opts.progress === true, ...(opts.stateWrites === undefined ? {} : { stateWrites: opts.stateWrites }), logger });
       closers.push(() => gateway.close());
       gatewayAddress = `127.0.0.1:${gateway.xdsPort}`;
       inProcessGateway = gateway;

@@ -103,6 +103,8 @@ const configSchema = z
     pauseOnBackpressure: flag,
     streamAdmission: flag,
     progress: flag,
+    stateWrites: z.enum(['every', 'class-changes']),
+    stateRefreshMs: positiveMs,
     envoyTtlMs: positiveMs,
     requiredTypeUrls: z
       .string()
@@ -169,6 +171,10 @@ const configSchema = z
     }
     if (config.upstreamTlsCa !== undefined && config.upstreamInsecurePlaintext) {
       ctx.addIssue({ code: 'custom', path: ['upstreamInsecurePlaintext'], message: '--upstream-insecure-plaintext contradicts --upstream-tls-ca: drop one' });
+    }
+    // Without PROGRESS nothing else carries an Envoy's progress: every state must be written.
+    if (config.stateWrites === 'class-changes' && !config.progress) {
+      ctx.addIssue({ code: 'custom', path: ['stateWrites'], message: '--state-writes class-changes needs --progress true (the PROGRESS item carries what the demoted states would)' });
     }
     if (config.queueLowWater !== undefined && config.queueLowWater >= config.queueHighWater) {
       ctx.addIssue({ code: 'custom', path: ['queueLowWater'], message: 'must be below --queue-high-water' });
@@ -246,7 +252,9 @@ export const FLAGS: readonly FlagSpec[] = [
   { key: 'queueLowWater', flags: '--queue-low-water <n>', env: 'QUEUE_LOW_WATER', description: 'queued events at or below which paused streams resume; default: half the high-water mark' },
   { key: 'pauseOnBackpressure', flags: '--pause-on-backpressure <bool>', env: 'PAUSE_ON_BACKPRESSURE', description: 'pause downstream reads and responses above the high-water mark', default: 'true' },
   { key: 'streamAdmission', flags: '--stream-admission <bool>', env: 'STREAM_ADMISSION', description: 'hold a new stream\'s first response until the Envoy is durably counted (false: config flows even while DynamoDB is unwritable, and an Envoy can be uncounted for one flush)', default: 'true' },
-  { key: 'progress', flags: '--progress <bool>', env: 'PROGRESS', description: 'also publish each lineage\'s PROGRESS item (docs/GATEWAY.md, "PROGRESS"); convergence does not read it yet', default: 'false' },
+  { key: 'progress', flags: '--progress <bool>', env: 'PROGRESS', description: 'also publish each lineage\'s PROGRESS item (docs/GATEWAY.md, "PROGRESS"); the functions decide from it with PROGRESS_EVALUATION=true', default: 'false' },
+  { key: 'stateWrites', flags: '--state-writes <mode>', env: 'STATE_WRITES', description: 'every: each Envoy state change is written; class-changes: only connects, disconnects, NACKs, STUCK, subscription changes and a refresh (needs --progress and PROGRESS_EVALUATION=true on the functions; docs/GATEWAY.md, "PROGRESS")', default: 'every' },
+  { key: 'stateRefreshMs', flags: '--state-refresh-ms <ms>', env: 'STATE_REFRESH_MS', description: 'with --state-writes class-changes: longest time an Envoy state that only moved progress waits for its write', default: '900000' },
   { key: 'envoyTtlMs', flags: '--envoy-ttl-ms <ms>', env: 'ENVOY_TTL_MS', description: 'the convergence functions\' ENVOY_TTL_MS: PROGRESS counts a disconnected Envoy this long', default: '300000' },
   { key: 'requiredTypeUrls', flags: '--required-type-urls <list>', env: 'REQUIRED_TYPE_URLS', description: 'the convergence functions\' REQUIRED_TYPE_URLS (comma-separated), for PROGRESS', default: '' },
   { key: 'stateWriteConcurrency', flags: '--state-write-concurrency <n>', env: 'STATE_WRITE_CONCURRENCY', description: 'parallel conditional Envoy state writes per flush', default: '64' },

@@ -23,6 +23,7 @@ import { ProvenanceWatermarks } from '../tracking/provenance-watermarks';
 import { Recorder, UnrecordableEnvoyError } from '../tracking/recorder';
 import { ProgressPublisher } from '../tracking/progress/progress-publisher';
 import { recordsWithProgress } from '../tracking/progress/records-tee';
+import { StateDemotion } from '../tracking/progress/state-demotion';
 import { BackpressureController } from './backpressure';
 import type { GatewayConfig } from './config';
 import { GATEWAY_REDACT } from './logging';
@@ -46,6 +47,8 @@ export interface Gateway {
   recorder: Recorder;
   /** The PROGRESS publisher (--progress; absent otherwise). */
   progress?: ProgressPublisher;
+  /** Which states the recorder is handed (--state-writes class-changes; absent otherwise). */
+  stateDemotion?: StateDemotion;
   store: DynamoEventStore;
   barrier?: ObservedGenerationBarrier;
   provenance?: ProvenanceWatermarks;
@@ -159,6 +162,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     clock,
     flushIntervalMs: config.flushIntervalMs,
     eventLogMode: config.eventLogMode,
+    // Demoted states (below) leave most ACKs without a state to ride in: they go to event-log items.
+    carryEventsInStoredState: !(config.progress && config.stateWrites === 'class-changes'),
     // A state that only records "a response was sent" waits for its ACK to share one write; never
     // longer than half the ACK timeout, so a STUCK report is never delayed past it.
     pendingStateHoldMs: Math.min(config.stateHoldMs, config.ackTimeoutMs / 2),
@@ -186,7 +191,13 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
         timing: { heartbeatMs: config.lineageHeartbeatMs },
       })
     : undefined;
-  const records = progress === undefined ? recorder : recordsWithProgress(recorder, progress);
+  // --state-writes class-changes: the recorder writes an Envoy's state only when its class changes
+  // or its refresh is due (state-demotion.ts); the publisher still sees every state.
+  const demotion =
+    progress !== undefined && config.stateWrites === 'class-changes'
+      ? new StateDemotion({ refreshMs: config.stateRefreshMs, ackTimeoutMs: config.ackTimeoutMs, requiredTypeUrls: config.requiredTypeUrls })
+      : undefined;
+  const records = progress === undefined ? recorder : recordsWithProgress(recorder, progress, demotion === undefined ? undefined : { filter: demotion, now: () => clock.now() });
   const refusals: { relay?: Relay } = {};
   /** Parts created after the relay that keep something per lineage (the barrier). */
   const forgetRetiredLineage: Array<(lineage: string) => void> = [];
@@ -347,7 +358,13 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     { name: 'store', ok: () => storeReachable && recorder.stats().consecutiveFailures < 3 },
     { name: 'backpressure', ok: () => !recorder.pressure() },
   ];
-  metrics.attach({ tracker, recorder, openStreams: () => relay.openStreams(), liveGroups: () => relay.control.groups().map((info) => info.group) });
+  metrics.attach({
+    tracker,
+    recorder,
+    openStreams: () => relay.openStreams(),
+    liveGroups: () => relay.control.groups().map((info) => info.group),
+    ...(demotion === undefined ? {} : { stateDemotion: () => demotion.stats() }),
+  });
   const ops: OpsServer = await startOpsServer({ host: config.opsHost, port: config.opsPort, registry: metrics.registry, readiness, logger: log.child({ component: 'ops' }) });
   log.info({ xdsPort: relay.port, opsPort: ops.port, upstream: config.upstream, watermarks: config.watermarks, kinds: config.trackedKinds.map((k) => k.kind) }, 'gateway started');
 
@@ -381,6 +398,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     tracker,
     recorder,
     ...(progress === undefined ? {} : { progress }),
+    ...(demotion === undefined ? {} : { stateDemotion: demotion }),
     store,
     ...(barrier === undefined ? {} : { barrier }),
     ...(provenance === undefined ? {} : { provenance }),

@@ -7,6 +7,7 @@
 // in this process and in Prometheus, so an Envoy inventing values must not create series without end.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { KNOWN_TYPE_URLS, lineageGroupId, type EnvoyEvent } from '../../common/core';
+import type { StateDemotionStats } from '../tracking/progress/state-demotion';
 import type { StreamRefusalReason } from '../relay/downstream-common';
 import type { RelayMetrics } from '../relay/relay';
 import type { BarrierMetrics } from '../tracking/barrier';
@@ -72,6 +73,8 @@ interface MetricSources {
   openStreams?: () => number;
   /** Node groups the relay serves now (the tracker remembers groups the relay has freed). */
   liveGroups?: () => Iterable<string>;
+  /** --state-writes class-changes: states handed to the recorder and demoted (state-demotion.ts). */
+  stateDemotion?: () => StateDemotionStats;
 }
 
 export interface GatewayMetrics {
@@ -229,6 +232,18 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
         if (seen === undefined || (UPSTREAM_STATE_RANK[status.state] ?? 0) > (UPSTREAM_STATE_RANK[seen] ?? 0)) worst.set(group, status.state);
       }
       for (const [group, state] of worst) this.set({ group, state }, state === 'ready' ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'xds_programmed_gateway_envoy_states_offered',
+    help: 'with --state-writes class-changes: Envoy states the tracker produced since start, by whether the recorder wrote them (written) or only the PROGRESS item counted them (demoted)',
+    labelNames: ['outcome'],
+    registers: [registry],
+    collect() {
+      const stats = sources?.stateDemotion?.();
+      if (stats === undefined) return;
+      this.set({ outcome: 'written' }, stats.written);
+      this.set({ outcome: 'demoted' }, stats.demoted);
     },
   });
   new Gauge({

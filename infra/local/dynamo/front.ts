@@ -32,6 +32,8 @@ export interface FrontStats {
   records: number;
   /** Writes applied whose after-image could not be read: their stream records are missing. */
   lostRecords: number;
+  /** `records` by the item's `kind` attribute (common/store/items.ts ITEM_KIND; 'unknown' without one). */
+  recordsByKind: Record<string, number>;
 }
 
 export interface Front {
@@ -47,7 +49,7 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
   const wire = new WireClient(opts.dynalite.host, opts.dynalite.port);
   const schemas = new KeySchemaCache(wire);
   const locks = new KeyLocks();
-  const stats: FrontStats = { requests: 0, capturedWrites: 0, records: 0, lostRecords: 0 };
+  const stats: FrontStats = { requests: 0, capturedWrites: 0, records: 0, lostRecords: 0, recordsByKind: {} };
   const log = opts.logger;
 
   /** Logs and counts a write applied without one of its images: its stream records are lost. */
@@ -58,7 +60,10 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
 
   function appendChange(ref: ItemRef & { schema: KeySchema }, oldImage: AttributeMap | undefined, newImage: AttributeMap | undefined, byTtl: boolean): void {
     const record = opts.changeLogFor(ref.tableName).append({ keys: ref.key, oldImage, newImage, byTtl }, ref.schema.partitionKey);
-    if (record) stats.records++;
+    if (!record) return;
+    stats.records++;
+    const kind = (newImage ?? oldImage)?.['kind']?.S ?? 'unknown';
+    stats.recordsByKind[kind] = (stats.recordsByKind[kind] ?? 0) + 1;
   }
 
   /**

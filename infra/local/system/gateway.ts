@@ -56,6 +56,11 @@ export interface GatewayComponentOptions {
   lineageHeartbeatMs?: number;
   /** `--queue-high-water` (default: the gateway's own). */
   queueHighWater?: number;
+  /**
+   * PROGRESS with demoted Envoy states (--progress, --state-writes class-changes), judged by the
+   * functions' TTL and REQUIRED_TYPE_URLS (given here, as the functions component has them).
+   */
+  progress?: { envoyTtlMs: number; requiredTypeUrls: readonly string[] };
   logger: Logger;
 }
 
@@ -93,6 +98,9 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
     'shutdown-grace-ms': '200',
     'flush-timeout-ms': '5000',
     ...(opts.queueHighWater === undefined ? {} : { 'queue-high-water': String(opts.queueHighWater) }),
+    ...(opts.progress === undefined
+      ? {}
+      : { progress: 'true', 'state-writes': 'class-changes', 'envoy-ttl-ms': String(opts.progress.envoyTtlMs), 'required-type-urls': opts.progress.requiredTypeUrls.join(',') }),
   };
   const argv = Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]);
   if (opts.process === 'child') return startGatewayChild(argv, opts.logger.child({ component: 'gateway' }));

@@ -114,6 +114,13 @@ export const localSystemOptionsSchema = z
      * a test reach backpressure with a few Envoys (test/integration/system/dynamo-outage.test.ts).
      */
     gatewayQueueHighWater: z.number().int().min(1).optional(),
+    /**
+     * The fleet-size path (docs/ARCHITECTURE.md, "Design: work per change proportional to gateways"):
+     * the gateway publishes PROGRESS and writes Envoy states on class changes only (--progress,
+     * --state-writes class-changes) and the functions decide from PROGRESS (PROGRESS_EVALUATION).
+     * Off by default: the shards decide.
+     */
+    progressPath: z.boolean().default(false),
   })
   .strict()
   .refine((options) => !options.gatewayApi || options.controlPlane === 'contour', { message: 'gatewayApi needs controlPlane: contour', path: ['gatewayApi'] });

@@ -24,7 +24,7 @@ import { HTTPROUTE_TRACKED_KIND, REFERENCE_CONTROLLER_NAME } from '../control-pl
 import { DEFAULT_LEASE_TIMINGS, LEASE_NAME, LEASE_NAMESPACE, startControlPlaneComponent, type ControlPlaneComponent } from './control-plane';
 import { startDynamoComponent, type DynamoComponent } from './dynamo';
 import { startBackendComponent, startFleetComponentIn, type FleetComponentOf, type FleetProcessMode } from './fleet';
-import { startFunctionsComponent, type FunctionsComponent } from './functions';
+import { DEFAULT_REQUIRED_TYPE_URLS, startFunctionsComponent, type FunctionsComponent } from './functions';
 import { startGatewayComponent, type GatewayComponent } from './gateway';
 import { startKubeComponent, type KubeComponent } from './kube';
 import { localEnvoyHeartbeatMs, localSystemOptionsSchema, portLayout, type LocalSystemOptions, type ResolvedSystemOptions } from './options';
@@ -216,6 +216,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
           envoyHeartbeatMs: localEnvoyHeartbeatMs(options.envoyTtlMs),
           lineageHeartbeatMs: Math.min(5000, Math.floor(options.envoyTtlMs / 4)),
           ...(options.gatewayQueueHighWater === undefined ? {} : { queueHighWater: options.gatewayQueueHighWater }),
+          ...(options.progressPath ? { progress: { envoyTtlMs: options.envoyTtlMs, requiredTypeUrls: DEFAULT_REQUIRED_TYPE_URLS } } : {}),
           logger,
         }),
       );
@@ -243,6 +244,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
           statusBatchWindowMs: options.statusBatchWindowMs,
           decisionRefreshMs: options.decisionRefreshMs,
           ...(options.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: options.convergenceBatchSize }),
+          ...(options.progressPath ? { progressEvaluation: true } : {}),
           queryPort: ports.query,
           queryToken,
           logger,

@@ -1,6 +1,7 @@
 // PROGRESS against real xDS clients (docs/GATEWAY.md, "PROGRESS"): the whole system with the gateway
-// publishing each lineage's PROGRESS item beside the shards (--progress) and the functions deciding
-// from them (PROGRESS_EVALUATION), two gRPC C-core clients and one grpc-go client behind it, while
+// publishing each lineage's PROGRESS item beside the shards (--progress), writing Envoy states on
+// class changes only (--state-writes class-changes: no STATE write per move), and the functions
+// deciding from the items (PROGRESS_EVALUATION), two gRPC C-core clients and one grpc-go client behind it, while
 // sample-0's route moves between two Services. The test reads the PROGRESS items from the table as
 // the convergence function does (the live lineages of the registry, evaluateFromProgress at the
 // generation's watermark), and watches the condition; it checks both against what the clients
@@ -94,7 +95,7 @@ async function allRouteTo(cluster: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  system = await startTruthSystem({ objects: 1, envoys: SIMULATED, progress: true, progressEvaluation: true, logger });
+  system = await startTruthSystem({ objects: 1, envoys: SIMULATED, progress: true, progressEvaluation: true, stateWrites: 'class-changes', logger });
   table = openTable({ tableName: system.dynamo.tableName, client: { region: system.dynamo.local.region, endpoint: system.dynamo.local.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }, logger });
   observer = new ConditionObserver(system.kube.url, CONDITION_TYPE);
   observer.start();
@@ -175,4 +176,6 @@ test('PROGRESS says a generation is programmed only once every real client holds
   expect(content.violations.map((violation) => violation.detail)).toEqual([]);
   // The denominator is every client the test started: the simulated Envoys and the real ones.
   expect(totals).toEqual(Array.from({ length: MOVES }, () => SIMULATED + peers.length));
+  // The moves were decided without per-Envoy STATE writes: the gateway demoted states that only moved progress.
+  expect(system.gateway?.stateDemotion?.stats().demoted ?? 0).toBeGreaterThan(MOVES);
 }, 240_000);

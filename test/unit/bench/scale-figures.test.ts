@@ -39,3 +39,12 @@ it('puts the figures where results.json keeps them', () => {
   expect(placed.gateway).toMatchObject({ cpuMsPerEnvoyChange: 2.343, cpuSecondsDuringChange: 23.43 });
   expect(placed).toMatchObject({ changeWaves: 2, signalOverheadRatio: 2.07 });
 });
+
+it('leaves the batched event-log items out of the critical path on the fleet-size path only', () => {
+  const byKind = { EnvoyEventLog: 7_000, LineageProgress: 19 };
+  expect(scaleFigures({ ...row, dynamo: { ...row.dynamo, itemWritesByKind: byKind } }).criticalPathItemWritesPerChange).toBe(801.9);
+  const fleetSize = scaleFigures({ ...row, progressPath: true, dynamo: { ...row.dynamo, itemWritesByKind: byKind } });
+  expect(fleetSize.criticalPathItemWritesPerChange).toBe(101.9);
+  // Every item write still counts per Envoy-change.
+  expect(fleetSize.itemWritesPerEnvoyChange).toBe(0.802);
+});

@@ -1,21 +1,27 @@
 // What the tracker and the watermark sources hand the recorder, handed to the PROGRESS publisher as
 // well (--progress): the publisher sees exactly the states and watermarks the recorder is asked to
-// store, in the same order, from the same synchronous callbacks.
+// store, in the same order, from the same synchronous callbacks. With a StateDemotion
+// (--state-writes class-changes) the recorder is handed only the states it says to write; the
+// publisher still sees every one.
 import type { EnvoyEvent, EnvoyState, LineageState, LineageWatermark, ObjectRef } from '../../../common/core';
 import type { EnvoyRecords, ObjectRecords } from '../recorder';
 import type { ProgressPublisher } from './progress-publisher';
+import type { StateDemotion } from './state-demotion';
 
-export function recordsWithProgress(recorder: EnvoyRecords & ObjectRecords, publisher: ProgressPublisher): EnvoyRecords & ObjectRecords {
+export function recordsWithProgress(recorder: EnvoyRecords & ObjectRecords, publisher: ProgressPublisher, demotion?: { filter: StateDemotion; now: () => number }): EnvoyRecords & ObjectRecords {
   return {
     enqueueEvent: (event: EnvoyEvent) => recorder.enqueueEvent(event),
     enqueueEnvoyState: (state: EnvoyState) => {
-      recorder.enqueueEnvoyState(state);
+      if (demotion === undefined || demotion.filter.admit(state, demotion.now())) recorder.enqueueEnvoyState(state);
       publisher.noteEnvoyState(state);
     },
     enqueueLineageState: (state: LineageState) => recorder.enqueueLineageState(state),
     forgetEnvoy: (nodeId: string) => {
       const forgotten = recorder.forgetEnvoy(nodeId);
-      if (forgotten) publisher.forgetEnvoy(nodeId);
+      if (forgotten) {
+        publisher.forgetEnvoy(nodeId);
+        demotion?.filter.forget(nodeId);
+      }
       return forgotten;
     },
     enqueueWatermark: (ref: ObjectRef, generation: number, lineage: string, watermark: LineageWatermark) => {

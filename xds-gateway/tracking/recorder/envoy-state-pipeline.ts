@@ -23,6 +23,8 @@ export interface EnvoyStatePipelineOptions {
   clock: Clock;
   metrics: RecorderMetrics | undefined;
   eventLogMode: 'carried' | 'items';
+  /** RecorderOptions.carryEventsInStoredState. */
+  carryEventsInStoredState: boolean;
   stateWriteConcurrency: number;
   maxStatesPerFlush: number;
   onUnrecordable: ((nodeId: string, reason: string) => void) | undefined;
@@ -40,7 +42,7 @@ export interface EnvoyStatePipelineOptions {
 interface TakenStates {
   ready: EnvoyState[];
   taken: Map<string, TakenEvents>;
-  /** Events of Envoys with no state to carry them (never written by us): straight to event-log items. */
+  /** Events of Envoys with no state to carry them (never written by us, or carryEventsInStoredState off): straight to event-log items. */
   orphans: Map<string, TakenEvents>;
   /** Per node taken from the queue: its enqueue count then (whenStateWritten). */
   enqueuedAt: Map<string, number>;
@@ -115,7 +117,7 @@ export class EnvoyStatePipeline {
       // Urgent states (flushOrder) are never held.
       if (states.holdsBack(nodeId, queued, { now, writeHeld, urgent })) continue;
       states.release(nodeId);
-      const state = queued ?? this.ownStoredState(nodeId);
+      const state = queued ?? (this.options.carryEventsInStoredState ? this.ownStoredState(nodeId) : undefined);
       const taken = events.take(nodeId);
       if (state === undefined) {
         if (taken.events.length > 0) result.orphans.set(nodeId, taken);

@@ -98,6 +98,7 @@ export class Recorder implements EnvoyRecords, ObjectRecords {
       clock,
       metrics,
       eventLogMode,
+      carryEventsInStoredState: options.carryEventsInStoredState ?? true,
       stateWriteConcurrency,
       maxStatesPerFlush: Math.max(1, options.maxStatesPerFlush ?? 2 * stateWriteConcurrency),
       onUnrecordable: options.onUnrecordable,

@@ -36,6 +36,13 @@ export interface RecorderOptions {
    * held); kept as a fallback and as the baseline the bench compares with (bench/recorder-writes.ts).
    */
   eventLogMode?: 'carried' | 'items';
+  /**
+   * Whether the events of an Envoy with no queued state ride in a write of its stored state (true, the
+   * default: one item per Envoy either way), or go to event-log items (false: with --state-writes
+   * class-changes most states are never handed to the recorder, and rewriting the stored one for each
+   * ACK would put the STATE write back on every change).
+   */
+  carryEventsInStoredState?: boolean;
   /** Parallel conditional writes of Envoy states per flush. */
   stateWriteConcurrency?: number;
   /**

@@ -1,0 +1,101 @@
+// Which Envoy states still go to the recorder when the gateway publishes PROGRESS and convergence
+// decides from it (--state-writes class-changes; docs/ARCHITECTURE.md, "The idea": STATE "written at
+// once when the Envoy's class changes … and otherwise at most every --state-refresh-ms").
+//
+// With PROGRESS_EVALUATION the per-Envoy STATE is no longer on the path from an ACK to a True: the
+// lineage's PROGRESS item carries the counts, the denominator and the blockers. What a STATE still
+// has to say at once is what a reader of one Envoy must not miss, and what keeps the fleet view's
+// shards honest about liveness and blame: a connection starting or ending (status, connectedAt,
+// lineage), a NACK appearing, changing or clearing, a wait passing the ACK timeout (STUCK), the set
+// of subscribed types and the lineages serving them, a required type missing, and a state less
+// programmed than the one last written (the recorder's incarnation rule, envoy-count.ts, moves then).
+// Progress alone (programmedThrough, acked seqs, a response sent and not yet answered, lastSeenAt)
+// waits for the refresh. The ACK/NACK/STUCK events are not demoted: the recorder writes the events of
+// a node whose state it was not handed as event-log items (event-log-pipeline.ts, orphans), so the log
+// keeps every answer and no stored state ever claims an ACK the log lacks.
+import { memberFromEnvoyState, stuckTypesAsStored, type EnvoyState } from '../../../common/core';
+
+export type StateWrites = 'every' | 'class-changes';
+
+export interface StateDemotionPolicy {
+  /** Longest time a state that only moved progress waits for its write (the fleet view's staleness). */
+  refreshMs: number;
+  /** The functions' ACK_TIMEOUT_MS: a wait that long is STUCK, a class change. */
+  ackTimeoutMs: number;
+  /** The functions' REQUIRED_TYPE_URLS (a required type missing blocks, so it is part of the class). */
+  requiredTypeUrls: readonly string[];
+}
+
+/** What of a state was last handed to the recorder. */
+export interface WrittenClass {
+  key: string;
+  at: number;
+  programmedThrough: number;
+}
+
+export type StateWriteReason = 'first' | 'class' | 'less-programmed' | 'refresh';
+
+/**
+ * The state's class: everything in it a reader must see at once (the header). Two states of one
+ * Envoy with the same key differ only in progress.
+ */
+export function envoyStateClassKey(state: EnvoyState, policy: Pick<StateDemotionPolicy, 'ackTimeoutMs' | 'requiredTypeUrls'>): string {
+  const blockers = memberFromEnvoyState(state, policy.requiredTypeUrls).b ?? {};
+  // `w` lists every type waiting for an answer: a change wave adds and removes it on every Envoy, so
+  // only the waits past the ACK timeout (stuck, judged at the state's own lastSeenAt as readers do)
+  // are part of the class.
+  const { w: _waiting, ...held } = blockers;
+  const subscribed = Object.entries(state.types)
+    .filter(([, type]) => type.subscribed)
+    .map(([typeUrl, type]) => `${typeUrl}@${type.lineage}`)
+    .sort();
+  return JSON.stringify([state.lineage, state.status, state.connectedAt, subscribed, held, stuckTypesAsStored(state, state.lastSeenAt, policy.ackTimeoutMs)]);
+}
+
+/** Why the state must be written now, or undefined when it may wait for a later one. */
+export function stateWriteReason(last: WrittenClass | undefined, key: string, state: EnvoyState, now: number, refreshMs: number): StateWriteReason | undefined {
+  if (last === undefined) return 'first';
+  if (last.key !== key) return 'class';
+  if ((state.programmedThrough ?? -1) < last.programmedThrough) return 'less-programmed';
+  if (now - last.at >= refreshMs) return 'refresh';
+  return undefined;
+}
+
+export interface StateDemotionStats {
+  offered: number;
+  written: number;
+  demoted: number;
+  writtenBy: Record<StateWriteReason, number>;
+}
+
+/** Per Envoy, the class last written; says of each tracked state whether the recorder gets it. */
+export class StateDemotion {
+  private readonly written = new Map<string, WrittenClass>();
+  private readonly counters: StateDemotionStats = { offered: 0, written: 0, demoted: 0, writtenBy: { first: 0, class: 0, 'less-programmed': 0, refresh: 0 } };
+
+  constructor(private readonly policy: StateDemotionPolicy) {}
+
+  /** True when the state goes to the recorder (remembered as written); false when it is demoted. */
+  admit(state: EnvoyState, now: number): boolean {
+    this.counters.offered++;
+    const key = envoyStateClassKey(state, this.policy);
+    const reason = stateWriteReason(this.written.get(state.nodeId), key, state, now, this.policy.refreshMs);
+    if (reason === undefined) {
+      this.counters.demoted++;
+      return false;
+    }
+    this.written.set(state.nodeId, { key, at: now, programmedThrough: state.programmedThrough ?? -1 });
+    this.counters.written++;
+    this.counters.writtenBy[reason]++;
+    return true;
+  }
+
+  /** The recorder forgot the node: its next state is a first one. */
+  forget(nodeId: string): void {
+    this.written.delete(nodeId);
+  }
+
+  stats(): StateDemotionStats {
+    return { ...this.counters, writtenBy: { ...this.counters.writtenBy } };
+  }
+}
