@@ -41,6 +41,7 @@ interface StartFlags {
   stateDir?: string;
   logLevel: string;
   ackTimeoutMs: number;
+  progressPath: boolean;
 }
 
 function program(): Command {
@@ -59,6 +60,7 @@ function program(): Command {
         .choices(['reference', 'contour'])
         .default('reference'),
     )
+    .option('--progress-path', 'the fleet-size path: the gateway publishes PROGRESS and writes Envoy states on class changes only; the functions decide from PROGRESS (docs/GATEWAY.md, "PROGRESS")', false)
     .option('--no-ui', 'plain log lines instead of the live view (CI)')
     .option('--port-base <port>', 'fixed ports from here (kube +0, dynamo +1, query +2, gateway xDS +3, ops +4, control planes +11..); 0 = random', integer(0, 65_000), 0)
     .option('--state-dir <dir>', 'where the kubeconfig, env.sh and logs go (default: a new temporary directory)')
@@ -152,6 +154,7 @@ async function main(): Promise<void> {
       controlPlane: flags.controlPlane,
       portBase: flags.portBase,
       ackTimeoutMs: flags.ackTimeoutMs,
+      progressPath: flags.progressPath,
       stateDir,
     },
     { logger, processMetrics: true, onStep: (step) => progress.step(step) },

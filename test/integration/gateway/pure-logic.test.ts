@@ -172,6 +172,16 @@ describe('parseGatewayConfig', () => {
     expect(bad.kind === 'error' && bad.message).toContain('--event-log-mode');
   });
 
+  test('state writes: every by default; class-changes only with --progress', () => {
+    const byDefault = parseGatewayConfig(required, {});
+    expect(byDefault.kind === 'ok' && byDefault.config.stateWrites).toBe('every');
+    const demoted = parseGatewayConfig([...required, '--progress', 'true', '--state-writes', 'class-changes', '--state-refresh-ms', '60000'], {});
+    expect(demoted.kind === 'ok' && [demoted.config.stateWrites, demoted.config.stateRefreshMs]).toEqual(['class-changes', 60_000]);
+    const alone = parseGatewayConfig([...required, '--state-writes', 'class-changes'], {});
+    expect(alone.kind).toBe('error');
+    expect(alone.kind === 'error' && alone.message).toContain('--state-writes class-changes needs --progress true');
+  });
+
   test('instance id from HOSTNAME when not given', () => {
     const parsed = parseGatewayConfig(['--upstream', 'cp:8001', '--table', 'events', '--insecure-plaintext', '--upstream-insecure-plaintext'], { HOSTNAME: 'Gateway-7f9c_x' });
     expect(parsed.kind === 'ok' && parsed.config.instanceId).toBe('gateway-7f9c-x');
