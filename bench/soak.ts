@@ -59,6 +59,8 @@ export interface SoakOptions {
   resyncEveryMs: number;
   /** Upper bound for the initial convergence (every object True at generation 1). */
   startTimeoutMs: number;
+  /** The fleet-size path (the local system's `progressPath`): PROGRESS decides, Envoy states on class changes only. */
+  progressPath: boolean;
   out?: string;
 }
 
@@ -136,6 +138,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       // Invariant 1 is judged in the fleet child against the stamps its Envoys received.
       fleetContentTap: true,
       gatewayProcess: 'child',
+      progressPath: options.progressPath,
     },
     { logger, processMetrics: false },
   );
@@ -258,7 +261,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const rssSlopeFromMs = Math.floor(soakMs / 2);
     const { violations: _judged, ...trueWrites } = judge.result;
     return {
-      conditions: `the local system on this machine (${system.options.dynaliteProcess === 'child' ? 'dynalite, ' : ''}the gateway and ${options.envoys} simulated Envoys (ADS SotW, 4 types) each in a child process; one reference control-plane replica); ${options.objects} HTTPProxies; Envoy TTL ${system.options.envoyTtlMs} ms; resync every ${options.resyncEveryMs} ms`,
+      conditions: `the local system on this machine (${system.options.dynaliteProcess === 'child' ? 'dynalite, ' : ''}the gateway and ${options.envoys} simulated Envoys (ADS SotW, 4 types) each in a child process; one reference control-plane replica); ${options.objects} HTTPProxies; Envoy TTL ${system.options.envoyTtlMs} ms; resync every ${options.resyncEveryMs} ms; ${options.progressPath ? 'fleet-size path (PROGRESS decides, Envoy states on class changes only)' : 'shard path'}`,
       options,
       startedAt: new Date(startedAt).toISOString(),
       initialConvergenceMs,
@@ -349,6 +352,7 @@ export function parseSoakArgs(argv: string[]): SoakOptions {
     .option('--resync-every-ms <n>', "the resync function's schedule (it repairs drift the recount should see)", positiveInteger, 900_000)
     .option('--start-timeout-ms <n>', 'upper bound for the initial convergence', positiveInteger, 600_000)
     .option('--out <file>', 'JSON result (default .cache/soak/soak-<timestamp>.json)')
+    .option('--progress-path', 'the fleet-size path: PROGRESS decides, the gateway writes Envoy states on class changes only', false)
     .exitOverride();
   program.parse(argv, { from: 'user' });
   const opts = program.opts<Omit<SoakOptions, 'out'> & { out?: string }>();

@@ -51,6 +51,10 @@ describe('local system on the fleet-size path', () => {
         return (condition?.status === 'True' && condition.observedGeneration === 2) || undefined;
       }, 'sample-0 True at generation 2');
       const trueSeenAt = Date.now();
+      // Past the recorder's answer hold (half the ACK timeout): a state written for the change would
+      // be in the table by now, not only "not yet" (a names change makes every Envoy less programmed
+      // for a moment, and such a state was written, one per Envoy, after the True).
+      await new Promise((resolve) => setTimeout(resolve, 5000 / 2 + 1000));
       const statesAfter = system.dynamo.local.stats.recordsByKind['EnvoyState'] ?? 0;
 
       const read = await store.getObjectGeneration(REF, 2);

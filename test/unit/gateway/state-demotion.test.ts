@@ -21,7 +21,7 @@ it('writes the first state, then demotes states that only move progress (ACKs, a
   expect(filter.admit(sent, T0 + 10)).toBe(false);
   expect(filter.admit(programmed(4, { lastSeenAt: T0 + 20 }), T0 + 20)).toBe(false);
   expect(filter.admit(programmed(4, { lastSeenAt: T0 + 5_000 }), T0 + 5_000)).toBe(false);
-  expect(filter.stats()).toEqual({ offered: 4, written: 1, demoted: 3, writtenBy: { first: 1, class: 0, 'less-programmed': 0, refresh: 0 } });
+  expect(filter.stats()).toEqual({ offered: 4, written: 1, demoted: 3, writtenBy: { first: 1, class: 0, refresh: 0, coalesced: 0 } });
 });
 
 it('writes a state at once when a NACK appears, changes or clears', () => {
@@ -63,13 +63,14 @@ it('writes connects, disconnects, reconnects, lineage moves and subscription cha
   expect(filter.admit(splitType, T0 + 7)).toBe(true);
 });
 
-it('writes a state less programmed than the last one written (the recorder counts a new incarnation then)', () => {
+it('demotes a state less programmed than the last one written too (a names change on every route change)', () => {
   const filter = demotion();
   filter.admit(programmed(5), T0);
   expect(filter.admit(programmed(6), T0 + 1)).toBe(false);
-  // Below 5 (the last *written*), though above nothing the recorder holds.
-  expect(filter.admit(programmed(4), T0 + 2)).toBe(true);
-  expect(filter.stats().writtenBy['less-programmed']).toBe(1);
+  // A new cluster's EDS names: not programmed for a moment, then programmed again.
+  const namesChange = envoy('e', { [CDS]: { acked: 7 }, [EDS]: { acked: 6, namesChange: { at: T0 + 2, sent: true } }, [LDS]: { acked: 7 }, [RDS]: { acked: 7 } }, { lastSeenAt: T0 + 2 });
+  expect(filter.admit(namesChange, T0 + 2)).toBe(false);
+  expect(filter.admit(programmed(7), T0 + 3)).toBe(false);
 });
 
 it('writes a state that only moved progress once the refresh is due, and a forgotten node starts over', () => {
@@ -80,7 +81,7 @@ it('writes a state that only moved progress once the refresh is due, and a forgo
   expect(filter.admit(programmed(5), T0 + REFRESH + 1)).toBe(false);
   filter.forget('e');
   expect(filter.admit(programmed(5), T0 + REFRESH + 2)).toBe(true);
-  expect(filter.stats().writtenBy).toEqual({ first: 2, class: 0, 'less-programmed': 0, refresh: 1 });
+  expect(filter.stats().writtenBy).toEqual({ first: 2, class: 0, refresh: 1, coalesced: 0 });
 });
 
 it('counts a required type missing as part of the class', () => {
@@ -88,4 +89,14 @@ it('counts a required type missing as part of the class', () => {
   const withoutRds = envoy('e', { [CDS]: { acked: 3 }, [EDS]: { acked: 3 }, [LDS]: { acked: 3 } }, { programmedThrough: 3 });
   filter.admit(withoutRds, T0);
   expect(filter.admit(programmed(3), T0 + 1)).toBe(true);
+});
+
+it('hands the recorder a state that moved only progress while it still holds an earlier one unwritten (one write, the answers in it)', () => {
+  const filter = demotion();
+  filter.admit(programmed(3), T0);
+  expect(filter.admit(programmed(4), T0 + 1, true)).toBe(true);
+  expect(filter.admit(programmed(5), T0 + 2, false)).toBe(false);
+  // Coalescing does not restart the refresh clock: the refresh is still due REFRESH after the write.
+  expect(filter.admit(programmed(6), T0 + REFRESH, false)).toBe(true);
+  expect(filter.stats().writtenBy).toEqual({ first: 1, class: 0, refresh: 1, coalesced: 1 });
 });

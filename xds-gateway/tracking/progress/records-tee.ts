@@ -1,18 +1,23 @@
 // What the tracker and the watermark sources hand the recorder, handed to the PROGRESS publisher as
 // well (--progress): the publisher sees exactly the states and watermarks the recorder is asked to
 // store, in the same order, from the same synchronous callbacks. With a StateDemotion
-// (--state-writes class-changes) the recorder is handed only the states it says to write; the
-// publisher still sees every one.
+// (--state-writes class-changes) the recorder is handed only the states it says to write, and any
+// state of a node whose earlier state it still holds unwritten (the newer one shares that write);
+// the publisher still sees every one.
 import type { EnvoyEvent, EnvoyState, LineageState, LineageWatermark, ObjectRef } from '../../../common/core';
 import type { EnvoyRecords, ObjectRecords } from '../recorder';
 import type { ProgressPublisher } from './progress-publisher';
 import type { StateDemotion } from './state-demotion';
 
-export function recordsWithProgress(recorder: EnvoyRecords & ObjectRecords, publisher: ProgressPublisher, demotion?: { filter: StateDemotion; now: () => number }): EnvoyRecords & ObjectRecords {
+export function recordsWithProgress(
+  recorder: EnvoyRecords & ObjectRecords & { hasQueuedEnvoyState(nodeId: string): boolean },
+  publisher: ProgressPublisher,
+  demotion?: { filter: StateDemotion; now: () => number },
+): EnvoyRecords & ObjectRecords {
   return {
     enqueueEvent: (event: EnvoyEvent) => recorder.enqueueEvent(event),
     enqueueEnvoyState: (state: EnvoyState) => {
-      if (demotion === undefined || demotion.filter.admit(state, demotion.now())) recorder.enqueueEnvoyState(state);
+      if (demotion === undefined || demotion.filter.admit(state, demotion.now(), recorder.hasQueuedEnvoyState(state.nodeId))) recorder.enqueueEnvoyState(state);
       publisher.noteEnvoyState(state);
     },
     enqueueLineageState: (state: LineageState) => recorder.enqueueLineageState(state),

@@ -7,10 +7,14 @@
 // has to say at once is what a reader of one Envoy must not miss, and what keeps the fleet view's
 // shards honest about liveness and blame: a connection starting or ending (status, connectedAt,
 // lineage), a NACK appearing, changing or clearing, a wait passing the ACK timeout (STUCK), the set
-// of subscribed types and the lineages serving them, a required type missing, and a state less
-// programmed than the one last written (the recorder's incarnation rule, envoy-count.ts, moves then).
-// Progress alone (programmedThrough, acked seqs, a response sent and not yet answered, lastSeenAt)
-// waits for the refresh. The ACK/NACK/STUCK events are not demoted: the recorder writes the events of
+// of subscribed types and the lineages serving them, and a required type missing. Progress alone
+// (programmedThrough and the acked seqs, up or down, a response sent and not yet answered, lastSeenAt)
+// waits for the refresh. Down too: a route change that adds a cluster makes every Envoy less
+// programmed for a moment (a names change on EDS), and writing that state would put one STATE write
+// per Envoy back on every such change, and hold the node's events behind the state's answer hold
+// (recorder envoy-state-queue.ts). The recorder stamps incarnations over the states it is handed
+// (envoy-count.ts), so a dip it never sees moves no incarnation; nothing on this path reads them
+// (the PROGRESS item counts the publisher's own, which sees every state). The ACK/NACK/STUCK events are not demoted: the recorder writes the events of
 // a node whose state it was not handed as event-log items (event-log-pipeline.ts, orphans), so the log
 // keeps every answer and no stored state ever claims an ACK the log lacks.
 import { memberFromEnvoyState, stuckTypesAsStored, type EnvoyState } from '../../../common/core';
@@ -30,10 +34,15 @@ export interface StateDemotionPolicy {
 export interface WrittenClass {
   key: string;
   at: number;
-  programmedThrough: number;
 }
 
-export type StateWriteReason = 'first' | 'class' | 'less-programmed' | 'refresh';
+/**
+ * `coalesced`: nothing of the class changed, but the recorder still holds an earlier state of the node
+ * unwritten (its answer hold, recorder envoy-state-queue.ts): the newer state replaces it in the same
+ * write, and the hold sees the answers. Without it the held state would wait out the whole hold, and
+ * the node's ACK events with it.
+ */
+export type StateWriteReason = 'first' | 'class' | 'refresh' | 'coalesced';
 
 /**
  * The state's class: everything in it a reader must see at once (the header). Two states of one
@@ -53,11 +62,11 @@ export function envoyStateClassKey(state: EnvoyState, policy: Pick<StateDemotion
 }
 
 /** Why the state must be written now, or undefined when it may wait for a later one. */
-export function stateWriteReason(last: WrittenClass | undefined, key: string, state: EnvoyState, now: number, refreshMs: number): StateWriteReason | undefined {
+export function stateWriteReason(last: WrittenClass | undefined, key: string, now: number, refreshMs: number, queuedUnwritten = false): StateWriteReason | undefined {
   if (last === undefined) return 'first';
   if (last.key !== key) return 'class';
-  if ((state.programmedThrough ?? -1) < last.programmedThrough) return 'less-programmed';
   if (now - last.at >= refreshMs) return 'refresh';
+  if (queuedUnwritten) return 'coalesced';
   return undefined;
 }
 
@@ -71,20 +80,25 @@ export interface StateDemotionStats {
 /** Per Envoy, the class last written; says of each tracked state whether the recorder gets it. */
 export class StateDemotion {
   private readonly written = new Map<string, WrittenClass>();
-  private readonly counters: StateDemotionStats = { offered: 0, written: 0, demoted: 0, writtenBy: { first: 0, class: 0, 'less-programmed': 0, refresh: 0 } };
+  private readonly counters: StateDemotionStats = { offered: 0, written: 0, demoted: 0, writtenBy: { first: 0, class: 0, refresh: 0, coalesced: 0 } };
 
   constructor(private readonly policy: StateDemotionPolicy) {}
 
-  /** True when the state goes to the recorder (remembered as written); false when it is demoted. */
-  admit(state: EnvoyState, now: number): boolean {
+  /**
+   * True when the state goes to the recorder (remembered as written); false when it is demoted.
+   * `queuedUnwritten`: the recorder holds an earlier state of the node not yet written.
+   */
+  admit(state: EnvoyState, now: number, queuedUnwritten = false): boolean {
     this.counters.offered++;
     const key = envoyStateClassKey(state, this.policy);
-    const reason = stateWriteReason(this.written.get(state.nodeId), key, state, now, this.policy.refreshMs);
+    const last = this.written.get(state.nodeId);
+    const reason = stateWriteReason(last, key, now, this.policy.refreshMs, queuedUnwritten);
     if (reason === undefined) {
       this.counters.demoted++;
       return false;
     }
-    this.written.set(state.nodeId, { key, at: now, programmedThrough: state.programmedThrough ?? -1 });
+    // A coalesced state shares the earlier one's write: its refresh clock does not restart.
+    this.written.set(state.nodeId, { key, at: reason === 'coalesced' && last !== undefined ? last.at : now });
     this.counters.written++;
     this.counters.writtenBy[reason]++;
     return true;

@@ -160,6 +160,11 @@ export class Recorder implements EnvoyRecords, ObjectRecords {
     this.scheduler.schedule();
   }
 
+  /** A state of the node is queued (or held) and not yet written: a newer one would share its write. */
+  hasQueuedEnvoyState(nodeId: string): boolean {
+    return this.states.get(nodeId) !== undefined;
+  }
+
   /**
    * Resolves once a state of `nodeId` enqueued no earlier than this call is durably written
    * (state-admission.ts). The relay's stream admission waits on this before a new stream's first
