@@ -38,6 +38,13 @@ export interface GatewaySeams {
   defaultMetrics?: boolean;
 }
 
+/**
+ * How long a demoted Envoy's ACK events wait to share one event-log item (RecorderOptions.orphanEventHoldMs):
+ * a change wave's answers arrive within about a second; nothing waits on these writes (the PROGRESS
+ * item decides), but they are queued events meanwhile (the backpressure measure).
+ */
+const DEMOTED_EVENT_HOLD_MS = 1000;
+
 export interface Gateway {
   xdsPort: number;
   opsPort: number;
@@ -162,8 +169,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     clock,
     flushIntervalMs: config.flushIntervalMs,
     eventLogMode: config.eventLogMode,
-    // Demoted states (below) leave most ACKs without a state to ride in: they go to event-log items.
-    carryEventsInStoredState: !(config.progress && config.stateWrites === 'class-changes'),
+    // Demoted states (below) leave most ACKs without a state to ride in: they go to event-log items,
+    // a change wave's answers of one Envoy gathered into one (they arrive type by type).
+    ...(config.progress && config.stateWrites === 'class-changes' ? { carryEventsInStoredState: false, orphanEventHoldMs: DEMOTED_EVENT_HOLD_MS } : {}),
     // A state that only records "a response was sent" waits for its ACK to share one write; never
     // longer than half the ACK timeout, so a STUCK report is never delayed past it.
     pendingStateHoldMs: Math.min(config.stateHoldMs, config.ackTimeoutMs / 2),

@@ -457,3 +457,46 @@ test('the tracker forgets a long-disconnected Envoy only once the recorder has w
     await recorder.close();
   }
 });
+
+test('demoted states (carryEventsInStoredState off): ACKs of a node with no state queued gather into one event-log item; a full item, a NACK and close() do not wait', async () => {
+  const { store, operations } = await storeOn();
+  let now = Date.now();
+  const recorder = recorderOn(store, { clock: { now: () => now }, carryEventsInStoredState: false, orphanEventHoldMs: 1_000, eventLog: { maxCarriedEvents: 4, maxCarriedChars: 10_000 } });
+  recorder.enqueueLineageState(lineageStateFor(L1, 'edge', now));
+  recorder.enqueueEnvoyState(ackedState('n9', L1, 1));
+  await recorder.flushNow();
+  const rev = (await stored(store, 'n9')).rev;
+  operations.reset();
+  const at = (seq: number, typeUrl = CDS_TYPE_URL): EnvoyEvent => ({ ...ackEvent('n9', L1, seq, typeUrl), at: now });
+  // One change wave's answers, type by type over several flushes: nothing written yet…
+  recorder.enqueueEvent(at(2, CDS_TYPE_URL));
+  await recorder.flushNow();
+  now += 300;
+  recorder.enqueueEvent(at(2, EDS_TYPE_URL));
+  await recorder.flushNow();
+  expect(operations.counts().byKind['EnvoyEventLog'] ?? 0).toBe(0);
+  // …until the first of them has waited the hold: then one item with both.
+  now += 700;
+  await recorder.flushNow();
+  expect(operations.counts().byKind['EnvoyEventLog']).toBe(1);
+  expect((await listed(store, 'n9')).filter((e) => e.seq === 2).map((e) => e.typeUrl).sort()).toEqual([CDS_TYPE_URL, EDS_TYPE_URL].sort());
+  // A full item's worth goes at once.
+  operations.reset();
+  for (const seq of [3, 4, 5, 6]) recorder.enqueueEvent(at(seq));
+  await recorder.flushNow();
+  expect(operations.counts().byKind['EnvoyEventLog']).toBe(1);
+  // A NACK goes at once.
+  operations.reset();
+  recorder.enqueueEvent({ ...at(7), outcome: 'NACK', message: 'bad cluster' });
+  await recorder.flushNow();
+  expect(operations.counts().byKind['EnvoyEventLog']).toBe(1);
+  // close() writes what is waiting.
+  operations.reset();
+  recorder.enqueueEvent(at(8));
+  await recorder.close();
+  expect(operations.counts().byKind['EnvoyEventLog']).toBe(1);
+  expect((await listed(store, 'n9')).map((e) => e.seq).sort((a, b) => a - b)).toEqual([2, 2, 3, 4, 5, 6, 7, 8]);
+  // And never a STATE write for them.
+  expect((await stored(store, 'n9')).rev).toBe(rev);
+  expect(operations.counts().byKind['EnvoyState'] ?? 0).toBe(0);
+});

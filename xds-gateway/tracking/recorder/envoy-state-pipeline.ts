@@ -25,6 +25,10 @@ export interface EnvoyStatePipelineOptions {
   eventLogMode: 'carried' | 'items';
   /** RecorderOptions.carryEventsInStoredState. */
   carryEventsInStoredState: boolean;
+  /** RecorderOptions.orphanEventHoldMs. */
+  orphanEventHoldMs: number;
+  /** Events one item carries before it is written without waiting (EventLogLimits.maxCarriedEvents). */
+  maxCarriedEvents: number;
   stateWriteConcurrency: number;
   maxStatesPerFlush: number;
   onUnrecordable: ((nodeId: string, reason: string) => void) | undefined;
@@ -101,6 +105,15 @@ export class EnvoyStatePipeline {
     return stored;
   }
 
+  /** Events with no state to ride in wait to share an event-log item (RecorderOptions.orphanEventHoldMs). */
+  private holdsOrphanEvents(nodeId: string, now: number, writeHeld: boolean): boolean {
+    const { events, orphanEventHoldMs, carryEventsInStoredState, maxCarriedEvents } = this.options;
+    if (writeHeld || carryEventsInStoredState || orphanEventHoldMs <= 0) return false;
+    const first = events.firstQueuedAt(nodeId);
+    if (first === undefined || now - first >= orphanEventHoldMs) return false;
+    return events.countOf(nodeId) < maxCarriedEvents && !events.hasNack(nodeId);
+  }
+
   /** Takes the states (and events) this flush writes, checking each before it is counted. */
   private takeReady(writeHeld: boolean): TakenStates {
     const { states, events, admission, lineages, retired, logger, clock, maxStatesPerFlush } = this.options;
@@ -116,6 +129,7 @@ export class EnvoyStatePipeline {
       const queued = states.get(nodeId);
       // Urgent states (flushOrder) are never held.
       if (states.holdsBack(nodeId, queued, { now, writeHeld, urgent })) continue;
+      if (queued === undefined && this.holdsOrphanEvents(nodeId, now, writeHeld)) continue;
       states.release(nodeId);
       const state = queued ?? (this.options.carryEventsInStoredState ? this.ownStoredState(nodeId) : undefined);
       const taken = events.take(nodeId);

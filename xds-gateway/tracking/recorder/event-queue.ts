@@ -81,6 +81,16 @@ export class EventQueue {
     return this.nodeEvents.has(nodeId);
   }
 
+  /** When the node's first queued event happened (its `at`), or undefined with none queued. */
+  firstQueuedAt(nodeId: string): number | undefined {
+    return this.nodeEvents.get(nodeId)?.[0]?.at;
+  }
+
+  /** Events queued for the node. */
+  countOf(nodeId: string): number {
+    return this.nodeEvents.get(nodeId)?.length ?? 0;
+  }
+
   /** Nodes with queued events, first-queued first. */
   nodes(): IterableIterator<string> {
     return this.nodeEvents.keys();

@@ -99,6 +99,8 @@ export class Recorder implements EnvoyRecords, ObjectRecords {
       metrics,
       eventLogMode,
       carryEventsInStoredState: options.carryEventsInStoredState ?? true,
+      orphanEventHoldMs: options.orphanEventHoldMs ?? 0,
+      maxCarriedEvents: (options.eventLog ?? DEFAULT_EVENT_LOG_LIMITS).maxCarriedEvents,
       stateWriteConcurrency,
       maxStatesPerFlush: Math.max(1, options.maxStatesPerFlush ?? 2 * stateWriteConcurrency),
       onUnrecordable: options.onUnrecordable,

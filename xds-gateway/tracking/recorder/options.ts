@@ -43,6 +43,13 @@ export interface RecorderOptions {
    * ACK would put the STATE write back on every change).
    */
   carryEventsInStoredState?: boolean;
+  /**
+   * With carryEventsInStoredState off: how long the events of a node with no state queued may wait
+   * to share one event-log item (default 0: written at the next flush). The answers to one change
+   * wave arrive type by type over a few flushes; written per flush they made ~3 items per Envoy per
+   * wave (docs/bench/README.md). A NACK, a full item's worth (the carry bounds) and close() never wait.
+   */
+  orphanEventHoldMs?: number;
   /** Parallel conditional writes of Envoy states per flush. */
   stateWriteConcurrency?: number;
   /**
