@@ -193,3 +193,18 @@ describe('the fleet-size path table', () => {
     ]);
   });
 });
+
+describe('the fleet-size targets on both paths', () => {
+  it('judges the fleet-size path\'s rows apart, only where a run measured it', () => {
+    const shardOnly = evaluateTargets({ machine: 'test', runs: [sizeRun(1000, 100, { e2e: e2e(1000, 100, 900, 2, 1) })] });
+    expect(shardOnly.some((t) => t.id.endsWith('-fleet-size'))).toBe(false);
+    const shard = e2e(1000, 100, 900, 2, 1);
+    const fleetSize: E2eResult = { ...e2e(1000, 100, 200, 2, 0.3), progressPath: true, dynamo: { ...shard.dynamo, itemWrites: 500 } };
+    const both = evaluateTargets({ machine: 'test', runs: [sizeRun(1000, 100, { e2e: { ...shard, dynamo: { ...shard.dynamo, itemWrites: 1500 } }, e2eProgressPath: fleetSize })] });
+    const shardRow = both.find((t) => t.id === 'writes-per-envoy-change-1000');
+    const fleetRow = both.find((t) => t.id === 'writes-per-envoy-change-1000-fleet-size');
+    expect(shardRow?.target).not.toContain('fleet-size path');
+    expect(fleetRow?.target).toContain('(fleet-size path)');
+    expect(fleetRow?.measured).not.toBe(shardRow?.measured);
+  });
+});
