@@ -234,16 +234,18 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
       for (const [group, state] of worst) this.set({ group, state }, state === 'ready' ? 1 : 0);
     },
   });
-  new Gauge({
-    name: 'xds_programmed_gateway_envoy_states_offered',
-    help: 'with --state-writes class-changes: Envoy states the tracker produced since start, by whether the recorder wrote them (written) or only the PROGRESS item counted them (demoted)',
+  new Counter({
+    name: 'xds_programmed_gateway_envoy_states_offered_total',
+    help: 'with --state-writes class-changes: Envoy states the tracker produced, by whether the recorder was handed them (written) or only the PROGRESS item counted them (demoted)',
     labelNames: ['outcome'],
     registers: [registry],
+    // Read from the demotion's own counts at scrape time (they only grow, as a counter's must).
     collect() {
       const stats = sources?.stateDemotion?.();
       if (stats === undefined) return;
-      this.set({ outcome: 'written' }, stats.written);
-      this.set({ outcome: 'demoted' }, stats.demoted);
+      this.reset();
+      this.inc({ outcome: 'written' }, stats.written);
+      this.inc({ outcome: 'demoted' }, stats.demoted);
     },
   });
   new Gauge({

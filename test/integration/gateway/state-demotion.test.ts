@@ -100,6 +100,10 @@ test('change waves: no STATE write, every ACK in the event log, PROGRESS written
   }
   expect((gateway.stateDemotion?.stats().demoted ?? 0) - demotedBefore).toBeGreaterThanOrEqual(3 * ENVOYS);
   expect(progressV()).toBeGreaterThan(vBefore);
+  // The same counts on /metrics.
+  const scraped = await gateway.metrics.registry.metrics();
+  const demoted = /xds_programmed_gateway_envoy_states_offered_total\{outcome="demoted"\} (\d+)/.exec(scraped);
+  expect(Number(demoted?.[1])).toBe(gateway.stateDemotion?.stats().demoted);
 
   // A NACK is a class change: written at once, with its message.
   const [nacker] = fleet.addMany(1, adsSpec({
