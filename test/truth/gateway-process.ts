@@ -3,6 +3,7 @@
 // process, Envoys see their streams reset and reconnect to the new process (same port, new bootId,
 // so a new lineage: docs/ARCHITECTURE.md, "Lineage").
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { StateWrites } from '../../xds-gateway/tracking/progress/state-demotion';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -24,7 +25,7 @@ export interface GatewayProcess {
 }
 
 /** The gateway flags the truth checker runs with, in-process (`system.ts`) or as a child process (here). */
-export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; stateWrites?: 'every' | 'class-changes' }): Record<string, string> {
+export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; stateWrites?: StateWrites }): Record<string, string> {
   // With a kubeconfig the gateway follows the control plane's Lease (the holder advertises its xDS
   // address in an annotation), so a leader change (killed or stepped-down replica) moves its upstream.
   const follow: Record<string, string> =
@@ -71,7 +72,7 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startGatewayProcess(opts: { upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; stateWrites?: 'every' | 'class-changes'; logger: Logger }): Promise<GatewayProcess> {
+export async function startGatewayProcess(opts: { upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; stateWrites?: StateWrites; logger: Logger }): Promise<GatewayProcess> {
   const [xdsPort, opsPort] = [await freePort(), await freePort()];
   const args = { ...truthGatewayArgs({ ...opts, listenPort: xdsPort, opsPort }), 'log-level': 'warn' };
   let child: ChildProcess | undefined;

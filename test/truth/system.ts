@@ -5,6 +5,7 @@
 // Envoy's faults can be driven). Components are reused from infra/local/system, except the gateway
 // and the fleet, whose settings the checker needs to control.
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { StateWrites } from '../../xds-gateway/tracking/progress/state-demotion';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -57,7 +58,7 @@ export interface TruthSystem {
   close(): Promise<void>;
 }
 
-export async function startGatewayForTruth(opts: { port: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; stateWrites?: 'every' | 'class-changes'; logger: Logger }): Promise<Gateway> {
+export async function startGatewayForTruth(opts: { port: number; upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; stateWrites?: StateWrites; logger: Logger }): Promise<Gateway> {
   const args = truthGatewayArgs({ ...opts, listenPort: opts.port, opsPort: 0 });
   const parsed = parseGatewayConfig(Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]), {});
   if (parsed.kind !== 'ok') throw new Error(`gateway configuration: ${parsed.kind === 'error' ? parsed.message : 'help requested'}`);
@@ -85,7 +86,7 @@ export async function startTruthSystem(opts: {
   /** The functions decide from those PROGRESS items (PROGRESS_EVALUATION; needs `progress`). */
   progressEvaluation?: boolean;
   /** The gateway's --state-writes (class-changes needs `progress` and `progressEvaluation`). */
-  stateWrites?: 'every' | 'class-changes';
+  stateWrites?: StateWrites;
   logger: Logger;
 }): Promise<TruthSystem> {
   const timings = opts.timings ?? DEFAULT_TIMINGS;

@@ -2,6 +2,7 @@
 // them: a bad value is a clear error naming the flag and its variable, never a half-started gateway.
 // docs/GATEWAY.md has the reference table; keep both in sync.
 import { Command, CommanderError, Option } from 'commander';
+import { STATE_WRITES } from '../tracking/progress/state-demotion';
 import { z } from 'zod';
 import { isValidTypeUrl } from '../../common/core';
 import { describeTrackedKindIssues } from '../../common/tracked-kinds';
@@ -103,7 +104,7 @@ const configSchema = z
     pauseOnBackpressure: flag,
     streamAdmission: flag,
     progress: flag,
-    stateWrites: z.enum(['every', 'class-changes']),
+    stateWrites: z.enum(STATE_WRITES),
     stateRefreshMs: positiveMs,
     envoyTtlMs: positiveMs,
     requiredTypeUrls: z

@@ -3,9 +3,9 @@
 // change becomes True, and the fleet's own ground truth (computed in the child) says every Envoy
 // accepted it before that; closing the system ends the child.
 import pino from 'pino';
-import { canaryCluster, patchToCanary } from '../../../bench/support/changes';
+import { canaryCluster } from '../../../bench/support/changes';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
-import { conditionOf as conditionIn, isAlive, eventually } from './helpers';
+import { conditionOf as conditionIn, isAlive, eventually, patchToCanaryUntilTrue } from './helpers';
 
 const ENVOYS = 20;
 jest.setTimeout(120_000);
@@ -33,13 +33,7 @@ describe('local system with the fleet in a child process', () => {
     await eventually(async () => (await system.fleet.queries.configuredCount()) === ENVOYS, 'every Envoy ACKed all four types');
     await eventually(async () => (await conditionIn(system.kube.url, system.options.conditionType, 'sample-0'))?.status === 'True' || undefined, 'sample-0 True at generation 1');
 
-    const since = Date.now();
-    await patchToCanary(system.kube.url, 0);
-    await eventually(async () => {
-      const condition = await conditionIn(system.kube.url, system.options.conditionType, 'sample-0');
-      return (condition?.status === 'True' && condition.observedGeneration === 2) || undefined;
-    }, 'sample-0 True at generation 2');
-    const trueSeenAt = Date.now();
+    const { since, trueSeenAt } = await patchToCanaryUntilTrue(system.kube.url, system.options.conditionType, 0, 2);
 
     const { lastAck, envoysWith, acks } = await system.fleet.queries.lastAcks([canaryCluster(0)], since);
     // Invariant 1 seen from outside: True at generation 2 only once every Envoy runs the new cluster.

@@ -3,7 +3,9 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { HTTPPROXIES_PATH } from '../../../bench/support/changes';
+import { HTTPPROXIES_PATH, patchToCanary } from '../../../bench/support/changes';
+import type { EventStore, ObjectRef } from '../../../common/core';
+import type { FleetQueries } from '../../../infra/local/envoys/fleet-process';
 import { eventually as pollEventually, type Probe } from '../../support/eventually';
 
 export const REPO_ROOT = join(__dirname, '..', '..', '..');
@@ -76,4 +78,28 @@ export async function conditionOf(kubeUrl: string, conditionType: string, name: 
   if (!response.ok) return undefined;
   const body = (await response.json()) as { status?: { conditions?: TrackedCondition[] } };
   return body.status?.conditions?.find((condition) => condition.type === conditionType);
+}
+
+/** Moves sample-<index>'s route to its canary and waits for our condition True at `generation`. */
+export async function patchToCanaryUntilTrue(kubeUrl: string, conditionType: string, index: number, generation: number): Promise<{ since: number; trueSeenAt: number }> {
+  const since = Date.now();
+  await patchToCanary(kubeUrl, index);
+  await eventually(async () => {
+    const condition = await conditionOf(kubeUrl, conditionType, `sample-${index}`);
+    return (condition?.status === 'True' && condition.observedGeneration === generation) || undefined;
+  }, `sample-${index} True at generation ${generation}`);
+  return { since, trueSeenAt: Date.now() };
+}
+
+/**
+ * The fleet's own ground truth at the watermarks the gateway wrote for `ref` at `generation` (one
+ * lineage): how many Envoys hold every watermarked type at or past it, and when the last of them
+ * ACKed, since `since`. Throws when the generation has no stored watermark.
+ */
+export async function fleetAtWatermark(store: EventStore, fleet: Pick<FleetQueries, 'programmedAt'>, ref: ObjectRef, generation: number, since: number): Promise<{ lineages: string[]; envoysWith: number | undefined; lastAck: number | undefined }> {
+  const read = await store.getObjectGeneration(ref, generation);
+  if (read.status !== 'found') throw new Error(`no OBJECT generation ${generation} of ${ref.name}: ${read.status}`);
+  const targets = Object.entries(read.value.watermarks).map(([lineage, watermark]) => ({ key: 'x', lineage, seqByType: watermark.types }));
+  const programmed = await fleet.programmedAt(targets, since);
+  return { lineages: targets.map((target) => target.lineage), envoysWith: programmed.envoysWith['x'], lastAck: programmed.lastAck['x'] };
 }

@@ -4,10 +4,9 @@
 // watermark first, decided from the lineage's PROGRESS item, and without one Envoy STATE write
 // between the change and its True.
 import pino from 'pino';
-import { patchToCanary } from '../../../bench/support/changes';
 import { openTableFromEnv } from '../../../common/store';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
-import { conditionOf as conditionIn, eventually } from './helpers';
+import { conditionOf as conditionIn, eventually, fleetAtWatermark, patchToCanaryUntilTrue } from './helpers';
 
 const ENVOYS = 6;
 const REF = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'sample-0' };
@@ -34,47 +33,31 @@ describe('local system on the fleet-size path', () => {
     const table = openTableFromEnv(system.dynamo.storeEnv, logger);
     try {
       const { store } = table;
-      const nodeIds: string[] = [];
-      const revs = new Map<string, number>();
-      const page = await store.listEnvoyStates({});
-      for (const state of page.items) {
-        nodeIds.push(state.nodeId);
-        revs.set(state.nodeId, state.rev);
-      }
-      expect(nodeIds).toHaveLength(ENVOYS);
+      const revs = new Map((await store.listEnvoyStates({})).items.map((state) => [state.nodeId, state.rev] as const));
+      expect(revs.size).toBe(ENVOYS);
       const statesBefore = system.dynamo.local.stats.recordsByKind['EnvoyState'] ?? 0;
 
-      const since = Date.now();
-      await patchToCanary(system.kube.url, 0);
-      await eventually(async () => {
-        const condition = await conditionIn(system.kube.url, system.options.conditionType, 'sample-0');
-        return (condition?.status === 'True' && condition.observedGeneration === 2) || undefined;
-      }, 'sample-0 True at generation 2');
-      const trueSeenAt = Date.now();
+      const { since, trueSeenAt } = await patchToCanaryUntilTrue(system.kube.url, system.options.conditionType, 0, 2);
       // Past the recorder's answer hold (half the ACK timeout): a state written for the change would
       // be in the table by now, not only "not yet" (a names change makes every Envoy less programmed
       // for a moment, and such a state was written, one per Envoy, after the True).
       await new Promise((resolve) => setTimeout(resolve, 5000 / 2 + 1000));
       const statesAfter = system.dynamo.local.stats.recordsByKind['EnvoyState'] ?? 0;
 
-      const read = await store.getObjectGeneration(REF, 2);
-      expect(read.status).toBe('found');
-      if (read.status !== 'found') return;
       // By the fleet's own ground truth every Envoy had the watermark before the True was seen.
-      const targets = Object.entries(read.value.watermarks).map(([lineage, watermark]) => ({ key: 'x', lineage, seqByType: watermark.types }));
-      expect(targets).toHaveLength(1);
-      const programmed = await system.fleet.queries.programmedAt(targets, since);
-      expect(programmed.envoysWith['x']).toBe(ENVOYS);
-      expect(programmed.lastAck['x']).toBeLessThanOrEqual(trueSeenAt);
+      const atWatermark = await fleetAtWatermark(store, system.fleet.queries, REF, 2, since);
+      expect(atWatermark.lineages).toHaveLength(1);
+      expect(atWatermark.envoysWith).toBe(ENVOYS);
+      expect(atWatermark.lastAck).toBeLessThanOrEqual(trueSeenAt);
       // The lineage's PROGRESS item counts every Envoy…
-      const lineage = targets[0]?.lineage ?? '';
+      const lineage = atWatermark.lineages[0] ?? '';
       const progress = await table.progress.getProgress(lineage);
       expect(progress.status === 'found' && progress.value.members).toBe(ENVOYS);
       // …and no Envoy's STATE was written for the change.
       expect(statesAfter - statesBefore).toBe(0);
-      for (const nodeId of nodeIds) {
+      for (const [nodeId, rev] of revs) {
         const state = await store.getEnvoyState(nodeId);
-        expect(state.status === 'found' && state.value.rev).toBe(revs.get(nodeId));
+        expect(state.status === 'found' && state.value.rev).toBe(rev);
       }
     } finally {
       table.close();

@@ -19,7 +19,9 @@
 // keeps every answer and no stored state ever claims an ACK the log lacks.
 import { memberFromEnvoyState, stuckTypesAsStored, type EnvoyState } from '../../../common/core';
 
-export type StateWrites = 'every' | 'class-changes';
+/** The gateway's --state-writes modes (ops/config.ts). */
+export const STATE_WRITES = ['every', 'class-changes'] as const;
+export type StateWrites = (typeof STATE_WRITES)[number];
 
 export interface StateDemotionPolicy {
   /** Longest time a state that only moved progress waits for its write (the fleet view's staleness). */
@@ -49,16 +51,17 @@ export type StateWriteReason = 'first' | 'class' | 'refresh' | 'coalesced';
  * Envoy with the same key differ only in progress.
  */
 export function envoyStateClassKey(state: EnvoyState, policy: Pick<StateDemotionPolicy, 'ackTimeoutMs' | 'requiredTypeUrls'>): string {
-  const blockers = memberFromEnvoyState(state, policy.requiredTypeUrls).b ?? {};
+  const blockers = memberFromEnvoyState(state, policy.requiredTypeUrls).b;
   // `w` lists every type waiting for an answer: a change wave adds and removes it on every Envoy, so
   // only the waits past the ACK timeout (stuck, judged at the state's own lastSeenAt as readers do)
   // are part of the class.
-  const { w: _waiting, ...held } = blockers;
-  const subscribed = Object.entries(state.types)
-    .filter(([, type]) => type.subscribed)
-    .map(([typeUrl, type]) => `${typeUrl}@${type.lineage}`)
-    .sort();
-  return JSON.stringify([state.lineage, state.status, state.connectedAt, subscribed, held, stuckTypesAsStored(state, state.lastSeenAt, policy.ackTimeoutMs)]);
+  const { w: _waiting, ...held } = blockers ?? {};
+  const subscribed: string[] = [];
+  for (const [typeUrl, type] of Object.entries(state.types)) if (type.subscribed) subscribed.push(`${typeUrl}@${type.lineage}`);
+  // Called for every state the tracker produces (each response sent, each ACK): a plain string, the
+  // blockers serialised only when there are any (NACKs, split, missing types are rare).
+  const blocked = Object.keys(held).length === 0 ? '' : JSON.stringify(held);
+  return `${state.lineage}\n${state.status}\n${state.connectedAt}\n${subscribed.sort().join(' ')}\n${blocked}\n${stuckTypesAsStored(state, state.lastSeenAt, policy.ackTimeoutMs).join(' ')}`;
 }
 
 /** Why the state must be written now, or undefined when it may wait for a later one. */
