@@ -184,6 +184,23 @@ async function lastAcks(system: LocalSystem<'child' | 'inline'>, names: Readonly
   return { lastAck: new Map(Object.entries(lastAck)), acks };
 }
 
+/**
+ * Waits until the fleet's own ground truth has all `envoys` configured (every one accepted each of
+ * the four types), and throws with the gateway's stream refusals otherwise.
+ */
+async function requireWholeFleet(system: LocalSystem<'inline' | 'child'>, envoys: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let configured = await system.fleet.queries.configuredCount();
+  while (configured < envoys && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    configured = await system.fleet.queries.configuredCount();
+  }
+  if (configured >= envoys) return;
+  const metrics = system.gateway === undefined ? '' : await fetch(system.gateway.metricsUrl).then((r) => r.text(), () => '');
+  const refused = metrics.split('\n').filter((line) => line.startsWith('xds_programmed_gateway_streams_refused_total{') && !line.endsWith(' 0'));
+  throw new Error(`only ${configured} of ${envoys} simulated Envoys hold all four types after ${timeoutMs} ms; gateway refusals: ${refused.join(', ') || 'none'}`);
+}
+
 /** The gateway's state-write totals from its /metrics; undefined (and logged) if they cannot be read. */
 async function gatewayStoreWrites(system: LocalSystem<'inline' | 'child'>): Promise<StoreWriteTotals | undefined> {
   if (system.gateway === undefined) return undefined;
@@ -318,6 +335,10 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       const delivered = system.functions?.deliveries.convergence.stats.deliveredRecords ?? 0;
       throw new Error(`${error instanceof Error ? error.message : String(error)}: ${trueCount} of ${allNames.length} objects True at generation 1 after ${Math.round((Date.now() - startedAt) / 1000)} s; stream records appended ${system.dynamo.local.stats.records}, delivered to convergence ${delivered}`);
     }
+    // The conditions' denominator is the Envoys the gateway serves; the row is of `options.envoys`
+    // only if the fleet itself says every one of them holds all four types (a capped or refused
+    // stream would leave the rest out of every figure below).
+    await requireWholeFleet(system, options.envoys, options.phaseTimeoutMs);
     const initialConvergenceMs = Date.now() - startedAt;
     const functions = system.functions;
     if (!functions) throw new Error('functions unavailable');

@@ -13,6 +13,7 @@ import { Command } from 'commander';
 import pino from 'pino';
 import { CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL } from '../common/xds';
 import { startControlPlane } from '../infra/local/control-plane/control-plane';
+import { localStreamsPerPeer } from '../infra/local/system/gateway';
 import { InMemoryRouteSource } from '../infra/local/control-plane/route-source';
 import { Fleet, type SimEnvoy } from '../infra/local/envoys';
 import { startRelay, NOOP_RELAY_OBSERVER } from '../xds-gateway/relay';
@@ -83,7 +84,7 @@ function acceptedWith(fleet: Fleet, envoy: SimEnvoy, typeUrl: string, name: stri
 export async function runMode(mode: 'direct' | 'relay', options: GatewayBenchOptions): Promise<ModeResult> {
   const routes = source(8000);
   const controlPlane = await startControlPlane({ port: 0, replicaId: `bench-${mode}`, source: routes, holdoffMs: 10, holdoffMaxMs: 50, logger });
-  const relay = mode === 'relay' ? await startRelayChild(controlPlane.address) : undefined;
+  const relay = mode === 'relay' ? await startRelayChild(controlPlane.address, options.envoys) : undefined;
   const target = relay === undefined ? controlPlane.address : `127.0.0.1:${relay.port}`;
   const fleet = new Fleet({ target, channels: options.channels, logger });
   try {
@@ -141,8 +142,8 @@ interface RelayChild {
 }
 
 /** Starts the relay in a child process (this file with --relay-child) so its memory is its own. */
-async function startRelayChild(upstream: string): Promise<RelayChild> {
-  const child: ChildProcess = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', __filename, '--relay-child', upstream], {
+async function startRelayChild(upstream: string, envoys: number): Promise<RelayChild> {
+  const child: ChildProcess = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', __filename, '--relay-child', upstream, String(envoys)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const lines: Interface = createInterface({ input: child.stdout as NodeJS.ReadableStream });
@@ -166,7 +167,7 @@ async function startRelayChild(upstream: string): Promise<RelayChild> {
   };
 }
 
-async function relayChildMain(upstream: string): Promise<void> {
+async function relayChildMain(upstream: string, envoys: number): Promise<void> {
   const relay = await startRelay({
     listen: { host: '127.0.0.1', port: 0 },
     upstream: { target: upstream, ads: true },
@@ -175,7 +176,9 @@ async function relayChildMain(upstream: string): Promise<void> {
     observer: NOOP_RELAY_OBSERVER,
     clock: { now: () => Date.now() },
     logger,
-    limits: { maxMessageBytes: 4 * 1024 * 1024 },
+    // The whole fleet connects from 127.0.0.1: the per-address cap must admit all of it, as the
+    // local system's does, or the bench measures 256 Envoys and a reconnection storm.
+    limits: { maxMessageBytes: 4 * 1024 * 1024, maxStreamsPerPeer: localStreamsPerPeer(envoys) },
   });
   console.log(JSON.stringify({ port: relay.port }));
   const commands = createInterface({ input: process.stdin });
@@ -191,7 +194,7 @@ async function relayChildMain(upstream: string): Promise<void> {
 }
 
 export async function run(argv: string[]): Promise<void> {
-  if (argv[0] === '--relay-child' && argv[1] !== undefined) return relayChildMain(argv[1]);
+  if (argv[0] === '--relay-child' && argv[1] !== undefined) return relayChildMain(argv[1], positiveInteger(argv[2] ?? ''));
   const program = new Command()
     .name('bench gateway')
     .option('--envoys <n>', 'simulated Envoys', positiveInteger, 1000)

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { parseGatewayConfig } from '../../../xds-gateway/ops/config';
 import { startGateway, type Gateway } from '../../../xds-gateway/ops/gateway';
+import { DEFAULT_RELAY_LIMITS } from '../../../xds-gateway/relay';
 import { waitUntilReady, watchStderr } from '../child-process';
 import type { Component } from './component';
 
@@ -56,12 +57,28 @@ export interface GatewayComponentOptions {
   lineageHeartbeatMs?: number;
   /** `--queue-high-water` (default: the gateway's own). */
   queueHighWater?: number;
+  /** Envoys and real xDS clients the system connects: sizes `--max-streams-per-peer` (localStreamsPerPeer). */
+  clients: number;
   /**
    * PROGRESS with demoted Envoy states (--progress, --state-writes class-changes), judged by the
    * functions' TTL and REQUIRED_TYPE_URLS (given here, as the functions component has them).
    */
   progress?: { envoyTtlMs: number; requiredTypeUrls: readonly string[] };
   logger: Logger;
+}
+
+/**
+ * The gateway's `--max-streams-per-peer` for a local system of `clients` Envoys and real xDS clients.
+ *
+ * Why: every local client connects from 127.0.0.1, while the cap (256 by default) is sized for one
+ * pod's address in a cluster. Left at the default, a local fleet of more than 256 would have 256
+ * streams served and the rest refused and retried for ever: the denominator, every figure of the
+ * e2e bench and the soak would then be of 256 Envoys plus a reconnection storm. Each client holds
+ * one ADS stream; the factor 2 covers a reconnection whose old stream the gateway has not yet seen
+ * close, so a client is never refused for its own earlier stream.
+ */
+export function localStreamsPerPeer(clients: number): number {
+  return Math.max(DEFAULT_RELAY_LIMITS.maxStreamsPerPeer, 2 * clients + 16);
 }
 
 export async function startGatewayComponent(opts: GatewayComponentOptions): Promise<GatewayComponent> {
@@ -92,6 +109,7 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
           'leader-targets': JSON.stringify(opts.barrier.leaderTargets),
           ...(opts.barrier.leaderSettleMs === undefined ? {} : { 'leader-settle-ms': String(opts.barrier.leaderSettleMs) }),
         }),
+    'max-streams-per-peer': String(localStreamsPerPeer(opts.clients)),
     'flush-interval-ms': '50',
     'lineage-heartbeat-ms': String(opts.lineageHeartbeatMs ?? 5000),
     'envoy-heartbeat-ms': String(opts.envoyHeartbeatMs ?? 30_000),

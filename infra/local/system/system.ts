@@ -216,6 +216,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
           envoyHeartbeatMs: localEnvoyHeartbeatMs(options.envoyTtlMs),
           lineageHeartbeatMs: Math.min(5000, Math.floor(options.envoyTtlMs / 4)),
           ...(options.gatewayQueueHighWater === undefined ? {} : { queueHighWater: options.gatewayQueueHighWater }),
+          clients: options.envoys + options.grpcClients,
           ...(options.progressPath ? { progress: { envoyTtlMs: options.envoyTtlMs, requiredTypeUrls: DEFAULT_REQUIRED_TYPE_URLS } } : {}),
           logger,
         }),
