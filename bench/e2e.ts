@@ -23,6 +23,7 @@ import { startConditionWatch } from './support/condition-watch';
 import { meanWriteLatencyMs, storeWriteTotals, type StoreWriteTotals } from './support/gateway-metrics';
 import { CHILD_PROCESSES, cpuPercentBetween, cpuSecondsNow, processCpuSeconds, processRssMiB, type ChildPids, type ProcessCpuPercent } from './support/proc';
 import { round, summarize, waitFor, type Summary } from './support/stats';
+import { requireWholeFleet } from './support/whole-fleet';
 import { measureWriteCeiling, type WriteCeilingResult } from './write-ceiling';
 import { nonNegativeInteger, positiveInteger } from './support/args';
 import { withScaleFigures } from './support/scale-figures';
@@ -182,23 +183,6 @@ export function meanCpuBetween(timeline: E2eResult['timeline'], fromMs: number, 
 async function lastAcks(system: LocalSystem<'child' | 'inline'>, names: ReadonlySet<string>, since: number): Promise<{ lastAck: Map<string, number>; acks: number }> {
   const { lastAck, acks } = await system.fleet.queries.lastAcks([...names], since);
   return { lastAck: new Map(Object.entries(lastAck)), acks };
-}
-
-/**
- * Waits until the fleet's own ground truth has all `envoys` configured (every one accepted each of
- * the four types), and throws with the gateway's stream refusals otherwise.
- */
-async function requireWholeFleet(system: LocalSystem<'inline' | 'child'>, envoys: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let configured = await system.fleet.queries.configuredCount();
-  while (configured < envoys && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    configured = await system.fleet.queries.configuredCount();
-  }
-  if (configured >= envoys) return;
-  const metrics = system.gateway === undefined ? '' : await fetch(system.gateway.metricsUrl).then((r) => r.text(), () => '');
-  const refused = metrics.split('\n').filter((line) => line.startsWith('xds_programmed_gateway_streams_refused_total{') && !line.endsWith(' 0'));
-  throw new Error(`only ${configured} of ${envoys} simulated Envoys hold all four types after ${timeoutMs} ms; gateway refusals: ${refused.join(', ') || 'none'}`);
 }
 
 /** The gateway's state-write totals from its /metrics; undefined (and logged) if they cannot be read. */

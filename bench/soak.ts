@@ -39,6 +39,7 @@ import { startEdsChurn, startSpecChanges, type SpecChange } from './support/soak
 import { sampleRss, summarizeRss, type ProcessRssSummary, type RssSample, type SoakProcessName } from './support/soak-rss';
 import { trueWriteJudge, type SoakViolation, type TrueChecks } from './support/soak-true-check';
 import { round, summarize, type Summary } from './support/stats';
+import { requireWholeFleet } from './support/whole-fleet';
 
 export interface SoakOptions {
   minutes: number;
@@ -161,6 +162,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       return current !== undefined && current.condition.status === 'True' && current.condition.observedGeneration >= generation;
     };
     await waitUntil(() => names.every((name) => isTrueAt(name, 1)), options.startTimeoutMs, 'every object True at generation 1');
+    await requireWholeFleet(system, options.envoys, options.startTimeoutMs);
     const initialConvergenceMs = Date.now() - startedAt;
 
     const soakStart = Date.now();

@@ -33,7 +33,7 @@ describe('a local fleet larger than the default per-address stream cap', () => {
     await eventually(async () => (await system.fleet.queries.configuredCount()) === ENVOYS || undefined, `all ${ENVOYS} Envoys hold all four types`);
     const condition = await eventually(async () => {
       const found = await conditionOf(system.kube.url, system.options.conditionType, 'sample-0');
-      return found?.status === 'True' && found.message.includes(`${ENVOYS}/${ENVOYS}`) ? found : undefined;
+      return found?.status === 'True' && found.message?.includes(`${ENVOYS}/${ENVOYS}`) === true ? found : undefined;
     }, `sample-0 True over ${ENVOYS} Envoys`);
     expect(condition.observedGeneration).toBe(1);
     const metrics = await (await fetch(system.gateway?.metricsUrl ?? '')).text();

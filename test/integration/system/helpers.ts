@@ -69,6 +69,7 @@ export function isAlive(pid: number): boolean {
 export interface TrackedCondition {
   type: string;
   status: string;
+  message?: string;
   observedGeneration?: number;
 }
 
