@@ -1,14 +1,20 @@
-// Encodes each SotW resource list once, however many streams it goes to.
+// Encodes each SotW resource once, and each resource list once, however many streams they go to.
 //
-// Why: a wildcard SotW response carries a type's whole resource list (xDS protocol, "State of the
-// World": every response is the complete set), and grpc-js serializes every `call.write` on its own.
-// With 1,000 Envoys on a 1,000-resource group that is 1,000 protobufjs encodings of the same ~360 KB
-// per type and change (≈0.8 ms each on this machine), i.e. seconds of CPU per push. go-control-plane
-// does the same thing once: a snapshot's resources are marshalled when the snapshot is set and the
-// bytes reused for every stream. Here the relay hands every wildcard subscriber the same cached array
-// (TypeSnapshot.anyList), so the encoded bytes of `resources` (field 2) are kept per array in a
-// WeakMap (freed with the array) and each response only encodes its few per-stream fields (nonce,
-// version) around them.
+// Why: a SotW response carries a type's whole resource list, or the whole list of names a stream
+// subscribed to (xDS protocol, "State of the World"), and grpc-js serializes every `call.write` on its
+// own. With 1,000 Envoys on a 1,000-resource group that is 1,000 protobufjs encodings of the same
+// ~360 KB per type and change (≈0.8 ms each on this machine), i.e. seconds of CPU per push.
+// go-control-plane marshals a snapshot's resources once, when the snapshot is set, and reuses the
+// bytes for every stream; this does the same at two levels:
+// - each resource (the cache's Any object, kept while its bytes are unchanged: type-cache.ts) is
+//   encoded once, as its `resources` (field 2) entry, in a WeakMap freed with the object. A list is
+//   the concatenation of its entries' bytes: a protobuf repeated message field is exactly its
+//   elements' tag-length-value entries in order, so the bytes equal protobufjs's for the whole list.
+//   Envoys subscribe to EDS and RDS by name, so every stream may ask a different subset: a subset
+//   costs a copy of bytes, not an encoding;
+// - each list (the same array handed to many streams: TypeSnapshot.anyList for wildcard subscribers,
+//   GroupCache.namedList for the same names) keeps its concatenated bytes, and each response only
+//   encodes its few per-stream fields (nonce, version) around them.
 //
 // Streams that got the same responses so far also share the per-stream fields (the nonce is a per-stream
 // counter), so a whole response is kept per (list, version, type, nonce) and handed out again (at most
@@ -29,8 +35,10 @@ const RESOURCES_FIELD = 'resources';
 export interface ResponseEncodingStats {
   /** Responses serialized. */
   responses: number;
-  /** Resource lists encoded (a shared list is encoded once for all the responses that carry it). */
+  /** Resource lists assembled (a shared list is assembled once for all the responses that carry it). */
   resourceListEncodings: number;
+  /** Resources encoded (each once while its cache entry lives, whatever lists carry it). */
+  resourceEncodings: number;
   /** Responses whose whole encoding was reused: same list and same per-stream fields (nonce included). */
   responsesReused: number;
 }
@@ -51,8 +59,10 @@ export class SotwResponseEncoder {
   private readonly headFields: readonly string[];
   private readonly tailFields: readonly string[];
   private readonly encodedLists = new WeakMap<readonly AnyResource[], EncodedList>();
+  private readonly encodedResources = new WeakMap<AnyResource, Buffer>();
   private responses = 0;
   private resourceListEncodings = 0;
+  private resourceEncodings = 0;
   private responsesReused = 0;
 
   constructor() {
@@ -85,7 +95,7 @@ export class SotwResponseEncoder {
   };
 
   stats(): ResponseEncodingStats {
-    return { responses: this.responses, resourceListEncodings: this.resourceListEncodings, responsesReused: this.responsesReused };
+    return { responses: this.responses, resourceListEncodings: this.resourceListEncodings, resourceEncodings: this.resourceEncodings, responsesReused: this.responsesReused };
   }
 
   private encodedList(resources: readonly AnyResource[]): EncodedList | undefined {
@@ -93,8 +103,19 @@ export class SotwResponseEncoder {
     const cached = this.encodedLists.get(resources);
     if (cached !== undefined) return cached;
     this.resourceListEncodings += 1;
-    const encoded: EncodedList = { bytes: Buffer.from(this.type.encode(this.type.fromObject({ [RESOURCES_FIELD]: resources })).finish()), responses: new Map() };
+    const entries = resources.map((resource) => this.encodedResource(resource));
+    const encoded: EncodedList = { bytes: entries.length === 1 ? (entries[0] ?? EMPTY) : Buffer.concat(entries), responses: new Map() };
     this.encodedLists.set(resources, encoded);
+    return encoded;
+  }
+
+  /** One resource's `resources` entry (tag, length, Any), encoded once per resource object. */
+  private encodedResource(resource: AnyResource): Buffer {
+    const cached = this.encodedResources.get(resource);
+    if (cached !== undefined) return cached;
+    this.resourceEncodings += 1;
+    const encoded = Buffer.from(this.type.encode(this.type.fromObject({ [RESOURCES_FIELD]: [resource] })).finish());
+    this.encodedResources.set(resource, encoded);
     return encoded;
   }
 

@@ -139,15 +139,12 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
     const namesKey = state.namesKey;
     const due = state.needsResponse || snapshot.seq !== state.sentSeq || namesKey !== state.sentNamesKey;
     if (!due) return;
-    const resources = state.wildcard
-      ? snapshot.anyList
-      : [...state.names].flatMap((name) => {
-          const cached = snapshot.resources.get(name);
-          return cached === undefined ? [] : [cached.resource];
-        });
+    // Shared arrays (every wildcard subscriber's, or every subscriber's of the same names) are encoded
+    // once for all the streams they go to (response-encoding.ts).
+    const resources = state.wildcard ? snapshot.anyList : stream.group.cache.namedList(typeUrl, namesKey, state.names);
     const nonce = this.nextNonce();
     const version = snapshot.version;
-    // The cached array is shared by every wildcard subscriber; serialization does not mutate it.
+    // The cached array is shared by other subscribers; serialization does not mutate it.
     const response: DiscoveryResponse = { version_info: version, resources: resources as AnyResource[], type_url: typeUrl, nonce };
     state.record = recordSent(state.record, { nonce, version });
     state.pending = true;

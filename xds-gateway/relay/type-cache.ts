@@ -38,10 +38,19 @@ export interface ApplyResult {
 
 export const DEFAULT_TYPE_HISTORY = DEFAULT_MAX_HISTORY;
 
+/**
+ * Most distinct name sets whose lists are kept per type and seq. Envoys of one group ask for the same
+ * EDS and RDS names, so a handful are shared by the whole fleet; a client churning names makes new
+ * sets, so the memo is bounded (past it a list is built per request, as before the memo).
+ */
+const MAX_NAMED_LISTS_PER_TYPE = 256;
+
 export class GroupCache {
   private currentSeqValue = 0;
   private readonly types = new Map<string, TypeSnapshot>();
   private readonly history = new Map<string, readonly number[]>();
+  /** Per type, for its current snapshot only: name-set key → that subset of `anyList`. */
+  private readonly namedLists = new Map<string, Map<string, readonly AnyResource[]>>();
 
   constructor(
     readonly group: string,
@@ -55,6 +64,38 @@ export class GroupCache {
 
   snapshot(typeUrl: string): TypeSnapshot | undefined {
     return this.types.get(typeUrl);
+  }
+
+  /**
+   * The resources of `typeUrl`'s current snapshot named in `names`, in the snapshot's order: the same
+   * array for every caller with the same `namesKey` (a key of the name set) until the type changes, so
+   * the response encoder builds the list once for all of them (response-encoding.ts).
+   */
+  namedList(typeUrl: string, namesKey: string, names: ReadonlySet<string>): readonly AnyResource[] {
+    const snapshot = this.types.get(typeUrl);
+    if (snapshot === undefined) return [];
+    let lists = this.namedLists.get(typeUrl);
+    const memo = lists?.get(namesKey);
+    if (memo !== undefined) return memo;
+    const list: AnyResource[] = [];
+    if (names.size * 4 < snapshot.resources.size) {
+      // Few names of many resources: look each up, then restore the snapshot's order.
+      const wanted = [...names].flatMap((name) => {
+        const cached = snapshot.resources.get(name);
+        return cached === undefined ? [] : [cached];
+      });
+      const order = new Map([...snapshot.resources.keys()].map((name, index) => [name, index] as const));
+      wanted.sort((a, b) => (order.get(a.name) ?? 0) - (order.get(b.name) ?? 0));
+      for (const cached of wanted) list.push(cached.resource);
+    } else {
+      for (const [name, cached] of snapshot.resources) if (names.has(name)) list.push(cached.resource);
+    }
+    if (lists === undefined) {
+      lists = new Map();
+      this.namedLists.set(typeUrl, lists);
+    }
+    if (lists.size < MAX_NAMED_LISTS_PER_TYPE) lists.set(namesKey, list);
+    return list;
   }
 
   typeUrls(): string[] {
@@ -94,6 +135,7 @@ export class GroupCache {
       // An unchanged resource keeps its seq, so Delta clients are not sent it again.
       resources.set(name, old !== undefined && sameAny(old.resource, resource) ? old : { name, resource, seq, version });
     }
+    this.namedLists.delete(typeUrl);
     this.types.set(typeUrl, {
       typeUrl,
       hasData: true,

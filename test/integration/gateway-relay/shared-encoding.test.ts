@@ -1,6 +1,6 @@
-// The relay encodes a wildcard SotW resource list once per version, not once per stream
-// (xds-gateway/relay/response-encoding.ts), and the bytes it sends are exactly what the loader's own
-// serializer produces.
+// The relay encodes each SotW resource once, and each resource list (wildcard, or the same names)
+// once per version, not once per stream (xds-gateway/relay/response-encoding.ts), and the bytes it
+// sends are exactly what the loader's own serializer produces.
 import { ADS_SERVICE, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL, serviceDefinition, type DiscoveryResponse } from '../../../common/xds';
 import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import type { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
@@ -28,10 +28,21 @@ describe('SotwResponseEncoder (pure)', () => {
   it('encodes a shared list once and a different list again', () => {
     const encoder = new SotwResponseEncoder();
     for (let nonce = 1; nonce <= 10; nonce++) encoder.encode({ version_info: 'v1', resources, type_url: CLUSTER_TYPE_URL, nonce: String(nonce) });
-    expect(encoder.stats()).toEqual({ responses: 10, resourceListEncodings: 1, responsesReused: 0 });
-    // Equal content in another array is another list (the relay shares by identity, per cache version).
+    expect(encoder.stats()).toEqual({ responses: 10, resourceListEncodings: 1, resourceEncodings: 5, responsesReused: 0 });
+    // Equal content in another array is another list (the relay shares by identity, per cache version),
+    // assembled from the resources already encoded.
     encoder.encode({ version_info: 'v2', resources: [...resources], type_url: CLUSTER_TYPE_URL, nonce: '11' });
-    expect(encoder.stats()).toEqual({ responses: 11, resourceListEncodings: 2, responsesReused: 0 });
+    expect(encoder.stats()).toEqual({ responses: 11, resourceListEncodings: 2, resourceEncodings: 5, responsesReused: 0 });
+  });
+
+  it('encodes each resource once, whatever subsets carry it, with the loader\'s bytes', () => {
+    const encoder = new SotwResponseEncoder();
+    const subsets = [[0, 1, 2], [2, 3], [4], [0, 1, 2, 3, 4], [3, 1], []];
+    for (const [index, subset] of subsets.entries()) {
+      const response: DiscoveryResponse = { version_info: 'v1', resources: subset.flatMap((k) => resources.slice(k, k + 1)), type_url: CLUSTER_TYPE_URL, nonce: String(index) };
+      expect(encoder.encode(response).equals(loaderSerialize(response))).toBe(true);
+    }
+    expect(encoder.stats()).toMatchObject({ responses: 6, resourceListEncodings: 5, resourceEncodings: 5 });
   });
 
   it('reuses a whole response for streams at the same nonce, and only then', () => {
@@ -106,5 +117,41 @@ describe('relay response encoding across streams', () => {
     expect(encodings).toBeLessThanOrEqual(2 * TYPES.length);
     expect(encodings * 10).toBeLessThan(responses);
     for (const envoy of envoys) expect([...envoy.heldResources(CLUSTER_TYPE_URL).keys()].some((name) => name.includes('second'))).toBe(true);
+  });
+
+  it('builds each named list once per version for twenty Envoy-model streams (EDS and RDS by name), and encodes each resource once', async () => {
+    const envoys = fleet.addMany(20, {
+      transport: 'ads',
+      protocol: 'sotw',
+      subscriptions: TYPES.map((typeUrl) => ({ typeUrl })),
+      subscriptionModel: 'envoy',
+      node: (index) => ({ id: `named-${index}`, cluster: 'named' }),
+    });
+    fleet.connectAll();
+    const allAtVersion = (): boolean => {
+      const versions = new Set(envoys.map((envoy) => TYPES.map((typeUrl) => envoy.acceptedVersion(typeUrl) ?? '').join('|')));
+      return versions.size === 1 && !envoys.some((envoy) => TYPES.some((typeUrl) => envoy.acceptedVersion(typeUrl) === undefined));
+    };
+    await eventually(allAtVersion, 'every Envoy ACKed every type');
+    const named = (envoy: (typeof envoys)[number]): number => envoy.heldResources(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL).size + envoy.heldResources(ROUTE_CONFIGURATION_TYPE_URL).size;
+    expect(named(envoys[0] ?? envoys[1]!)).toBeGreaterThan(0);
+    const before = relay.responseEncoding();
+    const cdsBefore = envoys[0]?.acceptedVersion(CLUSTER_TYPE_URL);
+    source.applyEndpoints(endpointsOf('third', '10.0.0.3', 8082));
+    source.applyProxy(httpProxy('third', 'third.example.com', 8082));
+    await eventually(() => allAtVersion() && envoys[0]?.acceptedVersion(CLUSTER_TYPE_URL) !== cdsBefore && envoys.every((envoy) => [...envoy.heldResources(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL).keys()].some((name) => name.includes('third'))), 'every Envoy holds the new endpoints');
+    const after = relay.responseEncoding();
+    const responses = after.responses - before.responses;
+    const lists = after.resourceListEncodings - before.resourceListEncodings;
+    const resourceEncodings = after.resourceEncodings - before.resourceEncodings;
+    expect(responses).toBeGreaterThanOrEqual(20 * 3);
+    // Every stream asks the same EDS and RDS names: a list per type, version and name set, not per stream.
+    expect(lists * 5).toBeLessThan(responses);
+    // Each changed resource encoded once per node group (this one and the wildcard one of the test
+    // above, which gets the change too), not per stream: per stream the named lists alone would be
+    // 20 × (EDS + RDS names) encodings.
+    const held = TYPES.reduce((sum, typeUrl) => sum + (envoys[0]?.heldResources(typeUrl).size ?? 0), 0);
+    expect(resourceEncodings).toBeLessThanOrEqual(2 * held);
+    expect(20 * named(envoys[0] ?? envoys[1]!)).toBeGreaterThan(2 * held);
   });
 });
