@@ -69,6 +69,11 @@ export interface ProgressBuildInput {
   policy: Pick<ConvergencePolicy, 'ttlMs' | 'ackTimeoutMs'>;
   /** Members listed by summary (default and most: MAX_PROGRESS_LISTED). */
   maxListed?: number;
+  /**
+   * `memberFromEnvoyState(state, requiredTypeUrls)`, for a caller that keeps each state's member from
+   * when the state arrived (the gateway builds this item often, from mostly unchanged states).
+   */
+  memberOf?: (state: EnvoyState) => Member;
 }
 
 interface RawTally {
@@ -198,7 +203,7 @@ export function progressFromStates(input: ProgressBuildInput): LineageProgress {
   let incarnations = 0;
   for (const state of latestPerNode(input.states)) {
     if (state.lineage !== lineage) continue;
-    const member = memberFromEnvoyState(state, input.requiredTypeUrls);
+    const member = input.memberOf === undefined ? memberFromEnvoyState(state, input.requiredTypeUrls) : input.memberOf(state);
     // Judged at the heartbeat this item carries, which vouches for CONNECTED members as in evaluation.
     if (!isLiveMember(member, heartbeatAt, policy.ttlMs, undefined, heartbeatAt)) continue;
     members++;

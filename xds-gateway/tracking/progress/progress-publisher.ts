@@ -23,6 +23,7 @@ import {
   type EnvoyState,
   type LineageProgress,
   type LineageWatermark,
+  type Member,
   type ProgressStore,
 } from '../../../common/core';
 import { describeError } from '../../../common/describe-error';
@@ -65,6 +66,12 @@ interface LineageEntry {
   counted: Map<string, CountedEnvoy>;
   /** Each member's programmedThrough as evaluation sees it (Member.t), for `behind`. */
   through: Map<string, number>;
+  /**
+   * Each member's summary (core memberFromEnvoyState of its state in `members`), built once when the
+   * state arrives: a build reads every member, and summarising each on every build was most of the
+   * publisher's CPU at 1,000 Envoys (docs/bench/README.md).
+   */
+  summaries: Map<string, Member>;
   /** Open watermarks by seq: at most MAX_PROGRESS_ANCHORS, so every one is an anchor. */
   watermarks: Map<number, LineageWatermark>;
   /** Per open watermark seq: members whose programmedThrough is below it. */
@@ -125,7 +132,9 @@ export class ProgressPublisher {
     const state: EnvoyState = { ...tracked, incarnation: counted.incarnation };
     const previous = entry.members.get(state.nodeId);
     entry.members.set(state.nodeId, state);
-    const t = memberFromEnvoyState(state, this.options.requiredTypeUrls).t;
+    const member = memberFromEnvoyState(state, this.options.requiredTypeUrls);
+    entry.summaries.set(state.nodeId, member);
+    const t = member.t;
     const before = entry.through.get(state.nodeId);
     entry.through.set(state.nodeId, t);
     for (const seq of entry.watermarks.keys()) {
@@ -194,7 +203,7 @@ export class ProgressPublisher {
   private entry(lineage: string): LineageEntry {
     let entry = this.lineages.get(lineage);
     if (entry === undefined) {
-      entry = { members: new Map(), counted: new Map(), through: new Map(), watermarks: new Map(), behind: new Map(), written: undefined, writtenAt: undefined, storedV: 0, dirty: false, dueAt: undefined };
+      entry = { members: new Map(), counted: new Map(), through: new Map(), summaries: new Map(), watermarks: new Map(), behind: new Map(), written: undefined, writtenAt: undefined, storedV: 0, dirty: false, dueAt: undefined };
       this.lineages.set(lineage, entry);
     }
     return entry;
@@ -207,6 +216,7 @@ export class ProgressPublisher {
     entry.members.delete(nodeId);
     entry.counted.delete(nodeId);
     entry.through.delete(nodeId);
+    entry.summaries.delete(nodeId);
     if (t !== undefined) for (const seq of entry.watermarks.keys()) if (t < seq) entry.behind.set(seq, (entry.behind.get(seq) ?? 1) - 1);
     this.markDirty(entry, true);
   }
@@ -258,6 +268,10 @@ export class ProgressPublisher {
         openWatermarks: [...entry.watermarks.values()],
         requiredTypeUrls: this.options.requiredTypeUrls,
         policy: this.options.policy,
+        memberOf: (state) => {
+          const summary = entry.summaries.get(state.nodeId);
+          return summary !== undefined && entry.members.get(state.nodeId) === state ? summary : memberFromEnvoyState(state, this.options.requiredTypeUrls);
+        },
       });
       const due = progressWriteDue(entry.written, entry.writtenAt, next, this.timing);
       if (due.kind === 'at' && due.at > now) {
