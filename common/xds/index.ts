@@ -4,3 +4,4 @@ export * from './types';
 export * from './protos';
 export * from './client';
 export * from './provenance';
+export * from './requested-names';

@@ -22,7 +22,7 @@
 //   sends empty names.
 import * as grpc from '@grpc/grpc-js';
 import { classifyRequest, recordAnswered, recordSent, type SentRecord } from '../../common/core';
-import type { AnyResource, DiscoveryRequest, DiscoveryResponse, ResourceTypeUrl } from '../../common/xds';
+import { sameRequestedNames, type AnyResource, type DiscoveryRequest, type DiscoveryResponse, type ResourceTypeUrl } from '../../common/xds';
 import { checkNames, checkTypeCount, DownstreamStream, notify, requestTypeUrl, sotwRequestSchema, type RelayContext } from './downstream-common';
 import { RequestError } from './request-error';
 
@@ -30,6 +30,8 @@ interface SotwTypeState {
   legacyWildcard: boolean;
   wildcard: boolean;
   names: ReadonlySet<string>;
+  /** resource_names of the request `names` was built from: an identical request rebuilds nothing. */
+  requestedNames: readonly string[];
   /** Subscription key of wildcard/names, kept in step with them (maybeSend runs on every cache change). */
   namesKey: string;
   /** Subscription key of the last response sent (to resend on a subscription change only). */
@@ -94,6 +96,7 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
         legacyWildcard,
         wildcard,
         names: nameSet,
+        requestedNames: names,
         namesKey: namesKeyOf(wildcard, nameSet),
         sentNamesKey: undefined,
         record: undefined,
@@ -103,10 +106,11 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
       };
       this.types.set(typeUrl, state);
       group.subscribe(typeUrl, this);
-    } else {
+    } else if (!sameRequestedNames(state.requestedNames, names)) {
       if (names.length > 0) state.legacyWildcard = false;
       state.wildcard = state.legacyWildcard || names.includes('*');
       state.names = new Set(names.filter((name) => name !== '*'));
+      state.requestedNames = names;
       state.namesKey = namesKeyOf(state.wildcard, state.names);
     }
 

@@ -1,0 +1,19 @@
+// sameRequestedNames decides when the relay and the tracker may keep what they built from a SotW
+// request's names: only an identical list, in the same order, qualifies.
+import { sameRequestedNames } from '../../../common/xds';
+
+describe('sameRequestedNames', () => {
+  it.each<[string, readonly string[] | undefined, readonly string[], boolean]>([
+    ['no earlier request', undefined, [], false],
+    ['both empty (wildcard)', [], [], true],
+    ['the same names', ['a', 'b'], ['a', 'b'], true],
+    ['a name added', ['a'], ['a', 'b'], false],
+    ['a name removed', ['a', 'b'], ['a'], false],
+    ['a name replaced', ['a', 'b'], ['a', 'c'], false],
+    ['the same names reordered (rebuilt: order is not compared as a set)', ['a', 'b'], ['b', 'a'], false],
+    ['a duplicate instead of a name', ['a', 'b'], ['a', 'a'], false],
+    ['the wildcard name added', ['a'], ['a', '*'], false],
+  ])('%s', (_case, previous, next, same) => {
+    expect(sameRequestedNames(previous, next)).toBe(same);
+  });
+});
