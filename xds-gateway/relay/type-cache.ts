@@ -77,19 +77,9 @@ export class GroupCache {
     let lists = this.namedLists.get(typeUrl);
     const memo = lists?.get(namesKey);
     if (memo !== undefined) return memo;
+    // Built once per type, seq and name set (memoised below), so one pass over the snapshot is cheap.
     const list: AnyResource[] = [];
-    if (names.size * 4 < snapshot.resources.size) {
-      // Few names of many resources: look each up, then restore the snapshot's order.
-      const wanted = [...names].flatMap((name) => {
-        const cached = snapshot.resources.get(name);
-        return cached === undefined ? [] : [cached];
-      });
-      const order = new Map([...snapshot.resources.keys()].map((name, index) => [name, index] as const));
-      wanted.sort((a, b) => (order.get(a.name) ?? 0) - (order.get(b.name) ?? 0));
-      for (const cached of wanted) list.push(cached.resource);
-    } else {
-      for (const [name, cached] of snapshot.resources) if (names.has(name)) list.push(cached.resource);
-    }
+    for (const [name, cached] of snapshot.resources) if (names.has(name)) list.push(cached.resource);
     if (lists === undefined) {
       lists = new Map();
       this.namedLists.set(typeUrl, lists);

@@ -34,7 +34,6 @@ import type {
   UpstreamStateEvent,
   UpstreamStateName,
 } from '../relay/observer';
-import { sameRequestedNames } from '../../common/xds';
 import { lineageStateFor, recordTypeChange } from './lineage-mirror';
 import { addsNames, firstMissing, nextSubscription, ReferenceHistory, REFERENCE_EDGES, unionOf, type Subscription } from './subscription-references';
 import type { NackAttributor } from './nack-attribution';
@@ -75,11 +74,6 @@ interface StreamInfo {
   types: Set<string>;
   /** Per type: the names this stream subscribes to (subscription-references.ts). */
   subscriptions: Map<string, Subscription>;
-  /**
-   * Per type: the resource names of the request its subscription was built from. An identical
-   * request keeps the same Subscription object, so the reference checks memoised on it stay valid.
-   */
-  requested: Map<string, readonly string[]>;
 }
 
 /** The last reference check of one child type, reused while its inputs are the same objects. */
@@ -195,7 +189,7 @@ export class EnvoyTracker implements RelayObserver {
   // RelayObserver
 
   streamOpened(e: StreamOpenedEvent): void {
-    this.streams.set(e.streamId, { nodeId: e.node.nodeId, group: e.group, lineage: e.lineage, protocol: e.protocol, types: new Set(), subscriptions: new Map(), requested: new Map() });
+    this.streams.set(e.streamId, { nodeId: e.node.nodeId, group: e.group, lineage: e.lineage, protocol: e.protocol, types: new Set(), subscriptions: new Map() });
     this.ensureLineage(e.lineage, e.group, e.at);
     const tracked = this.envoys.get(e.node.nodeId);
     if (tracked === undefined) {
@@ -468,10 +462,9 @@ export class EnvoyTracker implements RelayObserver {
     const kind = e.classification.kind;
     if (stream.protocol === 'sotw' && (kind === 'stale' || kind === 'unknownNonce')) return false;
     const previous = stream.subscriptions.get(e.typeUrl);
-    if (previous !== undefined && sameRequestedNames(stream.requested.get(e.typeUrl), e.resourceNames)) return false;
     const next = nextSubscription(previous, e.resourceNames, stream.protocol);
+    if (next === previous) return false;
     stream.subscriptions.set(e.typeUrl, next);
-    stream.requested.set(e.typeUrl, e.resourceNames);
     return addsNames(previous, next);
   }
 

@@ -13,6 +13,7 @@
 //   type's recent versions (from the relay's upstreamApplied, decoded once per distinct resource bytes).
 import type { Lineage } from '../../common/core';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../common/core';
+import { sameRequestedNames } from '../../common/xds';
 import { cachedReferencesOf, virtualHostFor, type ReferencedType, type ResourceReferences } from '../../common/xds/references';
 
 export interface Subscription {
@@ -20,15 +21,20 @@ export interface Subscription {
   /** SotW: the stream started with empty names (legacy wildcard), and stays wildcard while it sends none. */
   legacyWildcard: boolean;
   names: ReadonlySet<string>;
+  /** The request's resource names it was built from (absent for a union of several streams'). */
+  requested?: readonly string[];
 }
 
 /** The subscription after a request carrying `resourceNames` (SotW: resource_names; Delta: the relay's post-request view). */
 export function nextSubscription(previous: Subscription | undefined, resourceNames: readonly string[], protocol: 'sotw' | 'delta'): Subscription {
+  // A client re-sends its whole list with every ACK: the same list gives the same subscription, and
+  // keeping the object keeps valid what callers memoise on it (the tracker's reference checks).
+  if (previous !== undefined && sameRequestedNames(previous.requested, resourceNames)) return previous;
   const names = new Set(resourceNames.filter((name) => name !== '*'));
   const star = resourceNames.includes('*');
-  if (protocol === 'delta') return { wildcard: star, legacyWildcard: false, names };
+  if (protocol === 'delta') return { wildcard: star, legacyWildcard: false, names, requested: resourceNames };
   const legacyWildcard = previous === undefined ? resourceNames.length === 0 : previous.legacyWildcard && resourceNames.length === 0;
-  return { wildcard: legacyWildcard || star, legacyWildcard, names };
+  return { wildcard: legacyWildcard || star, legacyWildcard, names, requested: resourceNames };
 }
 
 /** Whether `next` asks for a name `previous` did not (a wildcard covers every name). */

@@ -4,12 +4,18 @@
 import { ADS_SERVICE, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL, serviceDefinition, type DiscoveryResponse } from '../../../common/xds';
 import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import type { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
-import { Fleet } from '../../../infra/local/envoys';
+import { Fleet, type SimEnvoy } from '../../../infra/local/envoys';
 import type { Relay } from '../../../xds-gateway/relay';
 import { SotwResponseEncoder } from '../../../xds-gateway/relay/response-encoding';
 import { endpointsOf, eventually, httpProxy, newSource, RecordingObserver, startTestControlPlane, startTestRelay, testLogger } from './helpers';
 
 const TYPES = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL];
+
+/** Every Envoy has accepted every type, all at the same versions. */
+function allAtOneVersion(envoys: readonly SimEnvoy[]): boolean {
+  const versions = new Set(envoys.map((envoy) => TYPES.map((typeUrl) => envoy.acceptedVersion(typeUrl) ?? '').join('|')));
+  return versions.size === 1 && !envoys.some((envoy) => TYPES.some((typeUrl) => envoy.acceptedVersion(typeUrl) === undefined));
+}
 
 describe('SotwResponseEncoder (pure)', () => {
   const loaderSerialize = (serviceDefinition(ADS_SERVICE).StreamAggregatedResources as { responseSerialize: (value: DiscoveryResponse) => Buffer }).responseSerialize;
@@ -93,10 +99,7 @@ describe('relay response encoding across streams', () => {
       node: (index) => ({ id: `enc-${index}`, cluster: 'enc' }),
     });
     fleet.connectAll();
-    const allAtVersion = (): boolean => {
-      const versions = new Set(envoys.map((envoy) => TYPES.map((typeUrl) => envoy.acceptedVersion(typeUrl) ?? '').join('|')));
-      return versions.size === 1 && !envoys.some((envoy) => TYPES.some((typeUrl) => envoy.acceptedVersion(typeUrl) === undefined));
-    };
+    const allAtVersion = (): boolean => allAtOneVersion(envoys);
     await eventually(allAtVersion, 'every Envoy ACKed every type');
     const afterConnect = relay.responseEncoding();
     expect(afterConnect.responses).toBeGreaterThanOrEqual(20 * TYPES.length);
@@ -128,18 +131,17 @@ describe('relay response encoding across streams', () => {
       node: (index) => ({ id: `named-${index}`, cluster: 'named' }),
     });
     fleet.connectAll();
-    const allAtVersion = (): boolean => {
-      const versions = new Set(envoys.map((envoy) => TYPES.map((typeUrl) => envoy.acceptedVersion(typeUrl) ?? '').join('|')));
-      return versions.size === 1 && !envoys.some((envoy) => TYPES.some((typeUrl) => envoy.acceptedVersion(typeUrl) === undefined));
-    };
+    const allAtVersion = (): boolean => allAtOneVersion(envoys);
     await eventually(allAtVersion, 'every Envoy ACKed every type');
-    const named = (envoy: (typeof envoys)[number]): number => envoy.heldResources(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL).size + envoy.heldResources(ROUTE_CONFIGURATION_TYPE_URL).size;
-    expect(named(envoys[0] ?? envoys[1]!)).toBeGreaterThan(0);
+    const first = envoys[0];
+    if (first === undefined) throw new Error('no Envoy added');
+    const named = (): number => first.heldResources(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL).size + first.heldResources(ROUTE_CONFIGURATION_TYPE_URL).size;
+    expect(named()).toBeGreaterThan(0);
     const before = relay.responseEncoding();
-    const cdsBefore = envoys[0]?.acceptedVersion(CLUSTER_TYPE_URL);
+    const cdsBefore = first.acceptedVersion(CLUSTER_TYPE_URL);
     source.applyEndpoints(endpointsOf('third', '10.0.0.3', 8082));
     source.applyProxy(httpProxy('third', 'third.example.com', 8082));
-    await eventually(() => allAtVersion() && envoys[0]?.acceptedVersion(CLUSTER_TYPE_URL) !== cdsBefore && envoys.every((envoy) => [...envoy.heldResources(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL).keys()].some((name) => name.includes('third'))), 'every Envoy holds the new endpoints');
+    await eventually(() => allAtVersion() && first.acceptedVersion(CLUSTER_TYPE_URL) !== cdsBefore && envoys.every((envoy) => [...envoy.heldResources(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL).keys()].some((name) => name.includes('third'))), 'every Envoy holds the new endpoints');
     const after = relay.responseEncoding();
     const responses = after.responses - before.responses;
     const lists = after.resourceListEncodings - before.resourceListEncodings;
@@ -150,8 +152,8 @@ describe('relay response encoding across streams', () => {
     // Each changed resource encoded once per node group (this one and the wildcard one of the test
     // above, which gets the change too), not per stream: per stream the named lists alone would be
     // 20 × (EDS + RDS names) encodings.
-    const held = TYPES.reduce((sum, typeUrl) => sum + (envoys[0]?.heldResources(typeUrl).size ?? 0), 0);
+    const held = TYPES.reduce((sum, typeUrl) => sum + first.heldResources(typeUrl).size, 0);
     expect(resourceEncodings).toBeLessThanOrEqual(2 * held);
-    expect(20 * named(envoys[0] ?? envoys[1]!)).toBeGreaterThan(2 * held);
+    expect(20 * named()).toBeGreaterThan(2 * held);
   });
 });

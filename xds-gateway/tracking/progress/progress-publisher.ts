@@ -64,12 +64,11 @@ interface LineageEntry {
   members: Map<string, EnvoyState>;
   /** What was counted per node on this lineage (core envoy-count.ts): the members' incarnations. */
   counted: Map<string, CountedEnvoy>;
-  /** Each member's programmedThrough as evaluation sees it (Member.t), for `behind`. */
-  through: Map<string, number>;
   /**
    * Each member's summary (core memberFromEnvoyState of its state in `members`), built once when the
    * state arrives: a build reads every member, and summarising each on every build was most of the
-   * publisher's CPU at 1,000 Envoys (docs/bench/README.md).
+   * publisher's CPU at 1,000 Envoys (docs/bench/README.md). Its `t` (programmedThrough as evaluation
+   * sees it) also keeps `behind`.
    */
   summaries: Map<string, Member>;
   /** Open watermarks by seq: at most MAX_PROGRESS_ANCHORS, so every one is an anchor. */
@@ -133,10 +132,9 @@ export class ProgressPublisher {
     const previous = entry.members.get(state.nodeId);
     entry.members.set(state.nodeId, state);
     const member = memberFromEnvoyState(state, this.options.requiredTypeUrls);
+    const before = entry.summaries.get(state.nodeId)?.t;
     entry.summaries.set(state.nodeId, member);
     const t = member.t;
-    const before = entry.through.get(state.nodeId);
-    entry.through.set(state.nodeId, t);
     for (const seq of entry.watermarks.keys()) {
       const wasBehind = before !== undefined && before < seq;
       const isBehind = t < seq;
@@ -154,7 +152,7 @@ export class ProgressPublisher {
     if (entry.watermarks.has(watermark.seq)) return;
     entry.watermarks.set(watermark.seq, watermark);
     let behind = 0;
-    for (const t of entry.through.values()) if (t < watermark.seq) behind++;
+    for (const { t } of entry.summaries.values()) if (t < watermark.seq) behind++;
     entry.behind.set(watermark.seq, behind);
     this.boundWatermarks(entry);
     this.markDirty(entry, true);
@@ -203,7 +201,7 @@ export class ProgressPublisher {
   private entry(lineage: string): LineageEntry {
     let entry = this.lineages.get(lineage);
     if (entry === undefined) {
-      entry = { members: new Map(), counted: new Map(), through: new Map(), summaries: new Map(), watermarks: new Map(), behind: new Map(), written: undefined, writtenAt: undefined, storedV: 0, dirty: false, dueAt: undefined };
+      entry = { members: new Map(), counted: new Map(), summaries: new Map(), watermarks: new Map(), behind: new Map(), written: undefined, writtenAt: undefined, storedV: 0, dirty: false, dueAt: undefined };
       this.lineages.set(lineage, entry);
     }
     return entry;
@@ -212,10 +210,9 @@ export class ProgressPublisher {
   private removeMember(lineage: string, nodeId: string): void {
     const entry = this.lineages.get(lineage);
     if (entry === undefined) return;
-    const t = entry.through.get(nodeId);
+    const t = entry.summaries.get(nodeId)?.t;
     entry.members.delete(nodeId);
     entry.counted.delete(nodeId);
-    entry.through.delete(nodeId);
     entry.summaries.delete(nodeId);
     if (t !== undefined) for (const seq of entry.watermarks.keys()) if (t < seq) entry.behind.set(seq, (entry.behind.get(seq) ?? 1) - 1);
     this.markDirty(entry, true);
@@ -268,10 +265,8 @@ export class ProgressPublisher {
         openWatermarks: [...entry.watermarks.values()],
         requiredTypeUrls: this.options.requiredTypeUrls,
         policy: this.options.policy,
-        memberOf: (state) => {
-          const summary = entry.summaries.get(state.nodeId);
-          return summary !== undefined && entry.members.get(state.nodeId) === state ? summary : memberFromEnvoyState(state, this.options.requiredTypeUrls);
-        },
+        // Every state in `members` has its summary (both are set and deleted together).
+        memberOf: (state) => entry.summaries.get(state.nodeId) ?? memberFromEnvoyState(state, this.options.requiredTypeUrls),
       });
       const due = progressWriteDue(entry.written, entry.writtenAt, next, this.timing);
       if (due.kind === 'at' && due.at > now) {
