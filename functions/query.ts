@@ -29,13 +29,13 @@ export function createQueryHandler(options: QueryHandlerOptions = {}): QueryHand
   // As given: the query function has always read an empty value as that value (QUERY_NAMESPACES="" is every namespace).
   const settings = FunctionsConfig.fromEnv(env, { emptyIsUnset: false }).slice(QUERY_SETTINGS);
   const namespaces = parseNamespaceScope(settings.QUERY_NAMESPACES);
-  const { store, objectItems, aggregates } = openTableFromEnv(env, logger);
+  const { store, objectItems, aggregates, versionLog } = openTableFromEnv(env, logger);
   const policy: ConvergencePolicy = { ttlMs: settings.ENVOY_TTL_MS, ackTimeoutMs: settings.ACK_TIMEOUT_MS };
   const now = options.now ?? Date.now;
   const rawObjectItem: ViewContext['rawObjectItem'] = (ref, generation) => objectItems.getObjectGenerationItem(ref, generation);
   return async (event) => {
     const tableClock = await readTableClock(aggregates, { ttlMs: settings.ENVOY_TTL_MS, stallMs: settings.EXPIRE_STALL_MS }, logger);
-    return handleQuery(event, { store, policy, now: now(), ...(tableClock === undefined ? {} : { tableClock }), maxFleetScan: settings.QUERY_MAX_FLEET_SCAN, maxBlockersListed: 100, rawObjectItem }, logger, namespaces);
+    return handleQuery(event, { store, policy, now: now(), ...(tableClock === undefined ? {} : { tableClock }), maxFleetScan: settings.QUERY_MAX_FLEET_SCAN, maxBlockersListed: 100, rawObjectItem, versionLog }, logger, namespaces);
   };
 }
 

@@ -7,9 +7,9 @@
 // - memberAnswers, which reads one member's answers back out of chunks ("the ACKs of Envoy E").
 // The VersionLog port (below) is what common/store implements over the table.
 import { z } from 'zod';
-import type { EventOutcome } from './envoy-event';
 import type { Page, PageRequest } from './ports';
-import { epochMsSchema, lineageSchema, seqSchema, typeUrlSchema } from './record-fields';
+import type { EnvoyEvent, EventOutcome } from './envoy-event';
+import { epochMsSchema, lineageSchema, nodeIdSchema, seqSchema, typeUrlSchema } from './record-fields';
 import { parsedError, parsedOk, type Parsed } from './result';
 import { ttlEpochSeconds } from './ttl';
 import { isValidTypeUrl } from './type-urls';
@@ -343,6 +343,16 @@ export class ChunkBuilder {
     return due;
   }
 
+  /**
+   * The open chunk of `typeUrl` at `seq`, cut now (undefined when none is open): before a write that
+   * must not get ahead of the answers in it (the gateway's Envoy STATE).
+   */
+  cutOpen(typeUrl: string, seq: number): VersionChunk | undefined {
+    const key = `${typeUrl}#${seq}`;
+    const chunk = this.open.get(key);
+    return chunk === undefined ? undefined : this.cut(key, chunk);
+  }
+
   /** Every open chunk, cut now (oldest first). */
   flush(): VersionChunk[] {
     return [...this.open].map(([key, chunk]) => this.cut(key, chunk));
@@ -373,6 +383,8 @@ export interface MemberAnswer {
   at: number;
   /** The chunk it was read from. */
   chunk: number;
+  /** The chunk's `ttl` (epoch seconds): how long the answer is kept. */
+  ttl: number;
 }
 
 /**
@@ -387,10 +399,55 @@ export function* memberAnswers(chunks: Iterable<VersionChunk>, lineage: Lineage,
     if (chunk.lineage !== lineage || seen.has(chunk.chunk)) continue;
     seen.add(chunk.chunk);
     for (const entry of chunk.entries) {
-      if (entry.member === member) yield { typeUrl: chunk.typeUrl, seq: chunk.seq, outcome: entry.outcome, at: entry.at, chunk: chunk.chunk };
+      if (entry.member === member) yield { typeUrl: chunk.typeUrl, seq: chunk.seq, outcome: entry.outcome, at: entry.at, chunk: chunk.chunk, ttl: chunk.ttl };
     }
   }
 }
+
+/**
+ * A member's answer as an event of its Envoy (the shape the per-Envoy event log gives readers). A
+ * chunk keeps no NACK message and no STUCK `sentAt` (the gateway writes NACKs to the Envoy's own log
+ * with their message; docs/GATEWAY.md, "The version log"): a NACK read from a chunk says so.
+ */
+export function memberAnswerEvent(nodeId: string, lineage: Lineage, answer: MemberAnswer): EnvoyEvent {
+  return {
+    nodeId,
+    outcome: answer.outcome,
+    lineage,
+    seq: answer.seq,
+    typeUrl: answer.typeUrl,
+    at: answer.at,
+    ttl: answer.ttl,
+    ...(answer.outcome === 'NACK' ? { message: '(recorded in the version log without its message)' } : {}),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Membership: which index a node has on a lineage
+
+/**
+ * That `nodeId` answers as member `member` of `lineage` (from `joinedAt`). Stored under the Envoy's
+ * own key, so "the answers of Envoy E" starts from E: its memberships name the lineages and indices
+ * whose chunks hold its answers. A node has one index per lineage while the gateway remembers it; if
+ * forgotten and back, it gets a new one and a second membership (indices are never reused).
+ */
+export interface VersionLogMember {
+  nodeId: string;
+  lineage: Lineage;
+  member: number;
+  joinedAt: number;
+  /** Epoch seconds; rewritten (later) while the member keeps answering past half the retention. */
+  ttl: number;
+}
+
+export const versionLogMemberShape = {
+  nodeId: nodeIdSchema,
+  lineage: lineageSchema,
+  member: z.number().int().nonnegative().max(MAX_MEMBER_INDEX),
+  joinedAt: epochMsSchema,
+  ttl: z.number().int().positive(),
+};
+export const VersionLogMemberSchema = z.object(versionLogMemberShape);
 
 // ---------------------------------------------------------------------------------------------
 // The port (common/store/version-log.ts implements it over the table)
@@ -409,13 +466,23 @@ export interface PutChunksResult {
   failed: { chunk: VersionChunk; error: string; retryable: boolean }[];
 }
 
+export interface PutMembersResult {
+  written: number;
+  failed: { member: VersionLogMember; error: string; retryable: boolean }[];
+}
+
 /** The version log's table side: chunks written in batches, read back by lineage, type and seq range. */
 export interface VersionLog {
   /** Writes chunks (any lineages); idempotent per chunk. Rejects only on infrastructure failure past the store's retries. */
   putChunks(chunks: readonly VersionChunk[]): Promise<PutChunksResult>;
   /**
-   * One page of `lineage`'s chunks of `range`, ascending by seq then ordinal. `limit` bounds the items
-   * examined; corrupt items are reported in `corrupt` with their key, never thrown.
+   * One page of `lineage`'s chunks of `range`, ascending by seq then ordinal (`descending`: newest
+   * first). `limit` bounds the items examined; corrupt items are reported in `corrupt` with their key,
+   * never thrown.
    */
-  listChunks(lineage: Lineage, range: ChunkRange, page?: PageRequest & { consistent?: boolean }): Promise<Page<VersionChunk>>;
+  listChunks(lineage: Lineage, range: ChunkRange, page?: PageRequest & { consistent?: boolean; descending?: boolean }): Promise<Page<VersionChunk>>;
+  /** Writes memberships (batched, idempotent per node, lineage and index). */
+  putMembers(members: readonly VersionLogMember[]): Promise<PutMembersResult>;
+  /** One page of a node's memberships (by lineage, then index). */
+  listMembers(nodeId: string, page?: PageRequest): Promise<Page<VersionLogMember>>;
 }

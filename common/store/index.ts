@@ -10,8 +10,8 @@ export { DynamoAggregateStore, recordExpireTick, registerLineageHeartbeats, upda
 export type { DynamoAggregateStoreOptions } from './aggregates';
 export { DynamoVersionLog } from './version-log';
 export type { DynamoVersionLogOptions } from './version-log';
-export { CHUNK_ENTRIES_ATTRIBUTE, VersionLogChunkItemSchema, toVersionLogChunkItem, versionLogChunkFromItem } from './version-log-item';
-export type { VersionLogChunkItem } from './version-log-item';
+export { CHUNK_ENTRIES_ATTRIBUTE, VersionLogChunkItemSchema, VersionLogMemberItemSchema, toVersionLogChunkItem, toVersionLogMemberItem, versionLogChunkFromItem, versionLogMemberFromItem } from './version-log-item';
+export type { VersionLogChunkItem, VersionLogMemberItem } from './version-log-item';
 export { DynamoProgressStore } from './progress-store';
 export type { DynamoProgressStoreOptions } from './progress-store';
 export { LineageProgressItemSchema, lineageProgressFromItem, toLineageProgressItem } from './progress-item';

@@ -211,3 +211,16 @@ export function versionLogChunkKey(lineage: Lineage, typeUrl: string, seq: numbe
 export function versionLogSkRange(typeUrl: string, fromSeq: number, toSeq: number): { from: string; to: string } {
   return { from: `${typeUrl}#${padKeyNumber(fromSeq)}#${padKeyNumber(0)}`, to: `${typeUrl}#${padKeyNumber(toSeq)}#${padKeyNumber(Number.MAX_SAFE_INTEGER)}` };
 }
+
+/** The `kind` of a version-log membership item (the same caveat as VERSION_LOG_CHUNK_KIND). */
+export const VERSION_LOG_MEMBER_KIND = 'VersionLogMember';
+export const VERSION_LOG_MEMBER_SK_PREFIX = 'VMEMBER#';
+
+/**
+ * `ENVOY#<nodeId> / VMEMBER#<lineage>#<member padded>`: a node's index on a lineage, under the
+ * Envoy's own partition so its memberships are one Query from its node id. Not a STATE, so the
+ * stream filters (serverless.yml; infra/local/system/functions.ts) pass none of them to convergence.
+ */
+export function versionLogMemberKey(nodeId: string, lineage: Lineage, member: number): ItemKey {
+  return { pk: envoyPartitionKey(nodeId), sk: `${VERSION_LOG_MEMBER_SK_PREFIX}${lineage}#${padKeyNumber(member)}` };
+}

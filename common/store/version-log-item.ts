@@ -8,12 +8,14 @@ import {
   chunkFromStored,
   encodeChunkEntries,
   versionChunkHeaderShape,
+  versionLogMemberShape,
   type CorruptItem,
   type VersionChunk,
+  type VersionLogMember,
 } from '../core';
 import type { KeyedItem } from './batch-write';
 import { describeZodIssues } from './errors';
-import { ATTR, SCHEMA_VERSION, VERSION_LOG_CHUNK_KIND, versionLogChunkKey } from './table-layout';
+import { ATTR, SCHEMA_VERSION, VERSION_LOG_CHUNK_KIND, VERSION_LOG_MEMBER_KIND, versionLogChunkKey, versionLogMemberKey } from './table-layout';
 
 /** The attribute holding the encoded entries (DynamoDB binary, B). */
 export const CHUNK_ENTRIES_ATTRIBUTE = 'e';
@@ -61,4 +63,38 @@ export function versionLogChunkFromItem(raw: Record<string, unknown>): { ok: tru
   const chunk = chunkFromStored(header, bytes);
   if (!chunk.ok) return fail(`entries (${bytes.length} bytes): ${chunk.error}`);
   return { ok: true, chunk: chunk.value };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memberships (`ENVOY#<nodeId> / VMEMBER#<lineage>#<member>`): plain attributes.
+
+export const VersionLogMemberItemSchema = z.object({
+  pk: z.string().min(1),
+  sk: z.string().min(1),
+  schemaVersion: z.literal(SCHEMA_VERSION),
+  kind: z.literal(VERSION_LOG_MEMBER_KIND),
+  ...versionLogMemberShape,
+});
+export type VersionLogMemberItem = z.infer<typeof VersionLogMemberItemSchema>;
+
+/** The item storing `member`, or why it cannot be stored. */
+export function toVersionLogMemberItem(member: VersionLogMember): { ok: true; item: VersionLogMemberItem & KeyedItem } | { ok: false; error: string } {
+  const checked = VersionLogMemberItemSchema.safeParse({ ...versionLogMemberKey(member.nodeId, member.lineage, member.member), kind: VERSION_LOG_MEMBER_KIND, schemaVersion: SCHEMA_VERSION, ...member });
+  if (!checked.success) return { ok: false, error: `member ${String(member.member)} of ${member.lineage}: ${describeZodIssues(checked.error.issues)}` };
+  return { ok: true, item: checked.data };
+}
+
+/** The membership an item as read from the table stores, or a CorruptItem saying where and why. */
+export function versionLogMemberFromItem(raw: Record<string, unknown>): { ok: true; member: VersionLogMember } | { ok: false; corrupt: CorruptItem } {
+  const pk = raw[ATTR.pk];
+  const sk = raw[ATTR.sk];
+  const key = typeof pk === 'string' && typeof sk === 'string' ? { pk, sk } : undefined;
+  const where = key === undefined ? 'version-log membership without string pk/sk' : `item ${key.pk} / ${key.sk}`;
+  const fail = (error: string) => ({ ok: false as const, corrupt: key === undefined ? { error: `${where}: ${error}` } : { key, error: `${where}: ${error}` } });
+  const parsed = VersionLogMemberItemSchema.safeParse(raw);
+  if (!parsed.success) return fail(describeZodIssues(parsed.error.issues));
+  const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, ...member } = parsed.data;
+  const expected = versionLogMemberKey(member.nodeId, member.lineage, member.member);
+  if (expected.pk !== parsed.data.pk || expected.sk !== parsed.data.sk) return fail(`key does not match content (expected ${expected.pk} / ${expected.sk})`);
+  return { ok: true, member };
 }

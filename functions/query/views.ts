@@ -2,6 +2,7 @@
 // with its decision and live per-Envoy detail, and a fleet view like `istioctl proxy-status`.
 import {
   computeConvergence,
+  dedupeEvents,
   encodeVersion,
   isLive,
   isUnresolvedNack,
@@ -21,6 +22,7 @@ import {
 import { DecisionSchema } from '../../common/core';
 import { DECISION_ATTRIBUTE } from '../../common/store';
 import { HttpError } from './http';
+import { recentVersionLogAnswers, type VersionLogReader } from './version-log-answers';
 
 export type QueryStore = Pick<
   EventStore,
@@ -39,6 +41,8 @@ export interface ViewContext {
   maxBlockersListed: number;
   /** The OBJECT item as stored (all attributes), for the decision. */
   rawObjectItem?: (ref: ObjectRef, generation: number) => Promise<Record<string, unknown> | undefined>;
+  /** The version log, where gateways on --event-log-mode chunks keep most ACK and STUCK events. */
+  versionLog?: VersionLogReader;
 }
 
 /** Lineage states, read once per request. */
@@ -152,8 +156,13 @@ export async function envoyDetail(context: ViewContext, nodeId: string, eventCou
   if (read.status === 'corrupt') throw new HttpError(500, 'CorruptItem', `the state of Envoy ${JSON.stringify(nodeId)} is unreadable: ${read.error}`);
   const lineages = await new LineageCache(context.store).forEnvoys([read.value]);
   // `limit` bounds items read, and an event-log item holds many events (docs/GATEWAY.md, "The event
-  // log"): the first descending page, with the events the STATE carries, is sorted newest first.
-  const events = eventCount === 0 ? [] : (await context.store.listEnvoyEvents(nodeId, { descending: true, limit: eventCount })).items.slice(0, eventCount);
+  // log"): the first descending page, with the events the STATE carries, is sorted newest first. The
+  // version log holds the answers of a demoted state (ACK, STUCK); both are merged, newest first.
+  const [logged, chunked] = await Promise.all([
+    eventCount === 0 ? [] : context.store.listEnvoyEvents(nodeId, { descending: true, limit: eventCount }).then((page) => page.items),
+    context.versionLog === undefined ? [] : recentVersionLogAnswers(context.versionLog, nodeId, Object.keys(read.value.types), eventCount),
+  ]);
+  const events = dedupeEvents([...logged, ...chunked]).sort((a, b) => b.at - a.at).slice(0, eventCount);
   const summary = envoySummary(read.value, lineages, context);
   // The state keeps a NACK only until a newer version is ACKed; the drill-down also shows an
   // answered one, from the event log, so "what did it refuse last, and why" survives the fix.

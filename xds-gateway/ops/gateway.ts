@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { Clock } from '../../common/core';
+import type { Clock, VersionLog } from '../../common/core';
 import { describeError } from '../../common/describe-error';
 import { openTable, registerLineageHeartbeats, type DynamoEventStore, type StoreClientSeams } from '../../common/store';
 import { AdmissionRefused, DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS, startRelay, type Relay, type RelayListenTls, type RelayUpstreamTls } from '../relay';
@@ -57,6 +57,8 @@ export interface Gateway {
   /** Which states the recorder is handed (--state-writes class-changes; absent otherwise). */
   stateDemotion?: StateDemotion;
   store: DynamoEventStore;
+  /** The version log's table side (written with --event-log-mode chunks; read by tests and diagnostics). */
+  versionLog: VersionLog;
   barrier?: ObservedGenerationBarrier;
   provenance?: ProvenanceWatermarks;
   leader?: LeaderFollower;
@@ -168,7 +170,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     logger: log.child({ component: 'recorder' }),
     clock,
     flushIntervalMs: config.flushIntervalMs,
-    eventLogMode: config.eventLogMode,
+    eventLogMode: config.eventLogMode === 'items' ? 'items' : 'carried',
+    // --event-log-mode chunks: demoted Envoys' answers go to their lineage's version log.
+    ...(config.eventLogMode === 'chunks' ? { versionLog: { log: table.versionLog, retentionMs: config.eventRetentionHours * 3600 * 1000 } } : {}),
     // Demoted states (below) leave most ACKs without a state to ride in: they go to event-log items,
     // a change wave's answers of one Envoy gathered into one (they arrive type by type).
     ...(config.progress && config.stateWrites === 'class-changes' ? { carryEventsInStoredState: false, orphanEventHoldMs: DEMOTED_EVENT_HOLD_MS } : {}),
@@ -408,6 +412,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     ...(progress === undefined ? {} : { progress }),
     ...(demotion === undefined ? {} : { stateDemotion: demotion }),
     store,
+    versionLog: table.versionLog,
     ...(barrier === undefined ? {} : { barrier }),
     ...(provenance === undefined ? {} : { provenance }),
     ...(leader === undefined ? {} : { leader }),

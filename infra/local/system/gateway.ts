@@ -60,7 +60,8 @@ export interface GatewayComponentOptions {
   /** Envoys and real xDS clients the system connects: sizes `--max-streams-per-peer` (localStreamsPerPeer). */
   clients: number;
   /**
-   * PROGRESS with demoted Envoy states (--progress, --state-writes class-changes), judged by the
+   * PROGRESS with demoted Envoy states (--progress, --state-writes class-changes) whose answers go to
+   * the version log (--event-log-mode chunks), judged by the
    * functions' TTL and REQUIRED_TYPE_URLS (given here, as the functions component has them).
    */
   progress?: { envoyTtlMs: number; requiredTypeUrls: readonly string[] };
@@ -118,7 +119,7 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
     ...(opts.queueHighWater === undefined ? {} : { 'queue-high-water': String(opts.queueHighWater) }),
     ...(opts.progress === undefined
       ? {}
-      : { progress: 'true', 'state-writes': 'class-changes', 'envoy-ttl-ms': String(opts.progress.envoyTtlMs), 'required-type-urls': opts.progress.requiredTypeUrls.join(',') }),
+      : { progress: 'true', 'state-writes': 'class-changes', 'event-log-mode': 'chunks', 'envoy-ttl-ms': String(opts.progress.envoyTtlMs), 'required-type-urls': opts.progress.requiredTypeUrls.join(',') }),
   };
   const argv = Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]);
   if (opts.process === 'child') return startGatewayChild(argv, opts.logger.child({ component: 'gateway' }));

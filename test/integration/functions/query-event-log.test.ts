@@ -53,3 +53,41 @@ test('GET /envoys/{id}: the 20 newest events from every part of the event log, o
   expect(body.recentEvents.map((e) => e.seq)).toEqual(Array.from({ length: 20 }, (_, i) => 43 - i));
   expect(body.recentEvents[0]).toMatchObject({ outcome: 'ACK', type: 'RDS', seq: 43 });
 });
+
+test('GET /envoys/{id}: answers in the version log (a demoted Envoy) merged with its own log, newest first; other members\' answers not shown', async () => {
+  const tableName = await fixture.newTable();
+  const { store, versionLog } = fixture.openTable(tableName, silentLogger);
+  // envoy-1 is member 3 of LINEAGE; member 4 is another Envoy in the same chunks.
+  expect(await versionLog.putMembers([
+    { nodeId: 'envoy-1', lineage: LINEAGE, member: 3, joinedAt: NOW - 60_000, ttl: TTL },
+    { nodeId: 'envoy-2', lineage: LINEAGE, member: 4, joinedAt: NOW - 60_000, ttl: TTL },
+  ])).toEqual({ written: 2, failed: [] });
+  const chunk = (seq: number, ordinal: number, typeUrl: string, outcome: 'ACK' | 'STUCK' = 'ACK') => ({
+    lineage: LINEAGE, typeUrl, seq, chunk: ordinal, baseAt: NOW - 900 + seq, ttl: TTL,
+    entries: [{ member: 3, outcome, at: NOW - 900 + seq }, { member: 4, outcome: 'ACK' as const, at: NOW - 800 + seq }],
+  });
+  expect(await versionLog.putChunks([chunk(7, 0, RDS_TYPE_URL), chunk(8, 1, CDS_TYPE_URL, 'STUCK'), chunk(9, 2, RDS_TYPE_URL)])).toMatchObject({ written: 3, failed: [] });
+  // Its NACK (with the message) on its own log, between the chunked answers.
+  const nack: EnvoyEvent = { nodeId: 'envoy-1', outcome: 'NACK', lineage: LINEAGE, seq: 8, typeUrl: RDS_TYPE_URL, at: NOW - 895, ttl: TTL, message: 'duplicate domain' };
+  expect(await store.putEventLogs([{ nodeId: 'envoy-1', lineage: LINEAGE, events: [toCarriedEvent(nack)] }])).toMatchObject({ written: 1, failed: [] });
+  const state: EnvoyState = {
+    nodeId: 'envoy-1', cluster: 'contour', group: 'contour', metadata: {}, lineage: LINEAGE, status: 'CONNECTED', connectedAt: NOW - 60_000, lastSeenAt: NOW - 1000,
+    types: { [RDS_TYPE_URL]: { lineage: LINEAGE, subscribed: true, acked: 9 }, [CDS_TYPE_URL]: { lineage: LINEAGE, subscribed: true, acked: 7 } }, rev: 0,
+  };
+  expect(await store.updateEnvoyState(state, undefined)).toEqual({ ok: true });
+
+  const query = createQueryHandler({ env: { TABLE_NAME: tableName, AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: fixture.endpoint }, logger: silentLogger, now: () => NOW });
+  const response = await query({
+    version: '2.0', routeKey: '$default', rawPath: '/envoys/envoy-1', rawQueryString: '', headers: {}, isBase64Encoded: false,
+    requestContext: { http: { method: 'GET', path: '/envoys/envoy-1', protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'jest' }, requestId: 'req-2' },
+  } as unknown as APIGatewayProxyEventV2);
+  expect(response.statusCode).toBe(200);
+  const body = JSON.parse(response.body) as { recentEvents: { seq: number; outcome: string; type: string; at: number; message?: string }[] };
+  expect(body.recentEvents.map((e) => [e.outcome, e.type, e.seq, e.at])).toEqual([
+    ['ACK', 'RDS', 9, NOW - 891],
+    ['STUCK', 'CDS', 8, NOW - 892],
+    ['ACK', 'RDS', 7, NOW - 893],
+    ['NACK', 'RDS', 8, NOW - 895],
+  ]);
+  expect(body.recentEvents[3]?.message).toBe('duplicate domain');
+});

@@ -1,8 +1,11 @@
-// --state-writes class-changes on the real gateway (dynalite, the reference control plane, simulated
-// ADS Envoys): change waves move every Envoy's progress without a STATE write (PROGRESS carries it),
-// while every ACK still lands in the event log; a NACK, its clearing and a disconnect are written at
-// once, and the disconnect's state carries the progress the demoted states had.
+// --state-writes class-changes with --event-log-mode chunks on the real gateway (dynalite, the
+// reference control plane, simulated ADS Envoys): change waves move every Envoy's progress without a
+// STATE write (PROGRESS carries it) and without an event-log item per Envoy, while every ACK still
+// lands in the version log, found again from the Envoy's node id; a NACK, its clearing and a
+// disconnect are written at once, and the disconnect's state carries the progress the demoted states
+// had.
 import { RDS_TYPE_URL } from '../../../common/core';
+import { recentVersionLogAnswers } from '../../../functions/query/version-log-answers';
 import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import type { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
 import type { LocalDynamo } from '../../../infra/local/dynamo';
@@ -31,6 +34,7 @@ beforeAll(async () => {
     watermarks: 'provenance',
     progress: 'true',
     'state-writes': 'class-changes',
+    'event-log-mode': 'chunks',
   });
   fleet = newFleet(gateway.xdsPort);
 });
@@ -65,7 +69,7 @@ async function storedRev(nodeId: string): Promise<number> {
   return state.rev;
 }
 
-test('change waves: no STATE write, every ACK in the event log, PROGRESS written; a NACK and a disconnect written at once', async () => {
+test('change waves: no STATE write, every ACK in the version log, PROGRESS written; a NACK and a disconnect written at once', async () => {
   const ids = fleet.addMany(ENVOYS, adsSpec({ node: (i) => ({ id: `demoted-${i}`, cluster: 'edge' }) }), 0).map((e) => e.id);
   fleet.connectAll();
   await everyEnvoyAcksCurrent(ids);
@@ -79,12 +83,18 @@ test('change waves: no STATE write, every ACK in the event log, PROGRESS written
   const vBefore = progressV();
 
   // Three change waves, each reaching every Envoy on every type it changes.
+  const seqBefore = currentLineage().currentSeq;
   for (let wave = 1; wave <= 3; wave++) {
+    const before = currentLineage().currentSeq;
     source.applyProxy(proxy(`wave-${wave}`, `wave-${wave}.example.com`, 'app'));
     await controlPlane.rebuildNow();
+    // The rebuild reaches the gateway asynchronously: until it does, "every Envoy ACKs the current
+    // version" holds of the version before the wave.
+    await eventually(() => currentLineage().currentSeq > before, `wave ${wave} reaches the gateway`);
     await everyEnvoyAcksCurrent(ids);
   }
   const mirror = currentLineage();
+  const wavesSeqs = new Set(Array.from({ length: mirror.currentSeq - seqBefore }, (_, i) => seqBefore + 1 + i));
   await eventually(() => {
     const item = gateway.progress?.published(mirror.lineage);
     return item !== undefined && item.members === ENVOYS && item.v > vBefore;
@@ -94,10 +104,25 @@ test('change waves: no STATE write, every ACK in the event log, PROGRESS written
   for (const id of ids) {
     // Not one STATE write in three waves…
     expect(await storedRev(id)).toBe(revs.get(id));
-    // …and every ACK of the last wave is in the Envoy's event log (event-log items, not the state).
-    const acks = (await envoyEvents(gateway.store, id)).filter((e) => e.outcome === 'ACK' && e.lineage === mirror.lineage);
-    for (const typeUrl of ALL_TYPES) expect(acks.some((e) => e.typeUrl === typeUrl && e.seq === lastOf(mirror.typeHistory[typeUrl]))).toBe(true);
+    // …and every ACK of the three waves is in the version log, found from the Envoy's node id, at the
+    // versions the Envoy itself holds (acceptedVersions: the fleet's record, not the gateway's)…
+    // (a type the waves did not change was ACKed before them, carried by the Envoy's first STATE).
+    const chunkedAnswers = await recentVersionLogAnswers(gateway.versionLog, id, ALL_TYPES, 100);
+    const own = await envoyEvents(gateway.store, id);
+    const envoy = fleet.envoys().find((e) => e.id === id);
+    for (const typeUrl of ALL_TYPES) {
+      const held = envoy?.acceptedVersion(typeUrl);
+      const heldSeq = Number(held?.split(':')[2]);
+      const found = [...(wavesSeqs.has(heldSeq) ? chunkedAnswers : own)].some((e) => e.outcome === 'ACK' && e.typeUrl === typeUrl && `xp1:${e.lineage}:${e.seq}` === held);
+      expect({ typeUrl, held, found }).toEqual({ typeUrl, held, found: true });
+    }
+    // …and no ACK of the waves in an event-log item of its own.
+    expect(own.filter((e) => e.outcome === 'ACK' && wavesSeqs.has(e.seq))).toEqual([]);
   }
+  const chunked = gateway.recorder.stats().versionLog;
+  expect(chunked?.answersWritten).toBeGreaterThanOrEqual(3 * ENVOYS);
+  // A chunk holds every Envoy's answer to one type and seq: far fewer chunks than answers.
+  expect(chunked?.chunksWritten).toBeLessThan(chunked?.answersWritten ?? 0);
   expect((gateway.stateDemotion?.stats().demoted ?? 0) - demotedBefore).toBeGreaterThanOrEqual(3 * ENVOYS);
   expect(progressV()).toBeGreaterThan(vBefore);
   // The same counts on /metrics.

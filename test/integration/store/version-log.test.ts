@@ -7,10 +7,11 @@ import {
   ChunkBuilder,
   LDS_TYPE_URL,
   memberAnswers,
+  newEnvoyState,
   type ChunkEntry,
   type VersionChunk,
 } from '../../../common/core';
-import { CHUNK_ENTRIES_ATTRIBUTE, InvalidPageTokenError, iteratePages, toVersionLogChunkItem, versionLogChunkKey, versionLogPartitionKey, type TableAccess } from '../../../common/store';
+import { CHUNK_ENTRIES_ATTRIBUTE, InvalidPageTokenError, iteratePages, toVersionLogChunkItem, versionLogChunkKey, versionLogMemberKey, versionLogPartitionKey, type TableAccess } from '../../../common/store';
 import { DynamoVersionLog } from '../../../common/store/version-log';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 import { captureLogs, type CapturedLog } from '../../support/store-logger';
@@ -176,5 +177,44 @@ describe('DynamoVersionLog on dynalite', () => {
     expect(entryBytes).toBeLessThanOrEqual(3100);
     expect(itemBytes - entryBytes).toBeLessThan(400);
     expect(Math.ceil(itemBytes / 1024)).toBe(4);
+  });
+
+  it('lists a lineage\'s chunks of a type newest first with `descending`', async () => {
+    const { log } = await harness();
+    await log.putChunks([chunk(3, 0, acks([1])), chunk(4, 1, acks([1])), chunk(4, 2, acks([2])), chunk(9, 3, acks([1])), chunk(9, 4, acks([1]), LDS_TYPE_URL)]);
+    const newest = await log.listChunks(LINEAGE, { typeUrl: CDS_TYPE_URL, fromSeq: 0, toSeq: Number.MAX_SAFE_INTEGER }, { descending: true, limit: 3, consistent: true });
+    expect(newest.items.map((c) => [c.seq, c.chunk])).toEqual([[9, 3], [4, 2], [4, 1]]);
+    // A descending page's token continues the descending listing, and is refused by the ascending one.
+    const rest = await log.listChunks(LINEAGE, { typeUrl: CDS_TYPE_URL, fromSeq: 0, toSeq: Number.MAX_SAFE_INTEGER }, { descending: true, consistent: true, cursor: newest.nextCursor! });
+    expect(rest.items.map((c) => [c.seq, c.chunk])).toEqual([[3, 0]]);
+    await expect(log.listChunks(LINEAGE, { typeUrl: CDS_TYPE_URL, fromSeq: 0, toSeq: Number.MAX_SAFE_INTEGER }, { cursor: newest.nextCursor! })).rejects.toThrow(InvalidPageTokenError);
+  });
+
+  it('puts memberships under the Envoy\'s key and lists them; a corrupt one is reported, an invalid one refused', async () => {
+    const { log, table, logs } = await harness();
+    const members = [
+      { nodeId: 'envoy-a', lineage: LINEAGE, member: 0, joinedAt: T0, ttl: TTL },
+      { nodeId: 'envoy-a', lineage: OTHER_LINEAGE, member: 17, joinedAt: T0 + 5, ttl: TTL },
+      { nodeId: 'envoy-b', lineage: LINEAGE, member: 1, joinedAt: T0, ttl: TTL },
+    ];
+    expect(await log.putMembers(members)).toEqual({ written: 3, failed: [] });
+    expect((await log.listMembers('envoy-a')).items).toEqual(members.slice(0, 2));
+    expect((await log.listMembers('envoy-b')).items).toEqual(members.slice(2));
+    expect((await log.listMembers('envoy-c')).items).toEqual([]);
+    // Memberships share the Envoy's partition with its STATE and event log; neither listing sees the other.
+    await table.store.updateEnvoyState({ ...newEnvoyState({ identity: { nodeId: 'envoy-a', cluster: 'edge', metadata: {} }, group: 'edge', lineage: LINEAGE, now: T0 }), rev: 1 }, undefined);
+    expect((await log.listMembers('envoy-a')).items).toHaveLength(2);
+    expect((await table.store.listEnvoyEvents('envoy-a')).items).toEqual([]);
+
+    const invalid = { nodeId: 'envoy-a', lineage: 'Not A Lineage', member: 1, joinedAt: T0, ttl: TTL };
+    const refused = await log.putMembers([invalid]);
+    expect(refused.written).toBe(0);
+    expect(refused.failed).toEqual([expect.objectContaining({ member: invalid, retryable: false })]);
+    expect(logs.lines().some((line) => line['msg'] === 'refusing to write version-log membership')).toBe(true);
+
+    await table.rawItems.putItem({ ...versionLogMemberKey('envoy-a', LINEAGE, 5), kind: 'VersionLogMember', schemaVersion: 1, nodeId: 'envoy-a', lineage: LINEAGE, member: 6, joinedAt: T0, ttl: TTL });
+    const page = await log.listMembers('envoy-a');
+    expect(page.items).toHaveLength(2);
+    expect(page.corrupt).toEqual([expect.objectContaining({ key: versionLogMemberKey('envoy-a', LINEAGE, 5), error: expect.stringContaining('key does not match content') })]);
   });
 });

@@ -17,6 +17,7 @@ import type { LineagePipeline } from './lineage-pipeline';
 import type { RetiredLineages } from './retired-lineages';
 import type { RecorderMetrics } from './options';
 import type { StateAdmission } from './state-admission';
+import type { VersionLogPipeline } from './version-log-pipeline';
 
 export interface EnvoyStatePipelineOptions {
   logger: Logger;
@@ -40,6 +41,8 @@ export interface EnvoyStatePipelineOptions {
   retired: RetiredLineages;
   writer: EnvoyStateWriter;
   eventLog: EventLogPipeline;
+  /** RecorderOptions.versionLog: orphans' answers go to chunks. */
+  versionLog: VersionLogPipeline | undefined;
 }
 
 /** The states one flush takes: ready to count, their events, and events with no state to carry them. */
@@ -60,8 +63,8 @@ export class EnvoyStatePipeline {
 
   /** One flush of Envoy states; `ok` false if anything must be retried. */
   async flush(writeHeld: boolean): Promise<{ ok: boolean; moreReady: boolean }> {
-    const { states, events, counts, lineages, eventLogMode } = this.options;
-    if (states.size === 0 && events.nodeCount === 0) return { ok: true, moreReady: false };
+    const { states, events, counts, lineages, eventLogMode, versionLog, clock } = this.options;
+    if (states.size === 0 && events.nodeCount === 0 && (versionLog?.isEmpty() ?? true)) return { ok: true, moreReady: false };
     const taken = this.takeReady(writeHeld);
     const { stamped, uncovered } = counts.count(taken.ready);
     let ok = await lineages.writeCounts(uncovered, stamped);
@@ -70,7 +73,16 @@ export class EnvoyStatePipeline {
       ok = (await this.writeWithEventItems(writes, taken.orphans)) && ok;
       return { ok, moreReady: taken.moreReady };
     }
-    ok = (await this.options.eventLog.moveCarried(writes, taken.orphans)) && ok;
+    let orphans = taken.orphans;
+    if (versionLog !== undefined) {
+      // Answers first (chunks), and the open chunks of the nodes whose states go now cut and written
+      // before those states: no stored state gets ahead of the log.
+      const now = clock.now();
+      orphans = versionLog.gather(taken.orphans, now);
+      versionLog.cutFor(writes.map((write) => write.state.nodeId));
+      ok = (await versionLog.write(now, writeHeld)) && ok;
+    }
+    ok = (await this.options.eventLog.moveCarried(writes, orphans)) && ok;
     ok = (await this.writeStates(writes)) && ok;
     return { ok, moreReady: taken.moreReady };
   }
@@ -107,8 +119,8 @@ export class EnvoyStatePipeline {
 
   /** Events with no state to ride in wait to share an event-log item (RecorderOptions.orphanEventHoldMs). */
   private holdsOrphanEvents(nodeId: string, now: number, writeHeld: boolean): boolean {
-    const { events, orphanEventHoldMs, carryEventsInStoredState, maxCarriedEvents } = this.options;
-    if (writeHeld || carryEventsInStoredState || orphanEventHoldMs <= 0) return false;
+    const { events, orphanEventHoldMs, carryEventsInStoredState, maxCarriedEvents, versionLog } = this.options;
+    if (writeHeld || carryEventsInStoredState || orphanEventHoldMs <= 0 || versionLog !== undefined) return false;
     const first = events.firstQueuedAt(nodeId);
     if (first === undefined || now - first >= orphanEventHoldMs) return false;
     return events.countOf(nodeId) < maxCarriedEvents && !events.hasNack(nodeId);

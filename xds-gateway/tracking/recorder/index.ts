@@ -36,6 +36,7 @@ import { LineagePipeline } from './lineage-pipeline';
 import { RetiredLineages } from './retired-lineages';
 import type { RecorderOptions, RecorderStats } from './options';
 import { StateAdmission } from './state-admission';
+import { VersionLogPipeline } from './version-log-pipeline';
 import { WatermarkPipeline } from './watermark-pipeline';
 
 export type { RecorderMetrics, RecorderOptions, RecorderStats } from './options';
@@ -75,6 +76,7 @@ export class Recorder implements EnvoyRecords, ObjectRecords {
   private readonly states: EnvoyStateQueue;
   private readonly envoyStates: EnvoyStatePipeline;
   private readonly scheduler: FlushScheduler;
+  private readonly versionLog: VersionLogPipeline | undefined;
 
   constructor(options: RecorderOptions) {
     const { store, logger, clock, metrics } = options;
@@ -93,6 +95,7 @@ export class Recorder implements EnvoyRecords, ObjectRecords {
       watermarks: this.watermarks,
       writer: this.writer,
     });
+    this.versionLog = options.versionLog === undefined ? undefined : new VersionLogPipeline({ ...options.versionLog, logger, metrics, events: this.events, isForgotten: (lineage) => this.retired.isForgotten(lineage) });
     this.envoyStates = new EnvoyStatePipeline({
       logger,
       clock,
@@ -111,6 +114,7 @@ export class Recorder implements EnvoyRecords, ObjectRecords {
       lineages: this.lineages,
       retired: this.retired,
       writer: this.writer,
+      versionLog: this.versionLog,
       eventLog: new EventLogPipeline({ store, logger, clock, metrics, limits: options.eventLog ?? DEFAULT_EVENT_LOG_LIMITS, events: this.events, writer: this.writer }),
     });
     this.scheduler = new FlushScheduler({
@@ -244,11 +248,12 @@ export class Recorder implements EnvoyRecords, ObjectRecords {
       dropped: 0,
       failedAttempts: this.scheduler.failedAttempts,
       consecutiveFailures: this.scheduler.consecutiveFailures,
+      ...(this.versionLog === undefined ? {} : { versionLog: this.versionLog.stats() }),
     };
   }
 
   isEmpty(): boolean {
-    return this.events.nodeCount === 0 && this.states.size === 0 && this.lineages.queued === 0 && this.watermarks.queued === 0;
+    return this.events.nodeCount === 0 && this.states.size === 0 && this.lineages.queued === 0 && this.watermarks.queued === 0 && (this.versionLog?.isEmpty() ?? true);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -295,12 +300,14 @@ export class Recorder implements EnvoyRecords, ObjectRecords {
       () => {
         const busy = new Set<string>(this.lineages.queuedLineages());
         for (const state of this.states.values()) busy.add(state.lineage);
+        for (const lineage of this.versionLog?.busyLineages() ?? []) busy.add(lineage);
         return busy;
       },
       (lineage) => {
         this.counts.forgetLineage(lineage);
         this.lineages.forgetLineage(lineage);
         this.watermarks.forgetLineage(lineage);
+        this.versionLog?.forgetLineage(lineage);
       },
     );
   }

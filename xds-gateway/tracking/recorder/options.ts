@@ -3,12 +3,13 @@
 // options they need.
 import type { Logger } from 'pino';
 import type { Clock, EnvoyEvent, EnvoyState, EventLogLimits, EventStore } from '../../../common/core';
+import type { VersionLogSettings, VersionLogStats } from './version-log-pipeline';
 
 export interface RecorderMetrics {
   /** Events durably written (the only point where an event counts as acknowledged). */
   eventsWritten(events: readonly EnvoyEvent[]): void;
   /** Seconds one store call took, by operation. */
-  writeLatency(operation: 'putEvents' | 'envoyState' | 'lineageState' | 'watermark', seconds: number): void;
+  writeLatency(operation: 'putEvents' | 'putChunks' | 'putMembers' | 'envoyState' | 'lineageState' | 'watermark', seconds: number): void;
   writeFailed(operation: string): void;
   /** Writes dropped because the store can never accept them (never retried), by operation. */
   writeDropped?(operation: 'envoyState' | 'lineageState' | 'watermark'): void;
@@ -50,6 +51,13 @@ export interface RecorderOptions {
    * wave (docs/bench/README.md). A NACK, a full item's worth (the carry bounds) and close() never wait.
    */
   orphanEventHoldMs?: number;
+  /**
+   * The version log (--event-log-mode chunks; version-log-pipeline.ts): the ACK and STUCK events of
+   * Envoys with no state write to carry them go into per-version chunks of their lineage instead of
+   * event-log items of their own (NACKs still go to the Envoy's log). orphanEventHoldMs is then not
+   * used: the chunks gather the answers (1,000 or 1 s).
+   */
+  versionLog?: VersionLogSettings;
   /** Parallel conditional writes of Envoy states per flush. */
   stateWriteConcurrency?: number;
   /**
@@ -101,4 +109,6 @@ export interface RecorderStats {
   dropped: number;
   failedAttempts: number;
   consecutiveFailures: number;
+  /** With a version log configured. */
+  versionLog?: VersionLogStats;
 }
