@@ -434,7 +434,7 @@ export function renderReadme(results: BenchResults): string {
         fmt(figures.criticalPathItemWritesPerChange),
         fmt(figures.itemWritesPerEnvoyChange),
         fmt(figures.cpuMsPerEnvoyChange),
-        e.dynamo.itemWritesByKind === undefined ? 'n/a' : `${e.dynamo.itemWritesByKind['EnvoyState'] ?? 0} / ${e.dynamo.itemWritesByKind['EnvoyEventLog'] ?? 0} / ${e.dynamo.itemWritesByKind['LineageProgress'] ?? 0}`,
+        e.dynamo.itemWritesByKind === undefined ? 'n/a' : `${e.dynamo.itemWritesByKind['EnvoyState'] ?? 0} / ${e.dynamo.itemWritesByKind['EnvoyEventLog'] ?? 0} / ${(e.dynamo.itemWritesByKind['VersionLogChunk'] ?? 0) + (e.dynamo.itemWritesByKind['VersionLogMember'] ?? 0)} / ${e.dynamo.itemWritesByKind['LineageProgress'] ?? 0}`,
       ];
     });
   });
@@ -442,9 +442,9 @@ export function renderReadme(results: BenchResults): string {
     lines.push(
       '### Fleet-size path against the shard path (same size run)',
       '',
-      'The fleet-size path (`--progress-path`; docs/ARCHITECTURE.md, "Design: work per change proportional to gateways, not Envoys"): each gateway publishes its lineage\'s PROGRESS item, writes an Envoy\'s STATE only when its class changes (connect, disconnect, NACK, STUCK, subscriptions) or its refresh is due, and writes the ACK events as batched event-log items; the functions decide from PROGRESS. Both rows of a size come from one `report` run, back to back. The critical-path column leaves the batched event-log items out on the fleet-size path only (bench/support/scale-figures.ts).',
+      'The fleet-size path (`--progress-path`; docs/ARCHITECTURE.md, "Design: work per change proportional to gateways, not Envoys"): each gateway publishes its lineage\'s PROGRESS item, writes an Envoy\'s STATE only when its class changes (connect, disconnect, NACK, STUCK, subscriptions) or its refresh is due, and writes the ACK events as batched event-log items (to round 7) or version-log chunks and memberships (from round 8: `--event-log-mode chunks`); the functions decide from PROGRESS. Both rows of a size come from one `report` run, back to back. The critical-path column leaves the batched event-log items and version-log items out on the fleet-size path only (bench/support/scale-figures.ts).',
       '',
-      table(['Envoys × objects (changed)', 'path', 'change→last ACK p99 ms', 'change→True p99 ms', 'last ACK→True p99 ms', 'overhead ratio', 'critical-path item writes / change', 'item writes / Envoy-change', 'gateway CPU ms / Envoy-change', 'item writes: STATE / event-log / PROGRESS'], pathRows),
+      table(['Envoys × objects (changed)', 'path', 'change→last ACK p99 ms', 'change→True p99 ms', 'last ACK→True p99 ms', 'overhead ratio', 'critical-path item writes / change', 'item writes / Envoy-change', 'gateway CPU ms / Envoy-change', 'item writes: STATE / event-log / version log / PROGRESS'], pathRows),
       '',
     );
   }

@@ -15,8 +15,9 @@ export interface ScaleFigures {
    * Item writes between the change and the last True, per changed object. On the shard path every
    * item written in that window is on the path to the True (each Envoy's STATE, its shard update, and
    * the event-log items a STATE write waits for). On the fleet-size path (`progressPath`) the
-   * event-log items are batched off it (BatchWriteItem; no state waits for them and no function reads
-   * their stream records), so they are left out; PROGRESS, watermarks, decisions and any STATE are in.
+   * event-log items and version-log items are batched off it (BatchWriteItem; no state waits for them
+   * and no function reads their stream records), so they are left out; PROGRESS, watermarks, decisions
+   * and any STATE are in.
    */
   criticalPathItemWritesPerChange: number;
   /** All item writes ÷ (Envoys × change waves). */
@@ -52,8 +53,12 @@ export function scaleFigures(e2e: ScaleMeasured): ScaleFigures {
   };
 }
 
-/** Per-Envoy event-log items (common/store/table-layout.ts ITEM_KIND.envoyEventLog). */
-const OFF_PATH_KINDS = ['EnvoyEventLog'];
+/**
+ * Batched answer records nothing waits for: per-Envoy event-log items (common/store/table-layout.ts
+ * ITEM_KIND.envoyEventLog), and the version log's chunks and memberships (VERSION_LOG_CHUNK_KIND,
+ * VERSION_LOG_MEMBER_KIND; docs/GATEWAY.md, "The version log").
+ */
+const OFF_PATH_KINDS = ['EnvoyEventLog', 'VersionLogChunk', 'VersionLogMember'];
 
 function offPathItemWrites(byKind: Record<string, number> | undefined): number {
   if (byKind === undefined) return 0;

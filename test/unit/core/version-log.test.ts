@@ -239,10 +239,10 @@ describe('memberAnswers: the answers of one Envoy', () => {
 
   it("yields the member's entries of its lineage, chunk by chunk", () => {
     expect([...memberAnswers(chunks, LINEAGE, 2)]).toEqual([
-      { typeUrl: CDS_TYPE_URL, seq: 5, outcome: 'ACK', at: T0 + 1, chunk: 0 },
-      { typeUrl: LDS_TYPE_URL, seq: 5, outcome: 'NACK', at: T0 + 2, chunk: 1 },
-      { typeUrl: CDS_TYPE_URL, seq: 6, outcome: 'STUCK', at: T0 + 3, chunk: 2 },
-      { typeUrl: CDS_TYPE_URL, seq: 6, outcome: 'ACK', at: T0 + 9, chunk: 2 },
+      { typeUrl: CDS_TYPE_URL, seq: 5, outcome: 'ACK', at: T0 + 1, chunk: 0, ttl: chunks[0]!.ttl },
+      { typeUrl: LDS_TYPE_URL, seq: 5, outcome: 'NACK', at: T0 + 2, chunk: 1, ttl: chunks[1]!.ttl },
+      { typeUrl: CDS_TYPE_URL, seq: 6, outcome: 'STUCK', at: T0 + 3, chunk: 2, ttl: chunks[2]!.ttl },
+      { typeUrl: CDS_TYPE_URL, seq: 6, outcome: 'ACK', at: T0 + 9, chunk: 2, ttl: chunks[2]!.ttl },
     ]);
     expect([...memberAnswers(chunks, OTHER_LINEAGE, 2)]).toHaveLength(1);
     expect([...memberAnswers(chunks, LINEAGE, 99)]).toEqual([]);
