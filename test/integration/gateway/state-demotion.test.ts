@@ -79,6 +79,8 @@ test('change waves: no STATE write, every ACK in the version log, PROGRESS writt
   const revs = new Map<string, number>();
   for (const id of ids) revs.set(id, await storedRev(id));
   const demotedBefore = gateway.stateDemotion?.stats().demoted ?? 0;
+  // Each Envoy's version-log membership is written when it joins, not with a change wave's answers.
+  expect(gateway.recorder.stats().versionLog?.membersWritten).toBe(ENVOYS);
   const progressV = () => gateway.progress?.published(currentLineage().lineage)?.v ?? 0;
   const vBefore = progressV();
 
@@ -121,6 +123,7 @@ test('change waves: no STATE write, every ACK in the version log, PROGRESS writt
   }
   const chunked = gateway.recorder.stats().versionLog;
   expect(chunked?.answersWritten).toBeGreaterThanOrEqual(3 * ENVOYS);
+  expect(chunked?.membersWritten).toBe(ENVOYS);
   // A chunk holds every Envoy's answer to one type and seq: far fewer chunks than answers.
   expect(chunked?.chunksWritten).toBeLessThan(chunked?.answersWritten ?? 0);
   expect((gateway.stateDemotion?.stats().demoted ?? 0) - demotedBefore).toBeGreaterThanOrEqual(3 * ENVOYS);

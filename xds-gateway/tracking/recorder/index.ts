@@ -140,6 +140,7 @@ export class Recorder implements EnvoyRecords, ObjectRecords {
    * reaches a recorded watermark does not wait for the window: convergence waits for it.
    */
   enqueueEnvoyState(state: EnvoyState): void {
+    this.versionLog?.noteMember(state.nodeId, state.lineage, state.lastSeenAt);
     this.states.enqueue(state);
     this.admission.noteEnqueued(state.nodeId);
     this.scheduler.schedule(this.states.reachesWatermark(state.nodeId, state) ? URGENT_FLUSH_DELAY_MS : this.flushIntervalMs);

@@ -5,8 +5,8 @@
 // item per Envoy. A change wave reaching N Envoys then costs about 4 types × max(N / 1,000, its
 // seconds) item writes rather than ~N (docs/ARCHITECTURE.md, "Arithmetic of the new path").
 //
-// Who answered is a member index per lineage (assigned here at a node's first answer on it, never
-// reused), stored as a membership under the Envoy's own key before any chunk naming it, so a reader of
+// Who answered is a member index per lineage (assigned here when a node's state on it first reaches
+// the recorder, or at its first answer there, never reused), stored as a membership under the Envoy's own key before any chunk naming it, so a reader of
 // one Envoy finds its answers from its node id. NACKs stay on the Envoy's own log with their message.
 //
 // Nothing lost: events stay unconfirmed in the event queue (its backpressure count) until the chunk
@@ -121,6 +121,16 @@ export class VersionLogPipeline {
       if (left.events.length > 0) rest.set(nodeId, left);
     }
     return rest;
+  }
+
+  /**
+   * A node's state on `lineage` was handed to the recorder (its connect is always among them: a first
+   * state is a class change): its membership is queued now, so it is written when the Envoy joins,
+   * not with its first answer of a later change wave (one item write per join, not on a change's path).
+   */
+  noteMember(nodeId: string, lineage: string, at: number): void {
+    if (this.options.isForgotten(lineage)) return;
+    this.memberOf(this.lineageLog(lineage), lineage, nodeId, at);
   }
 
   /**
