@@ -20,7 +20,7 @@ import { CONVERGENCE_BATCH_SIZE } from '../infra/local/system/functions';
 import { forEachIndexConcurrently } from '../common/worker-pool';
 import { canaryCluster, HTTPPROXIES_PATH, patchToCanary } from './support/changes';
 import { startConditionWatch } from './support/condition-watch';
-import { meanWriteLatencyMs, storeWriteTotals, type StoreWriteTotals } from './support/gateway-metrics';
+import { counterByLabel, counterDelta, meanWriteLatencyMs, storeWriteTotals, type StoreWriteTotals } from './support/gateway-metrics';
 import { CHILD_PROCESSES, cpuPercentBetween, cpuSecondsNow, processCpuSeconds, processRssMiB, type ChildPids, type ProcessCpuPercent } from './support/proc';
 import { round, summarize, waitFor, type Summary } from './support/stats';
 import { requireWholeFleet } from './support/whole-fleet';
@@ -106,7 +106,7 @@ export interface E2eResult {
   /** Where the fleet ran; in child mode the child's own CPU during the change phase (from /proc). */
   fleet?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; startupMs?: number; rssMiB?: number };
   /** The gateway's own process when it runs as a child (optional: older results lack it). */
-  gateway?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; rssMiB?: number; cpuMsPerEnvoyChange?: number };
+  gateway?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; rssMiB?: number; cpuMsPerEnvoyChange?: number; /** PROGRESS writes during the change by what made each due (optional in old results). */ progressWritesBy?: Record<string, number> };
   /** dynalite's own process when it runs as a child: its CPU during the change (optional: older results lack it). */
   dynalite?: { cpuSecondsDuringChange: number };
   changePhaseMs: number;
@@ -185,13 +185,17 @@ async function lastAcks(system: LocalSystem<'child' | 'inline'>, names: Readonly
   return { lastAck: new Map(Object.entries(lastAck)), acks };
 }
 
-/** The gateway's state-write totals from its /metrics; undefined (and logged) if they cannot be read. */
-async function gatewayStoreWrites(system: LocalSystem<'inline' | 'child'>): Promise<StoreWriteTotals | undefined> {
+/**
+ * The gateway's state-write totals and its PROGRESS writes by reason, from its /metrics; undefined
+ * (and logged) if they cannot be read.
+ */
+async function gatewayStoreWrites(system: LocalSystem<'inline' | 'child'>): Promise<(StoreWriteTotals & { progressWrites: Record<string, number> }) | undefined> {
   if (system.gateway === undefined) return undefined;
   try {
     const response = await fetch(system.gateway.metricsUrl);
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    return storeWriteTotals(await response.text(), 'envoyState');
+    const text = await response.text();
+    return { ...storeWriteTotals(text, 'envoyState'), progressWrites: counterByLabel(text, 'xds_programmed_gateway_progress_writes_total', 'why') };
   } catch (error) {
     logger.warn({ err: error, url: system.gateway.metricsUrl }, 'gateway metrics unreadable; state-write latency not reported');
     return undefined;
@@ -476,6 +480,9 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
         process: gatewayPid === undefined ? 'inline' : 'child',
         ...(gatewayCpuBefore === undefined || gatewayCpuAfter === undefined ? {} : { cpuSecondsDuringChange: round(gatewayCpuAfter - gatewayCpuBefore, 2) }),
         ...(gatewayRssMiB === undefined ? {} : { rssMiB: round(gatewayRssMiB, 0) }),
+        ...(gatewayWritesBefore === undefined || gatewayWritesAfter === undefined || Object.keys(gatewayWritesAfter.progressWrites).length === 0
+          ? {}
+          : { progressWritesBy: counterDelta(gatewayWritesBefore.progressWrites, gatewayWritesAfter.progressWrites) }),
       },
       ...(dynaliteCpuBefore === undefined || dynaliteCpuAfter === undefined ? {} : { dynalite: { cpuSecondsDuringChange: round(dynaliteCpuAfter - dynaliteCpuBefore, 2) } }),
       changePhaseMs,

@@ -27,3 +27,26 @@ export function meanWriteLatencyMs(before: StoreWriteTotals, after: StoreWriteTo
   if (writes <= 0) return undefined;
   return { writes, meanLatencyMs: Math.round(((after.sumSeconds - before.sumSeconds) / writes) * 1000) };
 }
+
+/** A labelled counter's value per value of `label` (e.g. the PROGRESS writes by `why`); {} when absent. */
+export function counterByLabel(metricsText: string, name: string, label: string): Record<string, number> {
+  const values: Record<string, number> = {};
+  const pattern = new RegExp(`^${name}\\{[^}]*${label}="([^"]*)"[^}]*\\} (\\S+)$`);
+  for (const line of metricsText.split('\n')) {
+    const match = pattern.exec(line);
+    if (match === null) continue;
+    const value = Number(match[2]);
+    if (Number.isFinite(value)) values[match[1] as string] = (values[match[1] as string] ?? 0) + value;
+  }
+  return values;
+}
+
+/** `after − before` per key, keys with no change left out. */
+export function counterDelta(before: Readonly<Record<string, number>>, after: Readonly<Record<string, number>>): Record<string, number> {
+  const delta: Record<string, number> = {};
+  for (const [key, value] of Object.entries(after)) {
+    const moved = value - (before[key] ?? 0);
+    if (moved !== 0) delta[key] = moved;
+  }
+  return delta;
+}

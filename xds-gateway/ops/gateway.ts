@@ -376,6 +376,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     openStreams: () => relay.openStreams(),
     liveGroups: () => relay.control.groups().map((info) => info.group),
     ...(demotion === undefined ? {} : { stateDemotion: () => demotion.stats() }),
+    ...(progress === undefined ? {} : { progressWrites: () => progress.stats().writesBy }),
   });
   const ops: OpsServer = await startOpsServer({ host: config.opsHost, port: config.opsPort, registry: metrics.registry, readiness, logger: log.child({ component: 'ops' }) });
   log.info({ xdsPort: relay.port, opsPort: ops.port, upstream: config.upstream, watermarks: config.watermarks, kinds: config.trackedKinds.map((k) => k.kind) }, 'gateway started');

@@ -75,6 +75,8 @@ interface MetricSources {
   liveGroups?: () => Iterable<string>;
   /** --state-writes class-changes: states handed to the recorder and demoted (state-demotion.ts). */
   stateDemotion?: () => StateDemotionStats;
+  /** With --progress: the publisher's writes by what made each due (progress-timing.ts). */
+  progressWrites?: () => Readonly<Record<string, number>>;
 }
 
 export interface GatewayMetrics {
@@ -246,6 +248,32 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
       this.reset();
       this.inc({ outcome: 'written' }, stats.written);
       this.inc({ outcome: 'demoted' }, stats.demoted);
+    },
+  });
+  new Counter({
+    name: 'xds_programmed_gateway_progress_writes_total',
+    help: 'with --progress: PROGRESS item writes, by what made each due (first, members, anchors, programmed, blockers: at once; counts: the refresh; heartbeat)',
+    labelNames: ['why'],
+    registers: [registry],
+    collect() {
+      const writes = sources?.progressWrites?.();
+      if (writes === undefined) return;
+      this.reset();
+      for (const [why, count] of Object.entries(writes)) this.inc({ why }, count);
+    },
+  });
+  new Counter({
+    name: 'xds_programmed_gateway_version_log_items_total',
+    help: 'with --event-log-mode chunks: version-log items written (chunk, membership) and the answers the chunks hold (answer)',
+    labelNames: ['item'],
+    registers: [registry],
+    collect() {
+      const stats = sources?.recorder.stats().versionLog;
+      if (stats === undefined) return;
+      this.reset();
+      this.inc({ item: 'chunk' }, stats.chunksWritten);
+      this.inc({ item: 'membership' }, stats.membersWritten);
+      this.inc({ item: 'answer' }, stats.answersWritten);
     },
   });
   new Gauge({

@@ -34,6 +34,11 @@ describe('progressWriteDue', () => {
     expect(progressWriteDue(written, writtenAt, build([at('a', 3)]), timing)).toEqual({ kind: 'now', why: 'members' });
   });
 
+  it('writes a move of incarnations alone (a dip, a reconnect) with the counts refresh, not at once: evaluation does not read it', () => {
+    const renewed = { ...written, incarnations: written.incarnations + 1 };
+    expect(progressWriteDue(written, writtenAt, renewed, timing)).toEqual({ kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' });
+  });
+
   it('writes at once when a watermark becomes an anchor', () => {
     expect(progressWriteDue(written, writtenAt, build([at('a', 3), at('b', 1)], [mark(3), mark(5)]), timing)).toEqual({ kind: 'now', why: 'anchors' });
   });
