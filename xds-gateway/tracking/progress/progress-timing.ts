@@ -47,9 +47,21 @@ function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-/** The listed members' blocker fields (NACKs, split, nothing subscribed, pending responses). */
+/**
+ * The listed members' standing blockers (NACKs, split, nothing or not every required type
+ * subscribed), for blame in the condition's message. Responses waiting for an answer (`w`) are left
+ * out, and so are members listed for them alone: every ACK of a change wave moves them, and the
+ * verdicts they can turn are the item's own counts (`stuck` above, `through` and the anchors), so a
+ * write at once per ACK burst was ~95% of the PROGRESS writes at 1,000 × 1,000 (docs/bench/README.md,
+ * round 8). They are written with the counts refresh.
+ */
 function listedBlockers(item: LineageProgress): unknown {
-  return item.listed.map(([nodeId, member]) => [nodeId, member.b ?? null]);
+  const standing: unknown[] = [];
+  for (const [nodeId, member] of item.listed) {
+    const { w: _waiting, ...rest } = member.b ?? {};
+    if (Object.keys(rest).length > 0) standing.push([nodeId, rest]);
+  }
+  return standing;
 }
 
 export function progressWriteDue(written: LineageProgress | undefined, writtenAt: number | undefined, next: LineageProgress, timing: ProgressTiming): ProgressWriteDue {
