@@ -65,12 +65,16 @@ export interface E2eOptions {
   writeCeiling?: boolean;
   /** The fleet-size path: PROGRESS decides, Envoy states written on class changes only (the local system's `progressPath`). */
   progressPath?: boolean;
+  /** The ACK timeout of the gateway and the functions (default: the local system's 10 s). */
+  ackTimeoutMs?: number;
 }
 
 export interface E2eResult {
   conditions: string;
   /** Run on the fleet-size path (E2eOptions.progressPath); absent: the shard path. */
   progressPath?: boolean;
+  /** E2eOptions.ackTimeoutMs when set (absent: the local system's 10 s). */
+  ackTimeoutMs?: number;
   envoys: number;
   objects: number;
   changed: number;
@@ -306,6 +310,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       fleetProcess: options.fleetProcess ?? 'child',
       gatewayProcess: options.gatewayProcess ?? 'child',
       ...(options.progressPath === true ? { progressPath: true } : {}),
+      ...(options.ackTimeoutMs === undefined ? {} : { ackTimeoutMs: options.ackTimeoutMs }),
     },
     { logger, processMetrics: false },
   );
@@ -487,6 +492,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       ...(dynaliteCpuBefore === undefined || dynaliteCpuAfter === undefined ? {} : { dynalite: { cpuSecondsDuringChange: round(dynaliteCpuAfter - dynaliteCpuBefore, 2) } }),
       changePhaseMs,
       ...(options.progressPath === true ? { progressPath: true } : {}),
+      ...(options.ackTimeoutMs === undefined ? {} : { ackTimeoutMs: options.ackTimeoutMs }),
       idle: { beforeChange: idleBeforeChange, afterChange: idleAfterChange },
       timeline,
       ...(crossingSpread.length === 0 ? {} : { crossingSpreadMs }),
@@ -520,9 +526,10 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     .addOption(new Option('--gateway-process <mode>', 'the xDS gateway in a child process (default, as deployed) or inline in the bench process').choices(['child', 'inline']))
     .option('--no-write-ceiling', 'skip the write-path ceiling measured after the change')
     .option('--progress-path', 'the fleet-size path: the gateway publishes PROGRESS and writes Envoy states on class changes only; the functions decide from PROGRESS')
+    .option('--ack-timeout-ms <n>', 'ACK timeout of the gateway and the functions (default: the local system\'s 10 s; the gateway\'s own default is 30 s)', positiveInteger)
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: 'child' | 'inline'; writeCeiling: boolean; progressPath?: boolean }>();
+  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: 'child' | 'inline'; writeCeiling: boolean; progressPath?: boolean; ackTimeoutMs?: number }>();
   return {
     envoys: opts.envoys,
     objects: opts.objects,
@@ -538,6 +545,7 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     ...(opts.gatewayProcess === undefined ? {} : { gatewayProcess: opts.gatewayProcess }),
     ...(opts.writeCeiling ? {} : { writeCeiling: false }),
     ...(opts.progressPath === true ? { progressPath: true } : {}),
+    ...(opts.ackTimeoutMs === undefined ? {} : { ackTimeoutMs: opts.ackTimeoutMs }),
   };
 }
 

@@ -6,7 +6,7 @@
 // the same lineage) re-reads the stored `v` and writes again.
 //
 // Cost stays flat per change: the tracker's callbacks only update maps (O(open watermarks) per state),
-// and an item is built (O(members of the lineage)) at most once per build window, or a few
+// and an item is built (O(members of the lineage)) at most once per build window (1 s), or a few
 // milliseconds after a state that decides something: a member joining, leaving, NACKing or clearing
 // one, or the last member behind an open watermark reaching it (counted incrementally in `behind`).
 // Writes go through the recorder's FlushScheduler: one flush at a time, full-jitter backoff after a
@@ -35,6 +35,15 @@ const URGENT_BUILD_DELAY_MS = 5;
 
 export const DEFAULT_PROGRESS_TIMING: ProgressTiming = { refreshMs: 10_000, heartbeatMs: 5_000 };
 
+/**
+ * Builds after ordinary state changes (progress alone: an ACK that leaves members behind an open
+ * watermark, a response sent) are at most one a second. A build reads every member (O(members)), and
+ * at 100 ms it was ~20% of the gateway's CPU during a change at 5,000 Envoys (docs/bench/README.md,
+ * round 8), while what such a change can make due is the counts refresh (10 s) or, rarely, a stuck
+ * count clearing; what decides at once is urgent (above) and does not wait for this window.
+ */
+export const DEFAULT_BUILD_WINDOW_MS = 1_000;
+
 export interface ProgressPublisherOptions {
   store: ProgressStore;
   logger: Logger;
@@ -44,7 +53,11 @@ export interface ProgressPublisherOptions {
   /** The convergence functions' REQUIRED_TYPE_URLS. */
   requiredTypeUrls: readonly string[];
   timing?: Partial<ProgressTiming>;
-  /** Coalescing window of builds after ordinary state changes (default 100 ms, the recorder's flush window). */
+  /**
+   * Coalescing window of builds after ordinary state changes (default DEFAULT_BUILD_WINDOW_MS). A
+   * state that decides something (a member joining or leaving, a NACK appearing or clearing, the last
+   * member behind an open watermark reaching it) is built within URGENT_BUILD_DELAY_MS whatever this is.
+   */
   buildWindowMs?: number;
   retryBaseMs?: number;
   retryMaxMs?: number;
@@ -100,7 +113,7 @@ export class ProgressPublisher {
 
   constructor(private readonly options: ProgressPublisherOptions) {
     this.timing = { ...DEFAULT_PROGRESS_TIMING, ...options.timing };
-    this.buildWindowMs = options.buildWindowMs ?? 100;
+    this.buildWindowMs = options.buildWindowMs ?? DEFAULT_BUILD_WINDOW_MS;
     this.scheduler = new FlushScheduler({
       logger: options.logger,
       flushIntervalMs: this.buildWindowMs,
