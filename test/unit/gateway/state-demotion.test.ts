@@ -1,6 +1,7 @@
 // --state-writes class-changes (xds-gateway/tracking/progress/state-demotion.ts): which Envoy states
 // the recorder is still handed when PROGRESS carries the progress.
-import { StateDemotion } from '../../../xds-gateway/tracking/progress/state-demotion';
+import { memberFromEnvoyState } from '../../../common/core';
+import { envoyStateClassKey, StateDemotion } from '../../../xds-gateway/tracking/progress/state-demotion';
 import { CDS, EDS, L1, L2, LDS, RDS, T0, envoy } from '../core/fixtures';
 
 const ACK_TIMEOUT = 1_000;
@@ -99,4 +100,19 @@ it('hands the recorder a state that moved only progress while it still holds an 
   // Coalescing does not restart the refresh clock: the refresh is still due REFRESH after the write.
   expect(filter.admit(programmed(6), T0 + REFRESH, false)).toBe(true);
   expect(filter.stats().writtenBy).toEqual({ first: 1, class: 0, refresh: 1, coalesced: 1 });
+});
+
+it("takes the PROGRESS publisher's member summary for the class key: the same key as its own (the incarnation it stamps does not enter the blockers)", () => {
+  const required = [CDS, EDS, LDS, RDS];
+  const policy = { ackTimeoutMs: ACK_TIMEOUT, requiredTypeUrls: required };
+  const states = [
+    programmed(3),
+    envoy('e', { [CDS]: { acked: 3, nack: { seq: 4, message: 'bad cluster', at: T0 + 1 } }, [EDS]: { acked: 4 } }, { programmedThrough: 3 }),
+    envoy('e', { [CDS]: { acked: 3, pending: { seq: 4, sentAt: T0 - 5_000 } }, [EDS]: { acked: 3, lineage: L2 } }, { programmedThrough: 3, lastSeenAt: T0 }),
+    envoy('e', {}, {}),
+  ];
+  for (const state of states) {
+    const summary = memberFromEnvoyState({ ...state, incarnation: 7 }, required);
+    expect(envoyStateClassKey(state, policy, summary)).toBe(envoyStateClassKey(state, policy));
+  }
 });

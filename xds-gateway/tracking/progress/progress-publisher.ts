@@ -127,7 +127,8 @@ export class ProgressPublisher {
   // -------------------------------------------------------------------------------------------
   // Fed by the tracker and the watermark sources: synchronous, never awaits I/O.
 
-  noteEnvoyState(tracked: EnvoyState): void {
+  /** Returns the member summary it keeps for the state (core memberFromEnvoyState), for the demotion's class key. */
+  noteEnvoyState(tracked: EnvoyState): Member {
     const previousLineage = this.lineageOf.get(tracked.nodeId);
     let urgent = false;
     if (previousLineage !== undefined && previousLineage !== tracked.lineage) {
@@ -158,6 +159,7 @@ export class ProgressPublisher {
     }
     if (previous === undefined || previous.status !== state.status || previous.incarnation !== state.incarnation || hasUnresolvedNack(previous) !== hasUnresolvedNack(state)) urgent = true;
     this.markDirty(entry, urgent);
+    return member;
   }
 
   noteWatermark(lineage: string, watermark: LineageWatermark): void {

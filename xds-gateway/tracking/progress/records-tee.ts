@@ -17,8 +17,9 @@ export function recordsWithProgress(
   return {
     enqueueEvent: (event: EnvoyEvent) => recorder.enqueueEvent(event),
     enqueueEnvoyState: (state: EnvoyState) => {
-      if (demotion === undefined || demotion.filter.admit(state, demotion.now(), recorder.hasQueuedEnvoyState(state.nodeId))) recorder.enqueueEnvoyState(state);
-      publisher.noteEnvoyState(state);
+      // The publisher's summary of the state serves the demotion's class key too (one per state, not two).
+      const summary = publisher.noteEnvoyState(state);
+      if (demotion === undefined || demotion.filter.admit(state, demotion.now(), recorder.hasQueuedEnvoyState(state.nodeId), summary)) recorder.enqueueEnvoyState(state);
     },
     enqueueLineageState: (state: LineageState) => recorder.enqueueLineageState(state),
     forgetEnvoy: (nodeId: string) => {

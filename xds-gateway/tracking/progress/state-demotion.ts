@@ -17,7 +17,7 @@
 // (the PROGRESS item counts the publisher's own, which sees every state). The ACK/NACK/STUCK events are not demoted: the recorder writes the events of
 // a node whose state it was not handed as event-log items (event-log-pipeline.ts, orphans), so the log
 // keeps every answer and no stored state ever claims an ACK the log lacks.
-import { memberFromEnvoyState, stuckTypesAsStored, type EnvoyState } from '../../../common/core';
+import { memberFromEnvoyState, stuckTypesAsStored, type EnvoyState, type Member } from '../../../common/core';
 
 /** The gateway's --state-writes modes (ops/config.ts). */
 export const STATE_WRITES = ['every', 'class-changes'] as const;
@@ -50,8 +50,10 @@ export type StateWriteReason = 'first' | 'class' | 'refresh' | 'coalesced';
  * The state's class: everything in it a reader must see at once (the header). Two states of one
  * Envoy with the same key differ only in progress.
  */
-export function envoyStateClassKey(state: EnvoyState, policy: Pick<StateDemotionPolicy, 'ackTimeoutMs' | 'requiredTypeUrls'>): string {
-  const blockers = memberFromEnvoyState(state, policy.requiredTypeUrls).b;
+export function envoyStateClassKey(state: EnvoyState, policy: Pick<StateDemotionPolicy, 'ackTimeoutMs' | 'requiredTypeUrls'>, summary?: Member): string {
+  // The PROGRESS publisher summarises every state anyway (records-tee.ts hands its summary over): the
+  // blockers do not depend on the incarnation it stamps, so they are the same as summarising here.
+  const blockers = (summary ?? memberFromEnvoyState(state, policy.requiredTypeUrls)).b;
   // `w` lists every type waiting for an answer: a change wave adds and removes it on every Envoy, so
   // only the waits past the ACK timeout (stuck, judged at the state's own lastSeenAt as readers do)
   // are part of the class.
@@ -89,11 +91,12 @@ export class StateDemotion {
 
   /**
    * True when the state goes to the recorder (remembered as written); false when it is demoted.
-   * `queuedUnwritten`: the recorder holds an earlier state of the node not yet written.
+   * `queuedUnwritten`: the recorder holds an earlier state of the node not yet written. `summary`: the
+   * state's member summary when the caller has it (envoyStateClassKey).
    */
-  admit(state: EnvoyState, now: number, queuedUnwritten = false): boolean {
+  admit(state: EnvoyState, now: number, queuedUnwritten = false, summary?: Member): boolean {
     this.counters.offered++;
-    const key = envoyStateClassKey(state, this.policy);
+    const key = envoyStateClassKey(state, this.policy, summary);
     const last = this.written.get(state.nodeId);
     const reason = stateWriteReason(last, key, now, this.policy.refreshMs, queuedUnwritten);
     if (reason === undefined) {
