@@ -58,7 +58,17 @@ function modeSummary(mode: Awaited<ReturnType<typeof runMode>>): GatewayModeSumm
 export const SIZE_STAGES = ['e2e', 'gateway', 'knative', 'istio'] as const;
 export type SizeStage = (typeof SIZE_STAGES)[number];
 
-export async function runSize(size: Size, changed: number, log: (line: string) => void, burst = false, stages: readonly SizeStage[] = SIZE_STAGES, timeoutMs = 600_000, progressPath = false): Promise<SizeRun> {
+export async function runSize(
+  size: Size,
+  changed: number,
+  log: (line: string) => void,
+  burst = false,
+  stages: readonly SizeStage[] = SIZE_STAGES,
+  timeoutMs = 600_000,
+  progressPath = false,
+  ackTimeoutMs?: number,
+): Promise<SizeRun> {
+  const ackTimeout = ackTimeoutMs === undefined ? {} : { ackTimeoutMs };
   const started = Date.now();
   const run: SizeRun = { envoys: size.envoys, objects: size.objects, changed: Math.min(changed, size.objects), finishedAt: '', durationSeconds: 0, errors: [] };
   const stage = async (name: string, body: () => Promise<void>, which: SizeStage): Promise<void> => {
@@ -74,16 +84,16 @@ export async function runSize(size: Size, changed: number, log: (line: string) =
     }
   };
   await stage('e2e', async () => {
-    run.e2e = await runE2e({ envoys: size.envoys, objects: size.objects, changed: run.changed, phaseTimeoutMs: timeoutMs, patchConcurrency: 16 });
+    run.e2e = await runE2e({ envoys: size.envoys, objects: size.objects, changed: run.changed, phaseTimeoutMs: timeoutMs, patchConcurrency: 16, ...ackTimeout });
   }, 'e2e');
   if (progressPath) {
     await stage('e2e on the fleet-size path', async () => {
-      run.e2eProgressPath = await runE2e({ envoys: size.envoys, objects: size.objects, changed: run.changed, phaseTimeoutMs: timeoutMs, patchConcurrency: 16, progressPath: true });
+      run.e2eProgressPath = await runE2e({ envoys: size.envoys, objects: size.objects, changed: run.changed, phaseTimeoutMs: timeoutMs, patchConcurrency: 16, progressPath: true, ...ackTimeout });
     }, 'e2e');
   }
   if (burst) {
     await stage('e2e burst (every object changed)', async () => {
-      run.e2eBurst = await runE2e({ envoys: size.envoys, objects: size.objects, phaseTimeoutMs: timeoutMs, patchConcurrency: 16 });
+      run.e2eBurst = await runE2e({ envoys: size.envoys, objects: size.objects, phaseTimeoutMs: timeoutMs, patchConcurrency: 16, ...ackTimeout });
     }, 'e2e');
   }
   const changes = 3;
@@ -187,6 +197,7 @@ interface ReportArgs {
   out: string;
   stages: SizeStage[];
   phaseTimeoutMs: number;
+  ackTimeoutMs?: number;
 }
 
 function parseStages(value: string): SizeStage[] {
@@ -209,6 +220,7 @@ export async function run(argv: string[]): Promise<void> {
     .option('--render-only', 'only regenerate README and plots from results.json', false)
     .option('--out <dir>', 'output directory', DOCS_BENCH_DIR)
     .option('--phase-timeout-ms <n>', 'upper bound per e2e phase and baseline', positiveInteger, 600_000)
+    .option('--ack-timeout-ms <n>', 'ACK timeout of the e2e runs\' gateway and functions (default: the local system\'s 10 s; the gateway\'s own default is 30 s)', positiveInteger)
     .option('--stages <list>', `stages per size, comma-separated (default: ${SIZE_STAGES.join(',')})`, parseStages, [...SIZE_STAGES])
     .exitOverride();
   program.parse(argv, { from: 'user' });
@@ -219,7 +231,7 @@ export async function run(argv: string[]): Promise<void> {
     const sizes = args.convergenceOnly ? [] : (args.sizes ?? (args.quick ? [{ envoys: 100, objects: 100 }] : parseSizes('100x100,1000x500,5000x500')));
     const log = (line: string): void => console.log(`${new Date().toISOString()} ${line}`);
     for (const size of sizes) {
-      const fresh = await runSize(size, args.changed, log, args.burst, args.stages, args.phaseTimeoutMs, args.progressPath);
+      const fresh = await runSize(size, args.changed, log, args.burst, args.stages, args.phaseTimeoutMs, args.progressPath, args.ackTimeoutMs);
       results.runs = mergeRuns(results.runs, [fresh]);
       // Written after every size: a long run interrupted later keeps what it measured.
       writeReport(args.out, results);
