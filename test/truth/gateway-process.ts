@@ -54,9 +54,10 @@ export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; up
     // PROGRESS beside the shards (docs/GATEWAY.md, "PROGRESS").
     // Judged as the functions judge members: their TTL and REQUIRED_TYPE_URLS (the local system's default).
     ...(opts.progress === true ? { progress: 'true', 'envoy-ttl-ms': String(opts.timings.envoyTtlMs), 'required-type-urls': DEFAULT_REQUIRED_TYPE_URLS.join(',') } : {}),
-    // Demoted Envoy states (docs/GATEWAY.md, "PROGRESS"); refreshed every two heartbeats so that
-    // schedules see refresh writes too, not only class changes.
-    ...(opts.stateWrites === 'class-changes' ? { 'state-writes': 'class-changes', 'state-refresh-ms': String(2 * opts.timings.envoyHeartbeatMs) } : {}),
+    // Demoted Envoy states (docs/GATEWAY.md, "PROGRESS"), their answers in the version log as on the
+    // local fleet-size path ("The version log"); refreshed every two heartbeats so that schedules see
+    // refresh writes too, not only class changes.
+    ...(opts.stateWrites === 'class-changes' ? { 'state-writes': 'class-changes', 'event-log-mode': 'chunks', 'state-refresh-ms': String(2 * opts.timings.envoyHeartbeatMs) } : {}),
   };
 }
 
