@@ -55,8 +55,8 @@ export function scaleFigures(e2e: ScaleMeasured): ScaleFigures {
 
 /**
  * Batched answer records nothing waits for: per-Envoy event-log items (common/store/table-layout.ts
- * ITEM_KIND.envoyEventLog), and the version log's chunks and memberships (VERSION_LOG_CHUNK_KIND,
- * VERSION_LOG_MEMBER_KIND; docs/GATEWAY.md, "The version log").
+ * ITEM_KIND.envoyEventLog), and the version log's chunks and memberships (ITEM_KIND.versionLogChunk,
+ * ITEM_KIND.versionLogMember; docs/GATEWAY.md, "The version log").
  */
 const OFF_PATH_KINDS = ['EnvoyEventLog', 'VersionLogChunk', 'VersionLogMember'];
 

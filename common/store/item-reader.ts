@@ -12,10 +12,12 @@ import {
   type AggregateShard,
   type LineageRegistry,
   type PendingEntry,
+  type VersionLogMember,
 } from '../core';
 import { ITEM_KIND, type ItemKind } from './table-layout';
 import { envoyEventFromItem, envoyStateFromItem, lineageStateFromItem, objectGenerationFromItem, parseItem, type ConditionResyncCursor, type EnvoyEventItem, type EnvoyEventLogItem, type TableItem } from './items';
 import type { StoreLogger } from './logger';
+import type { VersionLogChunkItem } from './version-log-item';
 
 /** The record each item kind stores (what the ports hand out). */
 export interface RecordOfKind {
@@ -30,6 +32,9 @@ export interface RecordOfKind {
   PendingGeneration: PendingEntry & { done?: boolean };
   ResyncConditionsCursor: ConditionResyncCursor;
   LineageProgress: LineageProgress;
+  /** A chunk as stored: its header and encoded entries (the VersionLog port decodes them: version-log-item.ts). */
+  VersionLogChunk: Omit<VersionLogChunkItem, 'pk' | 'sk' | 'kind' | 'schemaVersion' | 'ttl'>;
+  VersionLogMember: VersionLogMember;
 }
 
 /** The record of an aggregate-side item: the item without its key and bookkeeping attributes. */
@@ -59,7 +64,12 @@ function recordOf<K extends ItemKind>(kind: K, item: TableItem): RecordOfKind[K]
     case ITEM_KIND.pendingGeneration:
     case ITEM_KIND.conditionResyncCursor:
     case ITEM_KIND.lineageProgress:
+    case ITEM_KIND.versionLogChunk:
       return kind === item.kind ? (withoutItemKeys(item) as RecordOfKind[K]) : undefined;
+    case ITEM_KIND.versionLogMember: {
+      const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, ...record } = item;
+      return kind === item.kind ? (record as RecordOfKind[K]) : undefined;
+    }
   }
 }
 

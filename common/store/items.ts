@@ -41,11 +41,14 @@ import {
   envoyStateKey,
   eventLogKeyOf,
   lineageProgressKey,
+  versionLogChunkKey,
+  versionLogMemberKey,
   lineageStateKey,
   objectGenerationKey,
   pendingKey,
 } from './table-layout';
 import { LineageProgressItemSchema, type LineageProgressItem } from './progress-item';
+import { VersionLogChunkItemSchema, VersionLogMemberItemSchema, type VersionLogChunkItem, type VersionLogMemberItem } from './version-log-item';
 
 // --- The lineage registry and the pending index (records of core aggregate-ports.ts)
 
@@ -150,7 +153,10 @@ export type TableItem =
   | PendingGenerationItem
   | ConditionResyncCursorItem
   /** Its schema and codec are progress-item.ts's (the ProgressStore adapter's own item). */
-  | LineageProgressItem;
+  | LineageProgressItem
+  /** Schemas and codecs in version-log-item.ts (the VersionLog adapter's own items). */
+  | VersionLogChunkItem
+  | VersionLogMemberItem;
 
 export function toEnvoyStateItem(state: EnvoyState, ttl?: number): EnvoyStateItem {
   return { ...envoyStateKey(state.nodeId), kind: ITEM_KIND.envoyState, schemaVersion: SCHEMA_VERSION, ...state, ...(ttl === undefined ? {} : { ttl }) };
@@ -233,6 +239,10 @@ function expectedKey(item: TableItem): ItemKey {
       return CONDITION_RESYNC_CURSOR_KEY;
     case ITEM_KIND.lineageProgress:
       return lineageProgressKey(item.lineage);
+    case ITEM_KIND.versionLogChunk:
+      return versionLogChunkKey(item.lineage, item.typeUrl, item.seq, item.chunk);
+    case ITEM_KIND.versionLogMember:
+      return versionLogMemberKey(item.nodeId, item.lineage, item.member);
   }
 }
 
@@ -299,6 +309,12 @@ export function parseItem(raw: Record<string, unknown>): ParsedItem {
       break;
     case ITEM_KIND.lineageProgress:
       result = LineageProgressItemSchema.safeParse(raw);
+      break;
+    case ITEM_KIND.versionLogChunk:
+      result = VersionLogChunkItemSchema.safeParse(raw);
+      break;
+    case ITEM_KIND.versionLogMember:
+      result = VersionLogMemberItemSchema.safeParse(raw);
       break;
     default:
       return { ok: false, key, error: `${where}: unknown kind ${JSON.stringify(kind) ?? 'undefined'}` };

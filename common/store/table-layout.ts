@@ -49,6 +49,10 @@ export const ITEM_KIND = {
   pendingGeneration: 'PendingGeneration',
   /** `AGG#RESYNC / CONDITIONS-CURSOR`: where resync's condition pass stopped (CONDITION_RESYNC_CURSOR_KEY). */
   conditionResyncCursor: 'ResyncConditionsCursor',
+  /** `VLOG#<lineage> / <typeUrl>#<seq>#<chunk>`: answers of a lineage's members to one version (version-log-item.ts is its codec). */
+  versionLogChunk: 'VersionLogChunk',
+  /** `ENVOY#<nodeId> / VMEMBER#<lineage>#<member>`: an Envoy's member index on a lineage (version-log-item.ts). */
+  versionLogMember: 'VersionLogMember',
 } as const;
 export type ItemKind = (typeof ITEM_KIND)[keyof typeof ITEM_KIND];
 
@@ -186,13 +190,6 @@ export const CONDITION_RESYNC_CURSOR_KEY: ItemKey = { pk: `${AGGREGATE_PK_PREFIX
 
 export const VERSION_LOG_PK_PREFIX = 'VLOG#';
 
-/**
- * The `kind` of a version-log chunk item. Not in ITEM_KIND yet: an entry there needs its record in
- * item-reader.ts's RecordOfKind and a branch in parseItem (items.ts), which come with wiring the
- * version log into the other readers; until then only version-log-item.ts reads these items.
- */
-export const VERSION_LOG_CHUNK_KIND = 'VersionLogChunk';
-
 export function versionLogPartitionKey(lineage: Lineage): string {
   return `${VERSION_LOG_PK_PREFIX}${lineage}`;
 }
@@ -212,8 +209,6 @@ export function versionLogSkRange(typeUrl: string, fromSeq: number, toSeq: numbe
   return { from: `${typeUrl}#${padKeyNumber(fromSeq)}#${padKeyNumber(0)}`, to: `${typeUrl}#${padKeyNumber(toSeq)}#${padKeyNumber(Number.MAX_SAFE_INTEGER)}` };
 }
 
-/** The `kind` of a version-log membership item (the same caveat as VERSION_LOG_CHUNK_KIND). */
-export const VERSION_LOG_MEMBER_KIND = 'VersionLogMember';
 export const VERSION_LOG_MEMBER_SK_PREFIX = 'VMEMBER#';
 
 /**

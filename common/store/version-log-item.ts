@@ -15,7 +15,7 @@ import {
 } from '../core';
 import type { KeyedItem } from './batch-write';
 import { describeZodIssues } from './errors';
-import { ATTR, SCHEMA_VERSION, VERSION_LOG_CHUNK_KIND, VERSION_LOG_MEMBER_KIND, versionLogChunkKey, versionLogMemberKey } from './table-layout';
+import { ATTR, ITEM_KIND, SCHEMA_VERSION, versionLogChunkKey, versionLogMemberKey } from './table-layout';
 
 /** The attribute holding the encoded entries (DynamoDB binary, B). */
 export const CHUNK_ENTRIES_ATTRIBUTE = 'e';
@@ -24,7 +24,7 @@ export const VersionLogChunkItemSchema = z.object({
   pk: z.string().min(1),
   sk: z.string().min(1),
   schemaVersion: z.literal(SCHEMA_VERSION),
-  kind: z.literal(VERSION_LOG_CHUNK_KIND),
+  kind: z.literal(ITEM_KIND.versionLogChunk),
   ...versionChunkHeaderShape,
   // The document client gives B attributes back as Uint8Array.
   [CHUNK_ENTRIES_ATTRIBUTE]: z.instanceof(Uint8Array),
@@ -38,7 +38,7 @@ export function toVersionLogChunkItem(chunk: VersionChunk): { ok: true; item: Ve
   const { entries: _entries, ...header } = chunk;
   const item = {
     ...versionLogChunkKey(chunk.lineage, chunk.typeUrl, chunk.seq, chunk.chunk),
-    kind: VERSION_LOG_CHUNK_KIND,
+    kind: ITEM_KIND.versionLogChunk,
     schemaVersion: SCHEMA_VERSION,
     ...header,
     [CHUNK_ENTRIES_ATTRIBUTE]: bytes.value,
@@ -72,14 +72,14 @@ export const VersionLogMemberItemSchema = z.object({
   pk: z.string().min(1),
   sk: z.string().min(1),
   schemaVersion: z.literal(SCHEMA_VERSION),
-  kind: z.literal(VERSION_LOG_MEMBER_KIND),
+  kind: z.literal(ITEM_KIND.versionLogMember),
   ...versionLogMemberShape,
 });
 export type VersionLogMemberItem = z.infer<typeof VersionLogMemberItemSchema>;
 
 /** The item storing `member`, or why it cannot be stored. */
 export function toVersionLogMemberItem(member: VersionLogMember): { ok: true; item: VersionLogMemberItem & KeyedItem } | { ok: false; error: string } {
-  const checked = VersionLogMemberItemSchema.safeParse({ ...versionLogMemberKey(member.nodeId, member.lineage, member.member), kind: VERSION_LOG_MEMBER_KIND, schemaVersion: SCHEMA_VERSION, ...member });
+  const checked = VersionLogMemberItemSchema.safeParse({ ...versionLogMemberKey(member.nodeId, member.lineage, member.member), kind: ITEM_KIND.versionLogMember, schemaVersion: SCHEMA_VERSION, ...member });
   if (!checked.success) return { ok: false, error: `member ${String(member.member)} of ${member.lineage}: ${describeZodIssues(checked.error.issues)}` };
   return { ok: true, item: checked.data };
 }

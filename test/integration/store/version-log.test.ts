@@ -217,4 +217,14 @@ describe('DynamoVersionLog on dynalite', () => {
     expect(page.items).toHaveLength(2);
     expect(page.corrupt).toEqual([expect.objectContaining({ key: versionLogMemberKey('envoy-a', LINEAGE, 5), error: expect.stringContaining('key does not match content') })]);
   });
+
+  it('is read by the whole-table scan as its own kinds, not as corrupt items', async () => {
+    const { log, table } = await harness();
+    await log.putChunks([chunk(5, 0, acks([1, 2]))]);
+    await log.putMembers([{ nodeId: 'envoy-a', lineage: LINEAGE, member: 1, joinedAt: T0, ttl: TTL }]);
+    const page = await table.store.scanItems({});
+    expect(page.corrupt).toEqual([]);
+    expect(page.items.map((item) => item.kind).sort()).toEqual(['VersionLogChunk', 'VersionLogMember']);
+    expect((await table.store.scanItems({ kind: 'VersionLogMember' })).items).toEqual([expect.objectContaining({ nodeId: 'envoy-a', lineage: LINEAGE, member: 1 })]);
+  });
 });
