@@ -48,13 +48,18 @@ export function toVersionLogChunkItem(chunk: VersionChunk): { ok: true; item: Ve
   return { ok: true, item: checked.data };
 }
 
-/** The chunk an item as read from the table stores, or a CorruptItem saying where and why. */
-export function versionLogChunkFromItem(raw: Record<string, unknown>): { ok: true; chunk: VersionChunk } | { ok: false; corrupt: CorruptItem } {
+/** How a read of `raw` fails: its key (when it has one) and where it is, in every error. */
+function failureOf(raw: Record<string, unknown>, what: string): (error: string) => { ok: false; corrupt: CorruptItem } {
   const pk = raw[ATTR.pk];
   const sk = raw[ATTR.sk];
   const key = typeof pk === 'string' && typeof sk === 'string' ? { pk, sk } : undefined;
-  const where = key === undefined ? 'version-log item without string pk/sk' : `item ${key.pk} / ${key.sk}`;
-  const fail = (error: string) => ({ ok: false as const, corrupt: key === undefined ? { error: `${where}: ${error}` } : { key, error: `${where}: ${error}` } });
+  const where = key === undefined ? `${what} without string pk/sk` : `item ${key.pk} / ${key.sk}`;
+  return (error) => ({ ok: false as const, corrupt: key === undefined ? { error: `${where}: ${error}` } : { key, error: `${where}: ${error}` } });
+}
+
+/** The chunk an item as read from the table stores, or a CorruptItem saying where and why. */
+export function versionLogChunkFromItem(raw: Record<string, unknown>): { ok: true; chunk: VersionChunk } | { ok: false; corrupt: CorruptItem } {
+  const fail = failureOf(raw, 'version-log item');
   const parsed = VersionLogChunkItemSchema.safeParse(raw);
   if (!parsed.success) return fail(describeZodIssues(parsed.error.issues));
   const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, [CHUNK_ENTRIES_ATTRIBUTE]: bytes, ...header } = parsed.data;
@@ -86,11 +91,7 @@ export function toVersionLogMemberItem(member: VersionLogMember): { ok: true; it
 
 /** The membership an item as read from the table stores, or a CorruptItem saying where and why. */
 export function versionLogMemberFromItem(raw: Record<string, unknown>): { ok: true; member: VersionLogMember } | { ok: false; corrupt: CorruptItem } {
-  const pk = raw[ATTR.pk];
-  const sk = raw[ATTR.sk];
-  const key = typeof pk === 'string' && typeof sk === 'string' ? { pk, sk } : undefined;
-  const where = key === undefined ? 'version-log membership without string pk/sk' : `item ${key.pk} / ${key.sk}`;
-  const fail = (error: string) => ({ ok: false as const, corrupt: key === undefined ? { error: `${where}: ${error}` } : { key, error: `${where}: ${error}` } });
+  const fail = failureOf(raw, 'version-log membership');
   const parsed = VersionLogMemberItemSchema.safeParse(raw);
   if (!parsed.success) return fail(describeZodIssues(parsed.error.issues));
   const { pk: _pk, sk: _sk, kind: _kind, schemaVersion: _v, ...member } = parsed.data;

@@ -18,6 +18,16 @@ function ack(seq: number, typeUrl = RDS_TYPE_URL): EnvoyEvent {
 
 let fixture: StoreFixture;
 
+/** GET /envoys/{nodeId} through the deployed query handler. */
+function getEnvoy(tableName: string, nodeId: string) {
+  const query = createQueryHandler({ env: { TABLE_NAME: tableName, AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: fixture.endpoint }, logger: silentLogger, now: () => NOW });
+  const path = `/envoys/${encodeURIComponent(nodeId)}`;
+  return query({
+    version: '2.0', routeKey: '$default', rawPath: path, rawQueryString: '', headers: {}, isBase64Encoded: false,
+    requestContext: { http: { method: 'GET', path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'jest' }, requestId: `get-${nodeId}` },
+  } as unknown as APIGatewayProxyEventV2);
+}
+
 beforeAll(async () => {
   fixture = await startStoreFixture();
 });
@@ -43,11 +53,7 @@ test('GET /envoys/{id}: the 20 newest events from every part of the event log, o
   };
   expect(await store.updateEnvoyState(state, undefined)).toEqual({ ok: true });
 
-  const query = createQueryHandler({ env: { TABLE_NAME: tableName, AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: fixture.endpoint }, logger: silentLogger, now: () => NOW });
-  const response = await query({
-    version: '2.0', routeKey: '$default', rawPath: '/envoys/envoy-1', rawQueryString: '', headers: {}, isBase64Encoded: false,
-    requestContext: { http: { method: 'GET', path: '/envoys/envoy-1', protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'jest' }, requestId: 'req-1' },
-  } as unknown as APIGatewayProxyEventV2);
+  const response = await getEnvoy(tableName, 'envoy-1');
   expect(response.statusCode).toBe(200);
   const body = JSON.parse(response.body) as { recentEvents: { seq: number; outcome: string; type: string }[] };
   expect(body.recentEvents.map((e) => e.seq)).toEqual(Array.from({ length: 20 }, (_, i) => 43 - i));
@@ -76,11 +82,7 @@ test('GET /envoys/{id}: answers in the version log (a demoted Envoy) merged with
   };
   expect(await store.updateEnvoyState(state, undefined)).toEqual({ ok: true });
 
-  const query = createQueryHandler({ env: { TABLE_NAME: tableName, AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: fixture.endpoint }, logger: silentLogger, now: () => NOW });
-  const response = await query({
-    version: '2.0', routeKey: '$default', rawPath: '/envoys/envoy-1', rawQueryString: '', headers: {}, isBase64Encoded: false,
-    requestContext: { http: { method: 'GET', path: '/envoys/envoy-1', protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'jest' }, requestId: 'req-2' },
-  } as unknown as APIGatewayProxyEventV2);
+  const response = await getEnvoy(tableName, 'envoy-1');
   expect(response.statusCode).toBe(200);
   const body = JSON.parse(response.body) as { recentEvents: { seq: number; outcome: string; type: string; at: number; message?: string }[] };
   expect(body.recentEvents.map((e) => [e.outcome, e.type, e.seq, e.at])).toEqual([
