@@ -59,6 +59,11 @@ export interface ContourTruthOptions {
    * the old route when True is written. Default 1000 ms; 0 turns it off.
    */
   slowAckMs?: number;
+  /**
+   * The local system's fleet-size path (PROGRESS decides; the gateway writes Envoy states on class
+   * changes only and their answers to the version log): `--progress-evaluation`.
+   */
+  progressPath?: boolean;
   logger?: Logger;
   onSchedule?: (result: ScheduleResult) => void;
 }
@@ -90,6 +95,7 @@ export async function runContourTruth(options: ContourTruthOptions): Promise<Tru
       // Invariant 5 must see drift, so the resync timer must not repair it first.
       resyncEveryMs: 3_600_000,
       controlPlaneLease: TRUTH_LEASE_TIMINGS,
+      ...(options.progressPath === true ? { progressPath: true } : {}),
     },
     { logger },
   );

@@ -70,7 +70,7 @@ async function main(): Promise<void> {
   const shape = { schedules: opts.schedules, seed: opts.seed, envoys: opts.envoys, objects: opts.objects, stepsPerSchedule: opts.steps, scheduleDurationMs: opts.durationMs, writeBound: opts.writeBound };
   const budget = opts.recoveryBudgetMs === undefined ? {} : { recoveryBudgetMs: opts.recoveryBudgetMs };
   const report = opts.controlPlane === 'contour'
-    ? await runContourTruth({ ...shape, ...budget, leaderChange: opts.leaderChange, fleetMix: opts.fleetMix, logger, onSchedule })
+    ? await runContourTruth({ ...shape, ...budget, leaderChange: opts.leaderChange, fleetMix: opts.fleetMix, progressPath: opts.progressEvaluation, logger, onSchedule })
     : await runTruth({
     schedules: opts.schedules,
     seed: opts.seed,
