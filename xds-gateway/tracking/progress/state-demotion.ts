@@ -14,9 +14,11 @@
 // per Envoy back on every such change, and hold the node's events behind the state's answer hold
 // (recorder envoy-state-queue.ts). The recorder stamps incarnations over the states it is handed
 // (envoy-count.ts), so a dip it never sees moves no incarnation; nothing on this path reads them
-// (the PROGRESS item counts the publisher's own, which sees every state). The ACK/NACK/STUCK events are not demoted: the recorder writes the events of
-// a node whose state it was not handed as event-log items (event-log-pipeline.ts, orphans), so the log
-// keeps every answer and no stored state ever claims an ACK the log lacks.
+// (the PROGRESS item counts the publisher's own, which sees every state). The ACK/NACK/STUCK events are
+// not demoted: the recorder writes the events of a node whose state it was not handed (its orphans) to
+// the version log with --event-log-mode chunks (version-log-pipeline.ts; NACKs to the Envoy's own log),
+// or as event-log items otherwise (event-log-pipeline.ts), so the log keeps every answer and no stored
+// state ever claims an ACK the log lacks.
 import { memberFromEnvoyState, stuckTypesAsStored, type EnvoyState, type Member } from '../../../common/core';
 
 /** The gateway's --state-writes modes (ops/config.ts). */
