@@ -189,3 +189,36 @@ test("a STATE write of an Envoy goes after the chunk holding its answers, not be
   expect((await answersOf(log, 'ordered-a')).map((event) => event.typeUrl)).toEqual([CDS_TYPE_URL]);
   await recorder.close();
 });
+
+test('a STATE waits while the chunk holding its answers cannot be stored (throttled past the retries)', async () => {
+  const order: string[] = [];
+  let chunkRefusals = 4;
+  const { log, recorder } = await setup((real) => ({
+    ...real,
+    batchWrite: async (input) => {
+      const chunks = Object.values(input.RequestItems ?? {}).flat().filter((request) => request.PutRequest?.Item?.['kind'] === 'VersionLogChunk').length;
+      if (chunks > 0 && chunkRefusals > 0) {
+        chunkRefusals--;
+        throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $retryable: { throttling: true } });
+      }
+      if (chunks > 0) order.push('chunk');
+      return real.batchWrite(input);
+    },
+    put: async (input) => {
+      if (input.Item?.['kind'] === 'EnvoyState') order.push(`state:${String(input.Item['nodeId'])}`);
+      return real.put(input);
+    },
+  }), { maxEntries: 1000, maxAgeMs: 3_600_000 });
+  const at = Date.now();
+  recorder.enqueueEvent(answer('waiting-a', CDS_TYPE_URL, 2, at));
+  await recorder.flushNow();
+  recorder.enqueueEnvoyState(newEnvoyState({ identity: { nodeId: 'waiting-a', cluster: 'edge', metadata: {} }, group: 'edge', lineage: L1, now: at + 5 }));
+  await recorder.flushNow();
+  // The chunk was refused (twice per flush: the store's own retry): the state waited with it.
+  expect(order).toEqual([]);
+  await recorder.whenIdle();
+  expect(chunkRefusals).toBe(0);
+  expect(order).toEqual(['chunk', 'state:waiting-a']);
+  expect((await answersOf(log, 'waiting-a')).map((event) => event.typeUrl)).toEqual([CDS_TYPE_URL]);
+  await recorder.close();
+});

@@ -74,16 +74,31 @@ export class EnvoyStatePipeline {
       return { ok, moreReady: taken.moreReady };
     }
     let orphans = taken.orphans;
+    let ready = writes;
     if (versionLog !== undefined) {
       // Answers first (chunks), and the open chunks of the nodes whose states go now cut and written
-      // before those states: no stored state gets ahead of the log.
+      // before those states: no stored state gets ahead of the log. A node whose chunk could not be
+      // stored keeps its state queued for the next flush, as in items mode.
       const now = clock.now();
       orphans = versionLog.gather(taken.orphans, now);
       versionLog.cutFor(writes.map((write) => write.state.nodeId));
       ok = (await versionLog.write(now, writeHeld)) && ok;
+      const behind = versionLog.nodesWithUnwrittenAnswers();
+      if (behind.size > 0) {
+        ready = [];
+        for (const write of writes) {
+          if (!behind.has(write.state.nodeId)) {
+            ready.push(write);
+            continue;
+          }
+          states.requeue(write.state);
+          events.requeue(write.state.nodeId, write.events);
+          ok = false;
+        }
+      }
     }
-    ok = (await this.options.eventLog.moveCarried(writes, orphans)) && ok;
-    ok = (await this.writeStates(writes)) && ok;
+    ok = (await this.options.eventLog.moveCarried(ready, orphans)) && ok;
+    ok = (await this.writeStates(ready)) && ok;
     return { ok, moreReady: taken.moreReady };
   }
 

@@ -169,6 +169,16 @@ export class VersionLogPipeline {
     return ok;
   }
 
+  /**
+   * Nodes with answers cut and not yet stored (a chunk write failed, or waits for a membership): their
+   * STATE waits too, or it would be stored ahead of the log.
+   */
+  nodesWithUnwrittenAnswers(): Set<string> {
+    const nodes = new Set<string>();
+    for (const entry of this.cut) for (const event of entry.events) nodes.add(event.nodeId);
+    return nodes;
+  }
+
   /** Nothing open, cut or pending. */
   isEmpty(): boolean {
     if (this.cut.length > 0 || this.pendingMembers.size > 0) return false;
