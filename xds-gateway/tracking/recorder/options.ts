@@ -2,8 +2,7 @@
 // ops/metrics.ts) configures and reads. The parts of the recorder (this folder) each take the few
 // options they need.
 import type { Logger } from 'pino';
-import type { Clock, EnvoyEvent, EnvoyState, EventLogLimits, EventStore } from '../../../common/core';
-import type { VersionLogSettings, VersionLogStats } from './version-log-pipeline';
+import type { ChunkLimits, Clock, EnvoyEvent, EnvoyState, EventLogLimits, EventStore, VersionLog } from '../../../common/core';
 
 export interface RecorderMetrics {
   /** Events durably written (the only point where an event counts as acknowledged). */
@@ -13,6 +12,14 @@ export interface RecorderMetrics {
   writeFailed(operation: string): void;
   /** Writes dropped because the store can never accept them (never retried), by operation. */
   writeDropped?(operation: 'envoyState' | 'lineageState' | 'watermark'): void;
+}
+
+/** RecorderOptions.versionLog (version-log-pipeline.ts). */
+export interface VersionLogSettings {
+  log: VersionLog;
+  /** How long chunks and memberships are kept (the event retention). */
+  retentionMs: number;
+  limits?: ChunkLimits;
 }
 
 export interface RecorderOptions {
@@ -95,6 +102,15 @@ export interface RecorderOptions {
    * the reason. Synchronous; must not throw.
    */
   onUnrecordable?: (nodeId: string, reason: string) => void;
+}
+
+/** RecorderStats.versionLog (version-log-pipeline.ts). */
+export interface VersionLogStats {
+  chunksWritten: number;
+  answersWritten: number;
+  membersWritten: number;
+  /** Open or cut and not yet stored. */
+  answersPending: number;
 }
 
 export interface RecorderStats {

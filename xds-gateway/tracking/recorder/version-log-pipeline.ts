@@ -21,20 +21,12 @@ import {
   type ChunkLimits,
   type EnvoyEvent,
   type VersionChunk,
-  type VersionLog,
   type VersionLogMember,
 } from '../../../common/core';
 import { describeError } from '../../../common/describe-error';
 import type { EventQueue, TakenEvents } from './event-queue';
-import type { RecorderMetrics } from './options';
+import type { RecorderMetrics, VersionLogSettings, VersionLogStats } from './options';
 import { performanceSeconds } from './write-latency';
-
-export interface VersionLogSettings {
-  log: VersionLog;
-  /** How long chunks and memberships are kept (the event retention). */
-  retentionMs: number;
-  limits?: ChunkLimits;
-}
 
 export interface VersionLogPipelineOptions extends VersionLogSettings {
   logger: Logger;
@@ -46,14 +38,6 @@ export interface VersionLogPipelineOptions extends VersionLogSettings {
    * answer on one goes to the Envoy's own event log instead.
    */
   isForgotten: (lineage: string) => boolean;
-}
-
-export interface VersionLogStats {
-  chunksWritten: number;
-  answersWritten: number;
-  membersWritten: number;
-  /** Open or cut and not yet stored. */
-  answersPending: number;
 }
 
 interface MemberEntry {
