@@ -34,11 +34,6 @@ describe('progressWriteDue', () => {
     expect(progressWriteDue(written, writtenAt, build([at('a', 3)]), timing)).toEqual({ kind: 'now', why: 'members' });
   });
 
-  it('writes a move of incarnations alone (a dip, a reconnect) with the counts refresh, not at once: evaluation does not read it', () => {
-    const renewed = { ...written, incarnations: written.incarnations + 1 };
-    expect(progressWriteDue(written, writtenAt, renewed, timing)).toEqual({ kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' });
-  });
-
   it('writes at once when a watermark becomes an anchor', () => {
     expect(progressWriteDue(written, writtenAt, build([at('a', 3), at('b', 1)], [mark(3), mark(5)]), timing)).toEqual({ kind: 'now', why: 'anchors' });
   });
@@ -53,16 +48,6 @@ describe('progressWriteDue', () => {
   it('writes at once when a NACK appears', () => {
     const nacked = envoy('b', { [CDS]: { acked: 1, nack: { seq: 2, message: 'bad cluster', at: T0 } } }, { programmedThrough: 1 });
     expect(progressWriteDue(written, writtenAt, build([at('a', 3), nacked]), timing)).toEqual({ kind: 'now', why: 'blockers' });
-  });
-
-  it('waits for the refresh when only a listed member\'s waiting responses move (every ACK of a wave), not when a standing blocker does', () => {
-    const waiting = (sentAt: number) => envoy('b', { [CDS]: { acked: 1, pending: { seq: 2, sentAt } } }, { programmedThrough: 1 });
-    const before = build([at('a', 3), waiting(T0)]);
-    expect(before.listed.some(([nodeId, member]) => nodeId === 'b' && member.b?.w !== undefined)).toBe(true);
-    expect(progressWriteDue(before, writtenAt, build([at('a', 3), waiting(T0 + 500)]), timing)).toEqual({ kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' });
-    expect(progressWriteDue(before, writtenAt, build([at('a', 3), at('b', 1)]), timing)).toEqual({ kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' });
-    const nacked = envoy('b', { [CDS]: { acked: 1, pending: { seq: 2, sentAt: T0 }, nack: { seq: 2, message: 'bad cluster', at: T0 } } }, { programmedThrough: 1 });
-    expect(progressWriteDue(before, writtenAt, build([at('a', 3), nacked]), timing)).toEqual({ kind: 'now', why: 'blockers' });
   });
 
   it('waits for the refresh when only counts below an anchor move', () => {
