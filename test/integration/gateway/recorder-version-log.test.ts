@@ -60,6 +60,30 @@ function wave(nodes: readonly string[], seq: number, base: number, spreadMs: num
   return nodes.flatMap((nodeId, index) => TYPES.map((typeUrl, t) => answer(nodeId, typeUrl, seq, base + Math.floor((index * spreadMs) / nodes.length) + t)));
 }
 
+function throttling(): Error {
+  return Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $retryable: { throttling: true } });
+}
+
+/** Operations that record, in order, each stored chunk batch ('chunk') and each STATE put; the first `refusals.left` chunk batches are throttled. */
+function orderRecording(order: string[], refusals = { left: 0 }): (real: DocumentOperations) => DocumentOperations {
+  return (real) => ({
+    ...real,
+    batchWrite: async (input) => {
+      const chunks = Object.values(input.RequestItems ?? {}).flat().filter((request) => request.PutRequest?.Item?.['kind'] === 'VersionLogChunk').length;
+      if (chunks > 0 && refusals.left > 0) {
+        refusals.left--;
+        throw throttling();
+      }
+      if (chunks > 0) order.push('chunk');
+      return real.batchWrite(input);
+    },
+    put: async (input) => {
+      if (input.Item?.['kind'] === 'EnvoyState') order.push(`state:${String(input.Item['nodeId'])}`);
+      return real.put(input);
+    },
+  });
+}
+
 async function answersOf(log: DynamoVersionLog, nodeId: string): Promise<EnvoyEvent[]> {
   return recentVersionLogAnswers(log, nodeId, TYPES, 100);
 }
@@ -126,7 +150,7 @@ test.each([
       for (const kind of kinds) {
         if ((refusals[kind] ?? 0) === 0) continue;
         refusals[kind] = (refusals[kind] ?? 0) - 1;
-        throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $retryable: { throttling: true } });
+        throw throttling();
       }
       stored.push(...kinds);
       return real.batchWrite(input);
@@ -166,17 +190,7 @@ test("a NACK keeps its message on the Envoy's own log; the answers around it go 
 
 test("a STATE write of an Envoy goes after the chunk holding its answers, not before", async () => {
   const order: string[] = [];
-  const { log, recorder } = await setup((real) => ({
-    ...real,
-    batchWrite: async (input) => {
-      for (const requests of Object.values(input.RequestItems ?? {})) for (const request of requests) if (request.PutRequest?.Item?.['kind'] === 'VersionLogChunk') order.push('chunk');
-      return real.batchWrite(input);
-    },
-    put: async (input) => {
-      if (input.Item?.['kind'] === 'EnvoyState') order.push(`state:${String(input.Item['nodeId'])}`);
-      return real.put(input);
-    },
-  }), { maxEntries: 1000, maxAgeMs: 3_600_000 });
+  const { log, recorder } = await setup(orderRecording(order), { maxEntries: 1000, maxAgeMs: 3_600_000 });
   const at = Date.now();
   // Answers of two Envoys open in an hour-long chunk would wait; the state of one of them cuts it.
   for (const nodeId of ['ordered-a', 'ordered-b']) recorder.enqueueEvent(answer(nodeId, CDS_TYPE_URL, 2, at));
@@ -192,23 +206,8 @@ test("a STATE write of an Envoy goes after the chunk holding its answers, not be
 
 test('a STATE waits while the chunk holding its answers cannot be stored (throttled past the retries)', async () => {
   const order: string[] = [];
-  let chunkRefusals = 4;
-  const { log, recorder } = await setup((real) => ({
-    ...real,
-    batchWrite: async (input) => {
-      const chunks = Object.values(input.RequestItems ?? {}).flat().filter((request) => request.PutRequest?.Item?.['kind'] === 'VersionLogChunk').length;
-      if (chunks > 0 && chunkRefusals > 0) {
-        chunkRefusals--;
-        throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $retryable: { throttling: true } });
-      }
-      if (chunks > 0) order.push('chunk');
-      return real.batchWrite(input);
-    },
-    put: async (input) => {
-      if (input.Item?.['kind'] === 'EnvoyState') order.push(`state:${String(input.Item['nodeId'])}`);
-      return real.put(input);
-    },
-  }), { maxEntries: 1000, maxAgeMs: 3_600_000 });
+  const chunkRefusals = { left: 4 };
+  const { log, recorder } = await setup(orderRecording(order, chunkRefusals), { maxEntries: 1000, maxAgeMs: 3_600_000 });
   const at = Date.now();
   recorder.enqueueEvent(answer('waiting-a', CDS_TYPE_URL, 2, at));
   await recorder.flushNow();
@@ -217,7 +216,7 @@ test('a STATE waits while the chunk holding its answers cannot be stored (thrott
   // The chunk was refused (twice per flush: the store's own retry): the state waited with it.
   expect(order).toEqual([]);
   await recorder.whenIdle();
-  expect(chunkRefusals).toBe(0);
+  expect(chunkRefusals.left).toBe(0);
   expect(order).toEqual(['chunk', 'state:waiting-a']);
   expect((await answersOf(log, 'waiting-a')).map((event) => event.typeUrl)).toEqual([CDS_TYPE_URL]);
   await recorder.close();
