@@ -38,6 +38,7 @@ import {
   type TableClockView,
 } from '../../common/core';
 import { forEachConcurrently } from '../../common/worker-pool';
+import { readProgressSnapshot } from './progress-snapshot';
 
 export interface EvaluationDeps {
   aggregates: AggregateStore;
@@ -235,7 +236,8 @@ export class AggregateSnapshot {
     if (this.deps.progress !== undefined) {
       // A live lineage without an item (its gateway runs without --progress, or has not written yet)
       // reads as unknown: nothing on it can be Programmed (core evaluateFromProgress).
-      this.progressReads = await this.deps.progress.getProgresses(live);
+      // Read twice at least: one consistent snapshot, so a node moving between lineages is counted (progress-snapshot.ts).
+      this.progressReads = await readProgressSnapshot(this.deps.progress, live, this.deps.logger);
       return [];
     }
     return Promise.all(

@@ -4,7 +4,8 @@
 // while `members` stays; a node leaving the lineage leaves both. A watermark becomes an anchor, and
 // the item says when every member reached it.
 import pino from 'pino';
-import type { LineageWatermark } from '../../../common/core';
+import type { LineageProgress, LineageWatermark, ProgressStore } from '../../../common/core';
+import { eventually } from '../../support/eventually';
 import { ProgressPublisher } from '../../../xds-gateway/tracking/progress/progress-publisher';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
 import { captureLogs } from '../../support/store-logger';
@@ -53,6 +54,113 @@ test('stamps incarnations as the recorder counts them, and follows members and a
     await publisher.whenIdle();
     expect(await stored()).toMatchObject({ members: 1, incarnations: 2 });
     expect(publisher.stats().conflicts).toBe(0);
+  } finally {
+    await publisher.close();
+    table.close();
+  }
+});
+
+/**
+ * The table's PROGRESS port with the writes of some lineages refused while `refused` names them, and
+ * every stored item recorded in store order: what a reader could find at each moment.
+ */
+function recordingStore(real: ProgressStore): { store: ProgressStore; refused: Set<string>; stored: LineageProgress[] } {
+  const refused = new Set<string>();
+  const stored: LineageProgress[] = [];
+  const store: ProgressStore = {
+    async putProgress(progress) {
+      if (refused.has(progress.lineage)) throw new Error(`injected: PROGRESS writes of ${progress.lineage} refused`);
+      const outcome = await real.putProgress(progress);
+      if (outcome === 'written') stored.push(progress);
+      return outcome;
+    },
+    getProgress: (lineage) => real.getProgress(lineage),
+    getProgresses: (lineages) => real.getProgresses(lineages),
+  };
+  return { store, refused, stored };
+}
+
+/** After each stored item in turn: whether `nodeId` is counted by at least one lineage's latest item. */
+function alwaysCounted(stored: readonly LineageProgress[], nodeId: string): boolean[] {
+  const latest = new Map<string, LineageProgress>();
+  return stored.map((item) => {
+    latest.set(item.lineage, item);
+    return [...latest.values()].some((progress) => progress.listed.some(([listed]) => listed === nodeId));
+  });
+}
+
+test('a node that moves lineage stays counted on the old one until an item of the new one counts it', async () => {
+  const tableName = await fixture.newTable();
+  const table = fixture.openTable(tableName, captureLogs().logger);
+  const { store, refused, stored } = recordingStore(table.progress);
+  const publisher = new ProgressPublisher({ store, logger: pino({ level: 'silent' }), clock: { now: () => Date.now() }, policy: { ttlMs: 60_000, ackTimeoutMs: 30_000 }, requiredTypeUrls: [], retryBaseMs: 10, retryMaxMs: 20 });
+  try {
+    const now = Date.now();
+    const a = envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 3, connectedAt: now, lastSeenAt: now });
+    const b = envoy('b', { [CDS]: { acked: 3 } }, { programmedThrough: 3, connectedAt: now, lastSeenAt: now });
+    publisher.noteEnvoyState(a);
+    publisher.noteEnvoyState(b);
+    publisher.noteEnvoyState({ ...envoy('c', { [CDS]: { acked: 1 } }, { programmedThrough: 1, connectedAt: now, lastSeenAt: now }), lineage: L2, types: { [CDS]: { lineage: L2, subscribed: true, acked: 1 } } });
+    await publisher.whenIdle();
+
+    // b reconnects on L2 while L2's items cannot be stored: L1 keeps counting it, as disconnected.
+    refused.add(L2);
+    publisher.noteEnvoyState({ ...b, lineage: L2, connectedAt: now + 1, lastSeenAt: now + 1, types: { [CDS]: { lineage: L2, subscribed: true, acked: 1 } }, programmedThrough: 1 });
+    await eventually(() => publisher.stats().failedWrites >= 3, 'L2 writes refused a few times');
+    const l1 = await table.progress.getProgress(L1);
+    expect(l1.status === 'found' && l1.value.members).toBe(2);
+    expect(l1.status === 'found' && l1.value.listed.some(([nodeId]) => nodeId === 'b')).toBe(true);
+
+    // L2's item counting b is stored, and only then does L1 let b go.
+    refused.delete(L2);
+    await eventually(async () => {
+      const read = await table.progress.getProgress(L1);
+      return read.status === 'found' && read.value.members === 1;
+    }, 'b leaves L1 once L2 counts it');
+    const l2 = await table.progress.getProgress(L2);
+    expect(l2.status === 'found' && l2.value.members).toBe(2);
+    expect(alwaysCounted(stored, 'b')).not.toContain(false);
+  } finally {
+    await publisher.close();
+    table.close();
+  }
+});
+
+test('a retired lineage is written while members are left on it, then dropped', async () => {
+  const tableName = await fixture.newTable();
+  const table = fixture.openTable(tableName, captureLogs().logger);
+  const { store, stored } = recordingStore(table.progress);
+  const ttlMs = 1_500;
+  const publisher = new ProgressPublisher({ store, logger: pino({ level: 'silent' }), clock: { now: () => Date.now() }, policy: { ttlMs, ackTimeoutMs: 30_000 }, requiredTypeUrls: [], timing: { heartbeatMs: 200 } });
+  try {
+    const now = Date.now();
+    const a = envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 3, connectedAt: now, lastSeenAt: now });
+    const b = envoy('b', { [CDS]: { acked: 3 } }, { programmedThrough: 3, connectedAt: now, lastSeenAt: now });
+    publisher.noteEnvoyState(a);
+    publisher.noteEnvoyState(b);
+    await publisher.whenIdle();
+
+    // The relay moves the group: its streams end, then the lineage is retired.
+    const retiredAt = Date.now();
+    publisher.noteEnvoyState({ ...a, status: 'DISCONNECTED', lastSeenAt: retiredAt });
+    publisher.noteEnvoyState({ ...b, status: 'DISCONNECTED', lastSeenAt: retiredAt });
+    publisher.retireLineage(L1);
+
+    // Both disconnected Envoys still hold L1's content: its item keeps them, heartbeat included.
+    await eventually(() => stored.some((item) => item.lineage === L1 && item.heartbeatAt >= retiredAt + 200 && item.members === 2), 'a heartbeat write of the retired lineage with both members');
+
+    // a is back on L2: it leaves L1 once L2's item counts it; b never comes back and leaves at its TTL.
+    publisher.noteEnvoyState({ ...a, lineage: L2, connectedAt: Date.now(), lastSeenAt: Date.now(), types: { [CDS]: { lineage: L2, subscribed: true, acked: 1 } }, programmedThrough: 1 });
+    await eventually(() => stored.some((item) => item.lineage === L1 && item.members === 1), 'a leaves L1');
+    await eventually(() => stored.some((item) => item.lineage === L1 && item.members === 0), 'b leaves L1 at its TTL', { timeoutMs: 10_000 });
+    const emptyAt = stored.findIndex((item) => item.lineage === L1 && item.members === 0);
+    const memberless = stored[emptyAt]!;
+    expect(memberless.heartbeatAt).toBeGreaterThanOrEqual(retiredAt + ttlMs);
+
+    // Then nothing of L1 is written any more, while L2 keeps its heartbeat.
+    await eventually(() => stored.filter((item) => item.lineage === L2).length >= stored.slice(0, emptyAt + 1).filter((item) => item.lineage === L2).length + 3, 'three more L2 heartbeats');
+    expect(stored.slice(emptyAt + 1).filter((item) => item.lineage === L1)).toEqual([]);
+    expect(alwaysCounted(stored, 'a')).not.toContain(false);
   } finally {
     await publisher.close();
     table.close();

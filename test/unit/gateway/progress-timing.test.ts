@@ -51,7 +51,13 @@ describe('progressWriteDue', () => {
   });
 
   it('waits for the refresh when only counts below an anchor move', () => {
-    expect(progressWriteDue(written, writtenAt, build([at('a', 3), at('b', 2)]), timing)).toEqual({ kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' });
+    const quick = { refreshMs: 2_000, heartbeatMs: 5_000 };
+    expect(progressWriteDue(written, writtenAt, build([at('a', 3), at('b', 2)]), quick)).toEqual({ kind: 'at', at: writtenAt + quick.refreshMs, why: 'counts' });
+  });
+
+  it('never waits past the heartbeat, even for a longer refresh: readers drop an item at heartbeatAt + TTL', () => {
+    expect(timing.refreshMs).toBeGreaterThan(timing.heartbeatMs);
+    expect(progressWriteDue(written, writtenAt, build([at('a', 3), at('b', 2)]), timing)).toEqual({ kind: 'at', at: writtenAt + timing.heartbeatMs, why: 'heartbeat' });
   });
 
   it('writes with the heartbeat when nothing moved (heartbeatAt and v are not content)', () => {

@@ -11,9 +11,21 @@
 // one, or the last member behind an open watermark reaching it (counted incrementally in `behind`).
 // Writes go through the recorder's FlushScheduler: one flush at a time, full-jitter backoff after a
 // failure, close() on SIGTERM.
+//
+// No member is ever in no stored item (invariant 1: a member missing from every item is missing from
+// the denominator). Two rules keep it so:
+//  - a node that moves to another lineage stays in its old lineage's item, as a disconnected member
+//    (it leaves at its TTL if nothing else happens), until an item of its new lineage that counts it
+//    is stored; only then is it removed from the old one. A reader holding one consistent snapshot of
+//    the items (functions/lib/evaluate.ts reads them twice) therefore finds it at least once;
+//  - a retired lineage (the relay moved its group, or freed it) keeps its item written, heartbeat
+//    included, while any member is left on it: its Envoys were sent away at the retirement and hold
+//    the lineage's content until they are back on another lineage or their TTL ends. It is dropped
+//    once an item with no member is stored.
 import type { Logger } from 'pino';
 import {
   countEnvoyState,
+  isLiveMember,
   isUnresolvedNack,
   MAX_PROGRESS_ANCHORS,
   memberFromEnvoyState,
@@ -95,6 +107,10 @@ interface LineageEntry {
   dirty: boolean;
   /** When the next build is due without a change (the refresh or heartbeat write). */
   dueAt: number | undefined;
+  /** The relay serves nothing more on it: written until an item with no member is stored, then dropped. */
+  retired: boolean;
+  /** Members that moved to another lineage and stay counted here until an item there counts them. */
+  departing: Set<string>;
 }
 
 function hasUnresolvedNack(state: EnvoyState): boolean {
@@ -105,6 +121,11 @@ export class ProgressPublisher {
   private readonly lineages = new Map<string, LineageEntry>();
   /** The lineage each node's latest state is on. */
   private readonly lineageOf = new Map<string, string>();
+  /**
+   * Per node: the lineages it moved off whose items still count it (their `departing`), until an
+   * item of its current lineage that counts it is stored.
+   */
+  private readonly departedFrom = new Map<string, Set<string>>();
   private readonly timing: ProgressTiming;
   private readonly buildWindowMs: number;
   private readonly scheduler: FlushScheduler;
@@ -131,17 +152,24 @@ export class ProgressPublisher {
     const previousLineage = this.lineageOf.get(tracked.nodeId);
     let urgent = false;
     if (previousLineage !== undefined && previousLineage !== tracked.lineage) {
-      this.removeMember(previousLineage, tracked.nodeId);
+      this.depart(previousLineage, tracked.nodeId);
       urgent = true;
     }
     this.lineageOf.set(tracked.nodeId, tracked.lineage);
     const entry = this.entry(tracked.lineage);
+    // Back on a lineage it had moved off: counted there as itself again, not as a departing member.
+    if (entry.departing.delete(tracked.nodeId)) {
+      const from = this.departedFrom.get(tracked.nodeId);
+      from?.delete(tracked.lineage);
+      if (from?.size === 0) this.departedFrom.delete(tracked.nodeId);
+    }
     // The tracker's states carry no incarnation (the recorder stamps what it writes): stamp them by the
     // same rule (core countEnvoyState), so the item's `incarnations` moves on a rejoin as the LINEAGE
     // count does. A revival of an EXPIRED state is not seen here (it needs the stored state).
     const counted = countEnvoyState(entry.counted.get(tracked.nodeId), tracked, 0);
     entry.counted.set(tracked.nodeId, counted.envoy);
-    const state: EnvoyState = { ...tracked, incarnation: counted.incarnation };
+    // A retired lineage's streams were ended (retireLineage): a late state on it is not vouched for by its heartbeat.
+    const state: EnvoyState = { ...tracked, incarnation: counted.incarnation, ...(entry.retired && tracked.status === 'CONNECTED' ? { status: 'DISCONNECTED' as const } : {}) };
     const previous = entry.members.get(state.nodeId);
     entry.members.set(state.nodeId, state);
     const member = memberFromEnvoyState(state, this.options.requiredTypeUrls);
@@ -178,14 +206,22 @@ export class ProgressPublisher {
     if (lineage === undefined) return;
     this.lineageOf.delete(nodeId);
     this.removeMember(lineage, nodeId);
+    // Where it departed from it stays until its TTL: no item of a lineage of its will count it now.
+    this.departedFrom.delete(nodeId);
   }
 
-  /** The relay serves nothing more on the lineage: its item is no longer written (it goes stale after the TTL, as a dead gateway's). */
+  /**
+   * The relay serves nothing more on the lineage and sent its Envoys away. Its item is still written
+   * while members are left on it (file comment): each leaves when an item of the lineage it reconnects
+   * on counts it, or at its TTL; then the lineage is dropped.
+   */
   retireLineage(lineage: string): void {
     const entry = this.lineages.get(lineage);
     if (entry === undefined) return;
-    for (const nodeId of entry.members.keys()) if (this.lineageOf.get(nodeId) === lineage) this.lineageOf.delete(nodeId);
-    this.lineages.delete(lineage);
+    entry.retired = true;
+    // Its streams were ended: no member is vouched for by this lineage's heartbeat any more.
+    for (const nodeId of entry.members.keys()) this.disconnectMember(entry, nodeId);
+    this.markDirty(entry, true);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -215,15 +251,76 @@ export class ProgressPublisher {
   private entry(lineage: string): LineageEntry {
     let entry = this.lineages.get(lineage);
     if (entry === undefined) {
-      entry = { members: new Map(), counted: new Map(), summaries: new Map(), watermarks: new Map(), behind: new Map(), written: undefined, writtenAt: undefined, storedV: 0, dirty: false, dueAt: undefined };
+      entry = { members: new Map(), counted: new Map(), summaries: new Map(), watermarks: new Map(), behind: new Map(), written: undefined, writtenAt: undefined, storedV: 0, dirty: false, dueAt: undefined, retired: false, departing: new Set() };
       this.lineages.set(lineage, entry);
     }
     return entry;
   }
 
+  /**
+   * `nodeId` moved off `lineage`: it stays a member there, as disconnected since it was last seen
+   * there (so it leaves at its TTL at the latest), until an item of its new lineage counts it.
+   */
+  private depart(lineage: string, nodeId: string): void {
+    const entry = this.lineages.get(lineage);
+    const state = entry?.members.get(nodeId);
+    if (entry === undefined || state === undefined) return;
+    entry.departing.add(nodeId);
+    const from = this.departedFrom.get(nodeId) ?? new Set<string>();
+    from.add(lineage);
+    this.departedFrom.set(nodeId, from);
+    this.disconnectMember(entry, nodeId);
+    this.markDirty(entry, true);
+  }
+
+  /** The member as disconnected since it was last seen: it is live until its TTL, not by the heartbeat. */
+  private disconnectMember(entry: LineageEntry, nodeId: string): void {
+    const state = entry.members.get(nodeId);
+    if (state === undefined || state.status !== 'CONNECTED') return;
+    const disconnected: EnvoyState = { ...state, status: 'DISCONNECTED' };
+    entry.members.set(nodeId, disconnected);
+    entry.summaries.set(nodeId, memberFromEnvoyState(disconnected, this.options.requiredTypeUrls));
+  }
+
+  /** An item of `lineage` counting these nodes is stored: the lineages they moved off let them go. */
+  private arrivalsStored(lineage: string, nodeIds: readonly string[]): void {
+    for (const nodeId of nodeIds) {
+      if (this.lineageOf.get(nodeId) !== lineage) continue;
+      const from = this.departedFrom.get(nodeId);
+      if (from === undefined) continue;
+      this.departedFrom.delete(nodeId);
+      for (const old of from) {
+        const entry = this.lineages.get(old);
+        if (entry === undefined || !entry.departing.delete(nodeId)) continue;
+        this.removeMember(old, nodeId);
+      }
+    }
+  }
+
+  private expireDeparted(lineage: string, nodeId: string): void {
+    const from = this.departedFrom.get(nodeId);
+    from?.delete(lineage);
+    if (from?.size === 0) this.departedFrom.delete(nodeId);
+    this.removeMember(lineage, nodeId);
+  }
+
+  /** A retired lineage whose item holds no member any more: nothing of it is kept. */
+  private dropLineage(lineage: string): void {
+    const entry = this.lineages.get(lineage);
+    if (entry === undefined) return;
+    this.lineages.delete(lineage);
+    for (const nodeId of entry.members.keys()) {
+      if (this.lineageOf.get(nodeId) === lineage) this.lineageOf.delete(nodeId);
+      const from = this.departedFrom.get(nodeId);
+      from?.delete(lineage);
+      if (from?.size === 0) this.departedFrom.delete(nodeId);
+    }
+  }
+
   private removeMember(lineage: string, nodeId: string): void {
     const entry = this.lineages.get(lineage);
     if (entry === undefined) return;
+    entry.departing.delete(nodeId);
     const t = entry.summaries.get(nodeId)?.t;
     entry.members.delete(nodeId);
     entry.counted.delete(nodeId);
@@ -271,6 +368,16 @@ export class ProgressPublisher {
       if (!entry.dirty && (entry.dueAt === undefined || entry.dueAt > now)) continue;
       entry.dirty = false;
       this.counters.builds++;
+      // Members that arrived from another lineage: once this item is stored, that lineage lets them go.
+      const arrivals: string[] = [];
+      for (const nodeId of entry.members.keys()) {
+        if (entry.departing.has(nodeId) || !this.departedFrom.has(nodeId)) continue;
+        if (isLiveMember(entry.summaries.get(nodeId), now, this.options.policy.ttlMs, undefined, now)) arrivals.push(nodeId);
+      }
+      // A departing member past its TTL is counted nowhere any more: nothing to keep it for.
+      for (const nodeId of entry.departing) {
+        if (!isLiveMember(entry.summaries.get(nodeId), now, this.options.policy.ttlMs, undefined, now)) this.expireDeparted(lineage, nodeId);
+      }
       const next = progressFromStates({
         lineage,
         v: entry.storedV + 1,
@@ -287,7 +394,7 @@ export class ProgressPublisher {
         entry.dueAt = due.at;
         continue;
       }
-      writes.push(this.write(lineage, entry, next, due.why, now));
+      writes.push(this.write(lineage, entry, next, due.why, now, arrivals));
     }
     const results = await Promise.all(writes);
     const failed = results.some((ok) => !ok);
@@ -295,7 +402,7 @@ export class ProgressPublisher {
   }
 
   /** One conditional write; false when it must be retried (the entry is left dirty). */
-  private async write(lineage: string, entry: LineageEntry, next: LineageProgress, why: string, now: number): Promise<boolean> {
+  private async write(lineage: string, entry: LineageEntry, next: LineageProgress, why: string, now: number, arrivals: readonly string[]): Promise<boolean> {
     const { store, logger } = this.options;
     try {
       const outcome = await store.putProgress(next);
@@ -308,6 +415,8 @@ export class ProgressPublisher {
           entry.writtenAt = now;
           entry.storedV = next.v;
           entry.dueAt = now + this.timing.heartbeatMs;
+          this.arrivalsStored(lineage, arrivals);
+          if (entry.retired && next.members === 0) this.dropLineage(lineage);
         }
         return true;
       }

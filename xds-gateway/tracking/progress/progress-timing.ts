@@ -61,6 +61,8 @@ export function progressWriteDue(written: LineageProgress | undefined, writtenAt
     return { kind: 'now', why: 'blockers' };
   }
   const moved = !same(written.through, next.through) || written.none !== next.none || written.unprogrammed !== next.unprogrammed || !same(written.listed, next.listed);
-  if (moved) return { kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' };
+  // The heartbeat bounds every wait, the refresh's too: past heartbeatAt + TTL readers drop the whole
+  // item, members and all, so a refresh longer than the heartbeat must not hold the heartbeat back.
+  if (moved && timing.refreshMs < timing.heartbeatMs) return { kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' };
   return { kind: 'at', at: writtenAt + timing.heartbeatMs, why: 'heartbeat' };
 }
