@@ -23,7 +23,9 @@ test('stamps incarnations as the recorder counts them, and follows members and a
   const tableName = await fixture.newTable();
   const table = fixture.openTable(tableName, captureLogs().logger);
   const clock = { now: () => T0 };
-  const publisher = new ProgressPublisher({ store: table.progress, logger: pino({ level: 'silent' }), clock, policy: { ttlMs: 60_000, ackTimeoutMs: 30_000 }, requiredTypeUrls: [] });
+  // refreshMs 0: a move of `incarnations` alone is written with the counts refresh (progress-timing.ts),
+  // here at once, so each step's item can be read back.
+  const publisher = new ProgressPublisher({ store: table.progress, logger: pino({ level: 'silent' }), clock, policy: { ttlMs: 60_000, ackTimeoutMs: 30_000 }, requiredTypeUrls: [], timing: { refreshMs: 0 } });
   try {
     const a = envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 3, connectedAt: T0 - 10_000 });
     const b = envoy('b', { [CDS]: { acked: 5 } }, { programmedThrough: 5, connectedAt: T0 - 10_000 });

@@ -6,7 +6,7 @@ import { fullyProgrammedAnchors, progressWriteDue } from '../../../xds-gateway/t
 import { CDS, envoy, L1, L2, T0 } from '../core/fixtures';
 
 const policy = { ttlMs: 60_000, ackTimeoutMs: 30_000 };
-const timing = { refreshMs: 10_000, heartbeatMs: 5_000 };
+const timing = { refreshMs: 2_000, heartbeatMs: 5_000 };
 
 function mark(seq: number): LineageWatermark {
   return { seq, types: { [CDS]: seq }, at: T0 };
@@ -34,6 +34,11 @@ describe('progressWriteDue', () => {
     expect(progressWriteDue(written, writtenAt, build([at('a', 3)]), timing)).toEqual({ kind: 'now', why: 'members' });
   });
 
+  it('writes a move of incarnations alone (a dip, a reconnect) with the counts refresh, not at once: evaluation does not read it', () => {
+    const renewed = { ...written, incarnations: written.incarnations + 1 };
+    expect(progressWriteDue(written, writtenAt, renewed, timing)).toEqual({ kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' });
+  });
+
   it('writes at once when a watermark becomes an anchor', () => {
     expect(progressWriteDue(written, writtenAt, build([at('a', 3), at('b', 1)], [mark(3), mark(5)]), timing)).toEqual({ kind: 'now', why: 'anchors' });
   });
@@ -50,14 +55,23 @@ describe('progressWriteDue', () => {
     expect(progressWriteDue(written, writtenAt, build([at('a', 3), nacked]), timing)).toEqual({ kind: 'now', why: 'blockers' });
   });
 
+  it('waits for the refresh when only a listed member\'s waiting responses move (every ACK of a wave), not when a standing blocker does', () => {
+    const waiting = (sentAt: number) => envoy('b', { [CDS]: { acked: 1, pending: { seq: 2, sentAt } } }, { programmedThrough: 1 });
+    const before = build([at('a', 3), waiting(T0)]);
+    expect(before.listed.some(([nodeId, member]) => nodeId === 'b' && member.b?.w !== undefined)).toBe(true);
+    expect(progressWriteDue(before, writtenAt, build([at('a', 3), waiting(T0 + 500)]), timing)).toEqual({ kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' });
+    expect(progressWriteDue(before, writtenAt, build([at('a', 3), at('b', 1)]), timing)).toEqual({ kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' });
+    const nacked = envoy('b', { [CDS]: { acked: 1, pending: { seq: 2, sentAt: T0 }, nack: { seq: 2, message: 'bad cluster', at: T0 } } }, { programmedThrough: 1 });
+    expect(progressWriteDue(before, writtenAt, build([at('a', 3), nacked]), timing)).toEqual({ kind: 'now', why: 'blockers' });
+  });
+
   it('waits for the refresh when only counts below an anchor move', () => {
-    const quick = { refreshMs: 2_000, heartbeatMs: 5_000 };
-    expect(progressWriteDue(written, writtenAt, build([at('a', 3), at('b', 2)]), quick)).toEqual({ kind: 'at', at: writtenAt + quick.refreshMs, why: 'counts' });
+    expect(progressWriteDue(written, writtenAt, build([at('a', 3), at('b', 2)]), timing)).toEqual({ kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' });
   });
 
   it('never waits past the heartbeat, even for a longer refresh: readers drop an item at heartbeatAt + TTL', () => {
-    expect(timing.refreshMs).toBeGreaterThan(timing.heartbeatMs);
-    expect(progressWriteDue(written, writtenAt, build([at('a', 3), at('b', 2)]), timing)).toEqual({ kind: 'at', at: writtenAt + timing.heartbeatMs, why: 'heartbeat' });
+    const slowRefresh = { refreshMs: 10_000, heartbeatMs: 5_000 };
+    expect(progressWriteDue(written, writtenAt, build([at('a', 3), at('b', 2)]), slowRefresh)).toEqual({ kind: 'at', at: writtenAt + slowRefresh.heartbeatMs, why: 'heartbeat' });
   });
 
   it('writes with the heartbeat when nothing moved (heartbeatAt and v are not content)', () => {

@@ -6,7 +6,7 @@
 // the same lineage) re-reads the stored `v` and writes again.
 //
 // Cost stays flat per change: the tracker's callbacks only update maps (O(open watermarks) per state),
-// and an item is built (O(members of the lineage)) at most once per build window (100 ms), or a few
+// and an item is built (O(members of the lineage)) at most once per build window (1 s), or a few
 // milliseconds after a state that decides something: a member joining, leaving, NACKing or clearing
 // one, or the last member behind an open watermark reaching it (counted incrementally in `behind`).
 // Writes go through the recorder's FlushScheduler: one flush at a time, full-jitter backoff after a
@@ -48,12 +48,14 @@ const URGENT_BUILD_DELAY_MS = 5;
 export const DEFAULT_PROGRESS_TIMING: ProgressTiming = { refreshMs: 10_000, heartbeatMs: 5_000 };
 
 /**
- * Builds after ordinary state changes (progress alone) are at most one per this window; what decides
- * is urgent (URGENT_BUILD_DELAY_MS). A 1 s window was tried in round 8 (docs/bench/README.md): it cut
- * the builds' CPU at 5,000 Envoys, but went with PROGRESS write rules the truth checker then found
- * unsafe, and was reverted with them until the false True it found is explained.
+ * Builds after ordinary state changes (progress alone: an ACK that leaves members behind an open
+ * watermark, a response sent) are at most one a second. A build reads every member (O(members)), and
+ * at 100 ms it was ~20% of the gateway's CPU during a change at 5,000 Envoys (docs/bench/README.md,
+ * round 8), while what such a change can make due is the counts refresh (10 s, bounded by the
+ * heartbeat) or, rarely, a stuck count clearing; what decides at once is urgent (above) and does not
+ * wait for this window.
  */
-export const DEFAULT_BUILD_WINDOW_MS = 100;
+export const DEFAULT_BUILD_WINDOW_MS = 1_000;
 
 export interface ProgressPublisherOptions {
   store: ProgressStore;

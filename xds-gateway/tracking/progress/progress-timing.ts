@@ -4,7 +4,7 @@
 // is due, comparing it with the item last written.
 //
 // "Decides something" is what can turn an evaluation from one verdict to another: the denominator
-// (members, and incarnations, which move on a rejoin under the same node id), the anchors (a watermark
+// (members), the anchors (a watermark
 // off the anchors is judged conservatively, so a new one must be named before it can go True), an
 // anchor becoming fully programmed, and any blocker appearing or clearing (NACK groups, stuck counts,
 // split groups, the listed members' blocker fields). A move of `through` that decides nothing only
@@ -47,20 +47,36 @@ function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-/** The listed members' blocker fields (NACKs, split, nothing subscribed, pending responses). */
+/**
+ * The listed members' standing blockers (NACKs, split, nothing or not every required type
+ * subscribed), for blame in the condition's message. Responses waiting for an answer (`w`) are left
+ * out, and so are members listed for them alone: every ACK of a change wave moves them, and the
+ * verdicts they can turn are the item's own counts (`stuck` above, `through` and the anchors), so a
+ * write at once per ACK burst was ~95% of the PROGRESS writes at 1,000 × 1,000 (docs/bench/README.md,
+ * round 8). They are written with the counts refresh.
+ */
 function listedBlockers(item: LineageProgress): unknown {
-  return item.listed.map(([nodeId, member]) => [nodeId, member.b ?? null]);
+  const standing: unknown[] = [];
+  for (const [nodeId, member] of item.listed) {
+    const { w: _waiting, ...rest } = member.b ?? {};
+    if (Object.keys(rest).length > 0) standing.push([nodeId, rest]);
+  }
+  return standing;
 }
 
 export function progressWriteDue(written: LineageProgress | undefined, writtenAt: number | undefined, next: LineageProgress, timing: ProgressTiming): ProgressWriteDue {
   if (written === undefined || writtenAt === undefined) return { kind: 'now', why: 'first' };
-  if (written.members !== next.members || written.incarnations !== next.incarnations) return { kind: 'now', why: 'members' };
+  // `incarnations` alone is not decisive (evaluation does not read it) and moves with every dip in an
+  // Envoy's programmedThrough (core countEnvoyState): a route change adding clusters dips every Envoy
+  // for a moment, and a write at once per dip was ~80% of the PROGRESS writes at 1,000 × 1,000
+  // (docs/bench/README.md, round 8). It goes with the next counts write.
+  if (written.members !== next.members) return { kind: 'now', why: 'members' };
   if (!same(written.anchors, next.anchors)) return { kind: 'now', why: 'anchors' };
   if (!same(fullyProgrammedAnchors(written), fullyProgrammedAnchors(next))) return { kind: 'now', why: 'programmed' };
   if (!same(written.nacks, next.nacks) || !same(written.stuck, next.stuck) || !same(written.split, next.split) || !same(listedBlockers(written), listedBlockers(next))) {
     return { kind: 'now', why: 'blockers' };
   }
-  const moved = !same(written.through, next.through) || written.none !== next.none || written.unprogrammed !== next.unprogrammed || !same(written.listed, next.listed);
+  const moved = !same(written.through, next.through) || written.incarnations !== next.incarnations || written.none !== next.none || written.unprogrammed !== next.unprogrammed || !same(written.listed, next.listed);
   // The heartbeat bounds every wait, the refresh's too: past heartbeatAt + TTL readers drop the whole
   // item, members and all, so a refresh longer than the heartbeat must not hold the heartbeat back.
   if (moved && timing.refreshMs < timing.heartbeatMs) return { kind: 'at', at: writtenAt + timing.refreshMs, why: 'counts' };
