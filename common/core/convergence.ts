@@ -28,8 +28,13 @@ export interface Convergence {
   programmed: number;
   /** Live Envoys (the denominator). */
   total: number;
-  /** One per live Envoy not programmed, sorted by reason severity then nodeId. */
+  /** One per live Envoy not programmed, sorted by reason severity then nodeId (but see blockersOmitted). */
   blockers: Blocker[];
+  /**
+   * Live Envoys not programmed and not named in `blockers`: evaluation from PROGRESS names at most the
+   * listed members of each lineage and counts the rest here (lineage-progress.ts). Absent: none.
+   */
+  blockersOmitted?: number;
   /** GenerationNotObservable: why. */
   notObservableReason?: string;
   /** Invalid: the controller's own message (untrusted text, sanitised when shown). */

@@ -34,7 +34,7 @@ export function decisionFromConvergence(convergence: Convergence, decidedAt: num
     programmed: convergence.programmed,
     total: convergence.total,
     blockers: stored,
-    blockersOmitted: convergence.blockers.length - stored.length,
+    blockersOmitted: convergence.blockers.length - stored.length + (convergence.blockersOmitted ?? 0),
     ...(convergence.notObservableReason === undefined ? {} : { notObservableReason: convergence.notObservableReason }),
     ...(convergence.controllerMessage === undefined ? {} : { controllerMessage: capMessage(convergence.controllerMessage) }),
     decidedAt,

@@ -205,7 +205,7 @@ export class AggregateSnapshot {
     if (progress !== undefined) {
       // Not shared across objects: an item's NACKs are counts per blame, which only the object's own
       // evaluation can attribute (attributedTo needs every NACK blocker named). O(lineages) each.
-      const { blockersOmitted: _omitted, ...fromProgress } = evaluateFromProgress({ object: record.object, generation: record.generation, watermark: watermarkOf(record), lineages: progress, deadLineages: this.deadLineages, now, policy: this.deps.policy, ...(this.tableClock === undefined ? {} : { tableClock: this.tableClock }) });
+      const fromProgress = evaluateFromProgress({ object: record.object, generation: record.generation, watermark: watermarkOf(record), lineages: progress, deadLineages: this.deadLineages, now, policy: this.deps.policy, ...(this.tableClock === undefined ? {} : { tableClock: this.tableClock }) });
       return { convergence: fromProgress, now, aggregates };
     }
     const key = watermarkKey(record);

@@ -36,6 +36,14 @@ describe('decisionFromConvergence', () => {
     expect(DecisionSchema.safeParse(decision).success).toBe(true);
   });
 
+  it('adds the members evaluation counted but did not name (PROGRESS lists only some) to the omitted', () => {
+    const decision = decisionFromConvergence({ ...convergence(pending(3), 50), programmed: 3, blockersOmitted: 44 }, 5, 9);
+    expect(decision.blockers).toHaveLength(3);
+    expect(decision.blockersOmitted).toBe(44);
+    expect(decision.programmed + decision.blockers.length + decision.blockersOmitted).toBe(decision.total);
+    expect(conditionForDecision(object, 7, decision, { maxListed: 3 }).message).toMatch(/; and 44 more$/);
+  });
+
   it('bounds NACK messages', () => {
     const long = 'x'.repeat(MAX_DECISION_MESSAGE_LENGTH * 3);
     const decision = decisionFromConvergence(
