@@ -4,7 +4,7 @@
 // while `members` stays; a node leaving the lineage leaves both. A watermark becomes an anchor, and
 // the item says when every member reached it.
 import pino from 'pino';
-import type { LineageProgress, LineageWatermark, ProgressStore } from '../../../common/core';
+import type { EnvoyState, LineageProgress, LineageWatermark, ProgressStore } from '../../../common/core';
 import { eventually } from '../../support/eventually';
 import { ProgressPublisher } from '../../../xds-gateway/tracking/progress/progress-publisher';
 import { startStoreFixture, type StoreFixture } from '../../support/store-fixture';
@@ -82,6 +82,11 @@ function recordingStore(real: ProgressStore): { store: ProgressStore; refused: S
   return { store, refused, stored };
 }
 
+/** An Envoy that connected at `at` on `lineage`, CDS ACKed at `acked`. */
+function connected(nodeId: string, acked: number, lineage = L1, at = Date.now()): EnvoyState {
+  return envoy(nodeId, { [CDS]: { acked, lineage } }, { programmedThrough: acked, connectedAt: at, lastSeenAt: at, lineage });
+}
+
 /** After each stored item in turn: whether `nodeId` is counted by at least one lineage's latest item. */
 function alwaysCounted(stored: readonly LineageProgress[], nodeId: string): boolean[] {
   const latest = new Map<string, LineageProgress>();
@@ -98,16 +103,14 @@ test('a node that moves lineage stays counted on the old one until an item of th
   const publisher = new ProgressPublisher({ store, logger: pino({ level: 'silent' }), clock: { now: () => Date.now() }, policy: { ttlMs: 60_000, ackTimeoutMs: 30_000 }, requiredTypeUrls: [], retryBaseMs: 10, retryMaxMs: 20 });
   try {
     const now = Date.now();
-    const a = envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 3, connectedAt: now, lastSeenAt: now });
-    const b = envoy('b', { [CDS]: { acked: 3 } }, { programmedThrough: 3, connectedAt: now, lastSeenAt: now });
-    publisher.noteEnvoyState(a);
-    publisher.noteEnvoyState(b);
-    publisher.noteEnvoyState({ ...envoy('c', { [CDS]: { acked: 1 } }, { programmedThrough: 1, connectedAt: now, lastSeenAt: now }), lineage: L2, types: { [CDS]: { lineage: L2, subscribed: true, acked: 1 } } });
+    publisher.noteEnvoyState(connected('a', 3, L1, now));
+    publisher.noteEnvoyState(connected('b', 3, L1, now));
+    publisher.noteEnvoyState(connected('c', 1, L2, now));
     await publisher.whenIdle();
 
     // b reconnects on L2 while L2's items cannot be stored: L1 keeps counting it, as disconnected.
     refused.add(L2);
-    publisher.noteEnvoyState({ ...b, lineage: L2, connectedAt: now + 1, lastSeenAt: now + 1, types: { [CDS]: { lineage: L2, subscribed: true, acked: 1 } }, programmedThrough: 1 });
+    publisher.noteEnvoyState(connected('b', 1, L2, now + 1));
     await eventually(() => publisher.stats().failedWrites >= 3, 'L2 writes refused a few times');
     const l1 = await table.progress.getProgress(L1);
     expect(l1.status === 'found' && l1.value.members).toBe(2);
@@ -136,8 +139,8 @@ test('a retired lineage is written while members are left on it, then dropped', 
   const publisher = new ProgressPublisher({ store, logger: pino({ level: 'silent' }), clock: { now: () => Date.now() }, policy: { ttlMs, ackTimeoutMs: 30_000 }, requiredTypeUrls: [], timing: { heartbeatMs: 200 } });
   try {
     const now = Date.now();
-    const a = envoy('a', { [CDS]: { acked: 3 } }, { programmedThrough: 3, connectedAt: now, lastSeenAt: now });
-    const b = envoy('b', { [CDS]: { acked: 3 } }, { programmedThrough: 3, connectedAt: now, lastSeenAt: now });
+    const a = connected('a', 3, L1, now);
+    const b = connected('b', 3, L1, now);
     publisher.noteEnvoyState(a);
     publisher.noteEnvoyState(b);
     await publisher.whenIdle();
@@ -152,7 +155,7 @@ test('a retired lineage is written while members are left on it, then dropped', 
     await eventually(() => stored.some((item) => item.lineage === L1 && item.heartbeatAt >= retiredAt + 200 && item.members === 2), 'a heartbeat write of the retired lineage with both members');
 
     // a is back on L2: it leaves L1 once L2's item counts it; b never comes back and leaves at its TTL.
-    publisher.noteEnvoyState({ ...a, lineage: L2, connectedAt: Date.now(), lastSeenAt: Date.now(), types: { [CDS]: { lineage: L2, subscribed: true, acked: 1 } }, programmedThrough: 1 });
+    publisher.noteEnvoyState(connected('a', 1, L2));
     await eventually(() => stored.some((item) => item.lineage === L1 && item.members === 1), 'a leaves L1');
     await eventually(() => stored.some((item) => item.lineage === L1 && item.members === 0), 'b leaves L1 at its TTL', { timeoutMs: 10_000 });
     const emptyAt = stored.findIndex((item) => item.lineage === L1 && item.members === 0);
