@@ -21,7 +21,7 @@ import { forEachIndexConcurrently } from '../common/worker-pool';
 import { canaryCluster, HTTPPROXIES_PATH, patchToCanary } from './support/changes';
 import { startConditionWatch } from './support/condition-watch';
 import { counterByLabel, counterDelta, meanWriteLatencyMs, storeWriteTotals, type StoreWriteTotals } from './support/gateway-metrics';
-import { CHILD_PROCESSES, cpuPercentBetween, cpuSecondsNow, processCpuSeconds, processRssMiB, type ChildPids, type ProcessCpuPercent } from './support/proc';
+import { CHILD_PROCESSES, cpuPercentBetween, cpuSecondsNow, processCpuSeconds, processesCpuSeconds, processesRssMiB, processRssMiB, type ChildPids, type ProcessCpuPercent } from './support/proc';
 import { round, summarize, waitFor, type Summary } from './support/stats';
 import { requireWholeFleet } from './support/whole-fleet';
 import { measureWriteCeiling, type WriteCeilingResult } from './write-ceiling';
@@ -29,7 +29,12 @@ import { nonNegativeInteger, positiveInteger } from './support/args';
 import { withScaleFigures } from './support/scale-figures';
 
 /** startLocalSystem's own limits (infra/local/system/options.ts). */
-export const E2E_MAX_ENVOYS = 5000;
+export const E2E_MAX_ENVOYS = 10_000;
+/**
+ * Envoys per gateway process by default: the runs go to ~5,000 Envoys on one gateway (round 7 of
+ * docs/bench/README.md), and a larger fleet gets another gateway per 5,000, as a deployment scales out.
+ */
+export const E2E_ENVOYS_PER_GATEWAY = 5000;
 export const E2E_MAX_OBJECTS = 10_000;
 const HTTPPROXIES = HTTPPROXIES_PATH;
 
@@ -61,6 +66,8 @@ export interface E2eOptions {
   fleetProcess?: 'child' | 'inline';
   /** Where the xDS gateway runs (default 'child': its own process, as deployed; 'inline' as before). */
   gatewayProcess?: 'child' | 'inline';
+  /** Gateway processes, the fleet split evenly among them (default: one per E2E_ENVOYS_PER_GATEWAY Envoys). */
+  gateways?: number;
   /** Measure the write path's ceiling after the change (default true; E2eResult.writeCeiling). */
   writeCeiling?: boolean;
   /** The fleet-size path: PROGRESS decides, Envoy states written on class changes only (the local system's `progressPath`). */
@@ -110,7 +117,7 @@ export interface E2eResult {
   /** Where the fleet ran; in child mode the child's own CPU during the change phase (from /proc). */
   fleet?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; startupMs?: number; rssMiB?: number };
   /** The gateway's own process when it runs as a child (optional: older results lack it). */
-  gateway?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; rssMiB?: number; cpuMsPerEnvoyChange?: number; /** PROGRESS writes during the change by what made each due (optional in old results). */ progressWritesBy?: Record<string, number> };
+  gateway?: { process: 'child' | 'inline'; /** Gateway processes when more than one (their CPU and RSS summed). */ replicas?: number; cpuSecondsDuringChange?: number; rssMiB?: number; cpuMsPerEnvoyChange?: number; /** PROGRESS writes during the change by what made each due (optional in old results). */ progressWritesBy?: Record<string, number> };
   /** dynalite's own process when it runs as a child: its CPU during the change (optional: older results lack it). */
   dynalite?: { cpuSecondsDuringChange: number };
   changePhaseMs: number;
@@ -190,20 +197,27 @@ async function lastAcks(system: LocalSystem<'child' | 'inline'>, names: Readonly
 }
 
 /**
- * The gateway's state-write totals and its PROGRESS writes by reason, from its /metrics; undefined
- * (and logged) if they cannot be read.
+ * The gateways' state-write totals and PROGRESS writes by reason, from their /metrics, summed over the
+ * replicas; undefined (and logged) if one cannot be read.
  */
 async function gatewayStoreWrites(system: LocalSystem<'inline' | 'child'>): Promise<(StoreWriteTotals & { progressWrites: Record<string, number> }) | undefined> {
-  if (system.gateway === undefined) return undefined;
-  try {
-    const response = await fetch(system.gateway.metricsUrl);
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    const text = await response.text();
-    return { ...storeWriteTotals(text, 'envoyState'), progressWrites: counterByLabel(text, 'xds_programmed_gateway_progress_writes_total', 'why') };
-  } catch (error) {
-    logger.warn({ err: error, url: system.gateway.metricsUrl }, 'gateway metrics unreadable; state-write latency not reported');
-    return undefined;
+  if (system.gateways.length === 0) return undefined;
+  const sum: StoreWriteTotals & { progressWrites: Record<string, number> } = { count: 0, sumSeconds: 0, progressWrites: {} };
+  for (const gateway of system.gateways) {
+    try {
+      const response = await fetch(gateway.metricsUrl);
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      const text = await response.text();
+      const writes = storeWriteTotals(text, 'envoyState');
+      sum.count += writes.count;
+      sum.sumSeconds += writes.sumSeconds;
+      for (const [why, n] of Object.entries(counterByLabel(text, 'xds_programmed_gateway_progress_writes_total', 'why'))) sum.progressWrites[why] = (sum.progressWrites[why] ?? 0) + n;
+    } catch (error) {
+      logger.warn({ err: error, url: gateway.metricsUrl }, 'gateway metrics unreadable; state-write latency not reported');
+      return undefined;
+    }
   }
+  return sum;
 }
 
 /**
@@ -309,6 +323,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       ...(options.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: options.convergenceBatchSize }),
       fleetProcess: options.fleetProcess ?? 'child',
       gatewayProcess: options.gatewayProcess ?? 'child',
+      gatewayReplicas: options.gateways ?? Math.ceil(options.envoys / E2E_ENVOYS_PER_GATEWAY),
       ...(options.progressPath === true ? { progressPath: true } : {}),
       ...(options.ackTimeoutMs === undefined ? {} : { ackTimeoutMs: options.ackTimeoutMs }),
     },
@@ -347,8 +362,10 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const cpuBefore = process.cpuUsage();
     const fleetPid = system.fleet.process === 'child' ? system.fleet.pid : undefined;
     const fleetCpuBefore = fleetPid === undefined ? undefined : processCpuSeconds(fleetPid);
-    const gatewayPid = system.gateway?.pid;
-    const gatewayCpuBefore = gatewayPid === undefined ? undefined : processCpuSeconds(gatewayPid);
+    // Every gateway replica's process, summed (a 10,000-Envoy row runs two of 5,000); none when inline.
+    const gatewayPids = system.gateways.flatMap((gateway) => (gateway.pid === undefined ? [] : [gateway.pid]));
+    const gatewayPid = gatewayPids.length === 0 || gatewayPids.length !== system.gateways.length ? undefined : gatewayPids;
+    const gatewayCpuBefore = gatewayPid === undefined ? undefined : processesCpuSeconds(gatewayPid);
     const dynalitePid = system.dynamo.local.dynalite.pid;
     const dynaliteCpuBefore = dynalitePid === undefined ? undefined : processCpuSeconds(dynalitePid);
     const gatewayWritesBefore = await gatewayStoreWrites(system);
@@ -393,9 +410,9 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const cpu = process.cpuUsage(cpuBefore);
     const fleetCpuAfter = fleetPid === undefined ? undefined : processCpuSeconds(fleetPid);
     const fleetRssMiB = fleetPid === undefined ? undefined : processRssMiB(fleetPid);
-    const gatewayCpuAfter = gatewayPid === undefined ? undefined : processCpuSeconds(gatewayPid);
+    const gatewayCpuAfter = gatewayPid === undefined ? undefined : processesCpuSeconds(gatewayPid);
     const dynaliteCpuAfter = dynalitePid === undefined ? undefined : processCpuSeconds(dynalitePid);
-    const gatewayRssMiB = gatewayPid === undefined ? undefined : processRssMiB(gatewayPid);
+    const gatewayRssMiB = gatewayPid === undefined ? undefined : processesRssMiB(gatewayPid);
     // A copy: the live counters go on counting (the write-ceiling measurement below writes through the same front).
     const dynamoAfter = { ...system.dynamo.local.stats, recordsByKind: { ...system.dynamo.local.stats.recordsByKind } };
 
@@ -444,7 +461,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const sequenceOf = (name: string): string[] => watch.objects.get(name)?.history.filter((h) => h.generation === 2).map((h) => `${h.status}/${h.reason ?? ''}@${h.observedGeneration ?? '?'}`) ?? [];
     const extraWrites = names.filter((name) => (watch.objects.get(name)?.conditionWrites.get(2) ?? 0) > 2);
     const result: E2eResult = {
-      conditions: `the system on this machine (2 shared cores; the gateway ${system.gateway?.pid === undefined ? 'in-process' : 'in a child process'}); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}; ${system.options.progressPath ? 'fleet-size path (PROGRESS decides, Envoy states on class changes only, answers in the version log)' : 'shard path (every Envoy state written)'}; ACK timeout ${system.options.ackTimeoutMs / 1000} s`,
+      conditions: `the system on this machine (2 shared cores; ${system.gateways.length === 1 ? `the gateway ${system.gateway?.pid === undefined ? 'in-process' : 'in a child process'}` : `${system.gateways.length} gateway processes, the Envoys split evenly among them, their CPU summed`}); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}; ${system.options.progressPath ? 'fleet-size path (PROGRESS decides, Envoy states on class changes only, answers in the version log)' : 'shard path (every Envoy state written)'}; ACK timeout ${system.options.ackTimeoutMs / 1000} s`,
       envoys: options.envoys,
       objects: allNames.length,
       changed: names.length,
@@ -483,6 +500,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       },
       gateway: {
         process: gatewayPid === undefined ? 'inline' : 'child',
+        ...(system.gateways.length === 1 ? {} : { replicas: system.gateways.length }),
         ...(gatewayCpuBefore === undefined || gatewayCpuAfter === undefined ? {} : { cpuSecondsDuringChange: round(gatewayCpuAfter - gatewayCpuBefore, 2) }),
         ...(gatewayRssMiB === undefined ? {} : { rssMiB: round(gatewayRssMiB, 0) }),
         ...(gatewayWritesBefore === undefined || gatewayWritesAfter === undefined || Object.keys(gatewayWritesAfter.progressWrites).length === 0
@@ -513,6 +531,7 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
   const program = new Command()
     .name('bench e2e')
     .option('--envoys <n>', `simulated Envoys (≤ ${E2E_MAX_ENVOYS})`, positiveInteger, 100)
+    .option('--gateways <n>', `gateway processes, the fleet split among them (default: one per ${E2E_ENVOYS_PER_GATEWAY} Envoys)`, positiveInteger)
     .option('--objects <n>', `HTTPProxy objects (≤ ${E2E_MAX_OBJECTS})`, positiveInteger, 100)
     .option('--phase-timeout-ms <n>', 'upper bound per phase', positiveInteger, 600_000)
     .option('--patch-concurrency <n>', 'spec patches in flight', positiveInteger, 16)
@@ -529,7 +548,7 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     .option('--ack-timeout-ms <n>', 'ACK timeout of the gateway and the functions (default: the local system\'s 10 s; the gateway\'s own default is 30 s)', positiveInteger)
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: 'child' | 'inline'; writeCeiling: boolean; progressPath?: boolean; ackTimeoutMs?: number }>();
+  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: 'child' | 'inline'; gateways?: number; writeCeiling: boolean; progressPath?: boolean; ackTimeoutMs?: number }>();
   return {
     envoys: opts.envoys,
     objects: opts.objects,
@@ -543,6 +562,7 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     ...(opts.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: opts.convergenceBatchSize }),
     ...(opts.fleetProcess === undefined ? {} : { fleetProcess: opts.fleetProcess }),
     ...(opts.gatewayProcess === undefined ? {} : { gatewayProcess: opts.gatewayProcess }),
+    ...(opts.gateways === undefined ? {} : { gateways: opts.gateways }),
     ...(opts.writeCeiling ? {} : { writeCeiling: false }),
     ...(opts.progressPath === true ? { progressPath: true } : {}),
     ...(opts.ackTimeoutMs === undefined ? {} : { ackTimeoutMs: opts.ackTimeoutMs }),

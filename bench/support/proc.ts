@@ -33,7 +33,30 @@ export function processRssMiB(pid: number): number | undefined {
 /** The local system's processes besides this one (which hosts the system: control plane, functions, front). */
 export type ChildProcessName = 'gateway' | 'fleet' | 'dynalite';
 export const CHILD_PROCESSES: readonly ChildProcessName[] = ['gateway', 'fleet', 'dynalite'];
-export type ChildPids = Partial<Record<ChildProcessName, number>>;
+/** Per kind, its process, or its processes (several gateway replicas): their CPU is summed. */
+export type ChildPids = Partial<Record<ChildProcessName, number | readonly number[]>>;
+
+/** The summed CPU seconds of `pids`; undefined when one cannot be read (a process gone). */
+export function processesCpuSeconds(pids: number | readonly number[]): number | undefined {
+  let sum = 0;
+  for (const pid of typeof pids === 'number' ? [pids] : pids) {
+    const seconds = processCpuSeconds(pid);
+    if (seconds === undefined) return undefined;
+    sum += seconds;
+  }
+  return sum;
+}
+
+/** The summed RSS of `pids` in MiB; undefined when one cannot be read. */
+export function processesRssMiB(pids: readonly number[]): number | undefined {
+  let sum = 0;
+  for (const pid of pids) {
+    const mib = processRssMiB(pid);
+    if (mib === undefined) return undefined;
+    sum += mib;
+  }
+  return sum;
+}
 
 /** Per process, % of one core (the system's own process and whichever children were measured). */
 export interface ProcessCpuPercent {
@@ -51,7 +74,7 @@ export function cpuSecondsNow(pids: ChildPids): CpuReading {
   const reading: CpuReading = { at: performance.now(), system: (own.user + own.system) / 1e6 };
   for (const name of CHILD_PROCESSES) {
     const pid = pids[name];
-    const seconds = pid === undefined ? undefined : processCpuSeconds(pid);
+    const seconds = pid === undefined ? undefined : processesCpuSeconds(pid);
     if (seconds !== undefined) reading[name] = seconds;
   }
   return reading;

@@ -35,6 +35,7 @@ interface StartFlags {
   slowEnvoys: number;
   slowAckMs: number;
   replicas: number;
+  gateways: number;
   controlPlane: ControlPlaneMode;
   ui: boolean;
   portBase: number;
@@ -47,7 +48,7 @@ interface StartFlags {
 function program(): Command {
   return new Command('npm start')
     .description('Run xds-programmed locally: DynamoDB, Kubernetes, control plane, gateway, functions, Envoys')
-    .option('--envoys <n>', 'simulated Envoys', integer(0, 5000), 8)
+    .option('--envoys <n>', 'simulated Envoys (beyond 5,000, with --gateways 2 or more)', integer(0, 10_000), 8)
     .option('--grpc-clients <n>', 'real @grpc/grpc-js-xds clients', integer(0, 50), 2)
     .option('--objects <n>', 'sample HTTPProxy objects', integer(0, 10_000), 3)
     .option('--nack-rate <r>', 'fraction of simulated Envoys that NACK sample-0\'s cluster', fraction, 0)
@@ -55,6 +56,7 @@ function program(): Command {
     .option('--slow-ack-ms <ms>', 'ACK delay of the slow Envoys', integer(0, 3_600_000), 15_000)
     .option('--ack-timeout-ms <ms>', 'a response unanswered this long is STUCK', integer(1, 3_600_000), 10_000)
     .option('--replicas <n>', 'control-plane replicas', integer(1, 5), 2)
+    .option('--gateways <n>', 'gateway replicas (each its own instance id and lineages), the simulated Envoys split evenly among them; the first takes the real clients', integer(1, 8), 1)
     .addOption(
       new Option('--control-plane <kind>', 'reference: the project\'s control plane (provenance); contour: unmodified Contour (npm run contour:install), the gateway in barrier mode')
         .choices(['reference', 'contour'])
@@ -151,6 +153,7 @@ async function main(): Promise<void> {
       slowEnvoys: flags.slowEnvoys,
       slowAckMs: flags.slowAckMs,
       controlPlaneReplicas: flags.replicas,
+      gatewayReplicas: flags.gateways,
       controlPlane: flags.controlPlane,
       portBase: flags.portBase,
       ackTimeoutMs: flags.ackTimeoutMs,

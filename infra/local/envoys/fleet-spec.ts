@@ -42,6 +42,8 @@ const envoyGroupSchema = z
     /** simBehaviourConfigSchema input (regexes as strings); absent = the default behaviour. */
     behaviour: simBehaviourConfigSchema.optional(),
     node: nodeTemplateSchema,
+    /** The server this group connects to (default: the spec's `target`), e.g. one of several gateways. */
+    target: z.string().min(1).optional(),
   })
   .strict();
 
@@ -103,6 +105,7 @@ export function buildFleet(input: FleetSpec, logger: Logger): BuiltFleet {
         ...(group.initialFetchTimeoutMs === undefined ? {} : { initialFetchTimeoutMs: group.initialFetchTimeoutMs }),
         ...(group.behaviour === undefined ? {} : { behaviour: parseBehaviour(group.behaviour) }),
         node: (index) => nodeFromTemplate(group.node, index),
+        ...(group.target === undefined ? {} : { target: group.target }),
       },
       group.firstIndex,
     ),

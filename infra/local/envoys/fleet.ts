@@ -47,6 +47,8 @@ export interface FleetEnvoySpec {
   initialFetchTimeoutMs?: number;
   /** Node for Envoy number `index` (default: id `sim-<index>`, cluster `sim`). */
   node?: (index: number) => SimNode;
+  /** The server these Envoys connect to (default: the fleet's `target`): one of several gateways. */
+  target?: string;
 }
 
 export interface WaitOptions {
@@ -57,52 +59,38 @@ export interface WaitOptions {
 /** The gateway's default `--max-streams-per-connection` (xds-gateway/ops/config.ts). */
 export const DEFAULT_MAX_STREAMS_PER_CHANNEL = 100;
 
-export class Fleet {
-  readonly truth = new GroundTruth();
-  readonly scheduler: Scheduler;
-  private readonly clock: SchedulerClock;
-  private readonly logger: Logger;
-  private readonly clients: grpc.Client[] = [];
-  /** Streams assigned per channel (an Envoy keeps its channel across reconnects). */
+/**
+ * The gRPC channels (HTTP/2 connections) to one server: round robin over channels with room for a new
+ * Envoy's streams, a new channel when none has (an Envoy keeps its channel across reconnects).
+ */
+class ChannelPool {
+  readonly clients: grpc.Client[] = [];
+  /** Streams assigned per channel. */
   private readonly channelStreams: number[] = [];
-  private readonly maxStreamsPerChannel: number;
-  private readonly newClient: () => grpc.Client;
-  private readonly envoysById = new Map<string, SimEnvoy>();
   private nextChannel = 0;
-  private closed = false;
 
-  constructor(options: FleetOptions) {
-    this.clock = options.clock ?? systemClock;
-    this.logger = options.logger ?? pino({ level: process.env.LOG_LEVEL ?? 'warn' });
-    this.scheduler = new Scheduler(this.clock, (error) => this.logger.error({ err: error }, 'fleet: scheduled task failed'));
-    const channelCount = Math.max(1, options.channels ?? 4);
-    this.maxStreamsPerChannel = Math.max(1, options.maxStreamsPerChannel ?? DEFAULT_MAX_STREAMS_PER_CHANNEL);
-    const credentials = options.credentials ?? grpc.credentials.createInsecure();
-    this.newClient = () => {
-      // grpc-js shares subchannels (connections) between channels with equal options through a
-      // global pool; a local pool per channel makes each channel its own HTTP/2 connection.
-      const channel = new grpc.Channel(options.target, credentials, {
-        'grpc.use_local_subchannel_pool': 1,
-        'grpc.max_receive_message_length': 64 * 1024 * 1024,
-      });
-      return new grpc.Client(options.target, credentials, { channelOverride: channel });
-    };
-    for (let index = 0; index < channelCount; index++) this.addChannel();
-  }
-
-  /** gRPC channels (HTTP/2 connections) in use: the initial pool plus any opened for the stream cap. */
-  get channels(): number {
-    return this.clients.length;
+  constructor(
+    private readonly target: string,
+    private readonly credentials: grpc.ChannelCredentials,
+    private readonly maxStreamsPerChannel: number,
+    initialChannels: number,
+  ) {
+    for (let index = 0; index < initialChannels; index++) this.addChannel();
   }
 
   private addChannel(): number {
-    this.clients.push(this.newClient());
+    // grpc-js shares subchannels (connections) between channels with equal options through a
+    // global pool; a local pool per channel makes each channel its own HTTP/2 connection.
+    const channel = new grpc.Channel(this.target, this.credentials, {
+      'grpc.use_local_subchannel_pool': 1,
+      'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    });
+    this.clients.push(new grpc.Client(this.target, this.credentials, { channelOverride: channel }));
     this.channelStreams.push(0);
     return this.clients.length - 1;
   }
 
-  /** Round robin over channels with room for `streams` more; a new channel when none has. */
-  private channelFor(streams: number): grpc.Client {
+  channelFor(streams: number): grpc.Client {
     const count = this.clients.length;
     for (let step = 0; step < count; step++) {
       const index = (this.nextChannel + step) % count;
@@ -116,6 +104,47 @@ export class Fleet {
     this.nextChannel = index + 1;
     this.channelStreams[index] = streams;
     return this.clients[index] as grpc.Client;
+  }
+}
+
+export class Fleet {
+  readonly truth = new GroundTruth();
+  readonly scheduler: Scheduler;
+  private readonly clock: SchedulerClock;
+  private readonly logger: Logger;
+  /** One pool per server Envoys connect to: the fleet's target, and any other an Envoy names. */
+  private readonly pools = new Map<string, ChannelPool>();
+  private readonly newPool: (target: string, initialChannels: number) => ChannelPool;
+  private readonly defaultTarget: string;
+  private readonly envoysById = new Map<string, SimEnvoy>();
+  private closed = false;
+
+  constructor(options: FleetOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? pino({ level: process.env.LOG_LEVEL ?? 'warn' });
+    this.scheduler = new Scheduler(this.clock, (error) => this.logger.error({ err: error }, 'fleet: scheduled task failed'));
+    const maxStreamsPerChannel = Math.max(1, options.maxStreamsPerChannel ?? DEFAULT_MAX_STREAMS_PER_CHANNEL);
+    const credentials = options.credentials ?? grpc.credentials.createInsecure();
+    this.newPool = (target, initialChannels) => new ChannelPool(target, credentials, maxStreamsPerChannel, initialChannels);
+    this.defaultTarget = options.target;
+    this.pools.set(options.target, this.newPool(options.target, Math.max(1, options.channels ?? 4)));
+  }
+
+  /** gRPC channels (HTTP/2 connections) in use: the initial pool plus any opened for the stream cap. */
+  get channels(): number {
+    let count = 0;
+    for (const pool of this.pools.values()) count += pool.clients.length;
+    return count;
+  }
+
+  private channelFor(target: string, streams: number): grpc.Client {
+    let pool = this.pools.get(target);
+    if (pool === undefined) {
+      // Another server (a second gateway): its channels open as its Envoys need them.
+      pool = this.newPool(target, 0);
+      this.pools.set(target, pool);
+    }
+    return pool.channelFor(streams);
   }
 
   get size(): number {
@@ -132,12 +161,15 @@ export class Fleet {
     return envoy;
   }
 
-  /** Creates one Envoy (not yet connected) on the next channel of the pool with room for its streams. */
-  add(options: SimEnvoyOptions): SimEnvoy {
+  /**
+   * Creates one Envoy (not yet connected) on the next channel with room for its streams, of the pool
+   * of `target` (default: the fleet's).
+   */
+  add(options: SimEnvoyOptions, target = this.defaultTarget): SimEnvoy {
     if (this.closed) throw new Error('fleet is closed');
     if (this.envoysById.has(options.node.id)) throw new Error(`fleet: duplicate node id ${options.node.id}`);
     // ADS: one stream for every type; per-type: one stream per subscribed type.
-    const client = this.channelFor(options.transport === 'ads' ? 1 : options.subscriptions.length);
+    const client = this.channelFor(target, options.transport === 'ads' ? 1 : options.subscriptions.length);
     const envoy = new SimEnvoy(options, {
       client,
       codec: discoveryCodec(),
@@ -167,7 +199,7 @@ export class Fleet {
           ...(spec.reconnectDelayMs !== undefined ? { reconnectDelayMs: spec.reconnectDelayMs } : {}),
           ...(spec.subscriptionModel !== undefined ? { subscriptionModel: spec.subscriptionModel } : {}),
           ...(spec.initialFetchTimeoutMs !== undefined ? { initialFetchTimeoutMs: spec.initialFetchTimeoutMs } : {}),
-        }),
+        }, spec.target),
       );
     }
     return created;
@@ -208,6 +240,6 @@ export class Fleet {
     this.closed = true;
     for (const envoy of this.envoysById.values()) envoy.dispose();
     this.scheduler.close();
-    for (const client of this.clients) client.close();
+    for (const pool of this.pools.values()) for (const client of pool.clients) client.close();
   }
 }

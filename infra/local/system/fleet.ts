@@ -56,7 +56,11 @@ export type FleetComponentOf<P extends FleetProcessMode> = P extends 'child' ? C
 export type FleetComponent = InlineFleetComponent | ChildFleetComponent;
 
 export interface FleetComponentOptions {
-  gatewayAddress: string;
+  /**
+   * The gateways' xDS addresses (at least one): the simulated Envoys are split among them in equal
+   * contiguous ranges of each role, and real clients connect to the first.
+   */
+  gatewayAddresses: readonly string[];
   envoys: number;
   grpcClients: number;
   nackRate: number;
@@ -73,7 +77,9 @@ const ALL_TYPES = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL].map((
 const NODE_TEMPLATE = { idPrefix: 'envoy-', cluster: 'ingress', userAgentName: 'envoy', alternating: { key: 'zone', values: ['a', 'b'] } };
 
 /** The local system's simulated fleet as data: the same in both modes. */
-export function systemFleetSpec(opts: Pick<FleetComponentOptions, 'gatewayAddress' | 'envoys' | 'nackRate' | 'slowEnvoys' | 'slowAckMs'>): FleetSpec {
+export function systemFleetSpec(opts: Pick<FleetComponentOptions, 'gatewayAddresses' | 'envoys' | 'nackRate' | 'slowEnvoys' | 'slowAckMs'>): FleetSpec {
+  const [target] = opts.gatewayAddresses;
+  if (target === undefined) throw new Error('the fleet needs a gateway address');
   const nackCount = Math.min(opts.envoys, Math.round(opts.envoys * opts.nackRate));
   const slowCount = Math.min(opts.envoys - nackCount, opts.slowEnvoys);
   const common = { transport: 'ads' as const, protocol: 'sotw' as const, subscriptions: ALL_TYPES, reconnectOnError: true, reconnectDelayMs: 500, node: NODE_TEMPLATE };
@@ -89,19 +95,35 @@ export function systemFleetSpec(opts: Pick<FleetComponentOptions, 'gatewayAddres
     { ...common, role: 'slow', count: slowCount, firstIndex: nackCount, behaviour: { ackDelayMs: opts.slowAckMs } },
     { ...common, role: 'normal', count: opts.envoys - nackCount - slowCount, firstIndex: nackCount + slowCount },
   ];
-  return { target: opts.gatewayAddress, channels: Math.min(8, Math.max(1, Math.ceil(opts.envoys / 250))), groups };
+  const perGateway = opts.gatewayAddresses.length;
+  return {
+    target,
+    // The initial channels are the first gateway's; another's open as its Envoys need them.
+    channels: Math.min(8, Math.max(1, Math.ceil(opts.envoys / perGateway / 250))),
+    groups: perGateway === 1 ? groups : groups.flatMap((group) => splitAmong(group, opts.gatewayAddresses)),
+  };
+}
+
+/** `group` as one group per gateway: equal contiguous ranges of its indexes (the first ones one larger). */
+function splitAmong(group: FleetEnvoyGroup, targets: readonly string[]): FleetEnvoyGroup[] {
+  const parts: FleetEnvoyGroup[] = [];
+  let firstIndex = group.firstIndex;
+  targets.forEach((target, slot) => {
+    const count = Math.floor(group.count / targets.length) + (slot < group.count % targets.length ? 1 : 0);
+    parts.push({ ...group, count, firstIndex, target });
+    firstIndex += count;
+  });
+  return parts;
 }
 
 function nodeIdsOf(spec: FleetSpec, role: string): string[] {
-  const group = spec.groups.find((candidate) => candidate.role === role);
-  if (!group) return [];
-  return Array.from({ length: group.count }, (_, k) => nodeFromTemplate(group.node, group.firstIndex + k).id);
+  return spec.groups.filter((group) => group.role === role).flatMap((group) => Array.from({ length: group.count }, (_, k) => nodeFromTemplate(group.node, group.firstIndex + k).id));
 }
 
 function startRealClients(opts: FleetComponentOptions): RealClientFleet | undefined {
   const real =
     opts.grpcClients > 0 && opts.objects > 0
-      ? new RealClientFleet({ xdsServerAddress: opts.gatewayAddress, listenerName: sampleFqdn(0), count: opts.grpcClients, node: (index) => ({ id: `grpc-${index}`, cluster: 'grpc' }) })
+      ? new RealClientFleet({ xdsServerAddress: opts.gatewayAddresses[0] ?? '', listenerName: sampleFqdn(0), count: opts.grpcClients, node: (index) => ({ id: `grpc-${index}`, cluster: 'grpc' }) })
       : undefined;
   // A real channel only starts resolving (its xDS subscription) once something waits on it.
   if (real) void real.waitAllReady(60_000).catch((error: unknown) => opts.logger.warn({ err: error }, 'real xDS clients not READY'));

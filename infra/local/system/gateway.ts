@@ -31,6 +31,10 @@ export interface GatewayComponent extends Component {
 
 export interface GatewayComponentOptions {
   upstream: string;
+  /** `--instance-id` (default `gw-local`): distinct per replica, so each has lineages of its own. */
+  instanceId?: string;
+  /** The component's name in start-up steps and logs (default `gateway`). */
+  name?: string;
   xdsPort: number;
   opsPort: number;
   tableName: string;
@@ -93,7 +97,7 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
     'ops-host': '127.0.0.1',
     'ops-port': String(opts.opsPort),
     upstream: opts.upstream,
-    'instance-id': 'gw-local',
+    'instance-id': opts.instanceId ?? 'gw-local',
     table: opts.tableName,
     'dynamodb-endpoint': opts.dynamodbEndpoint,
     region: opts.region,
@@ -122,10 +126,11 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
       : { progress: 'true', 'state-writes': 'class-changes', 'event-log-mode': 'chunks', 'envoy-ttl-ms': String(opts.progress.envoyTtlMs), 'required-type-urls': opts.progress.requiredTypeUrls.join(',') }),
   };
   const argv = Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]);
-  if (opts.process === 'child') return startGatewayChild(argv, opts.logger.child({ component: 'gateway' }));
+  const name = opts.name ?? 'gateway';
+  if (opts.process === 'child') return startGatewayChild(name, argv, opts.logger.child({ component: name }));
   const parsed = parseGatewayConfig(argv, {});
   if (parsed.kind !== 'ok') throw new Error(`gateway configuration: ${parsed.kind === 'error' ? parsed.message : 'help requested'}`);
-  const gateway = await startGateway(parsed.config, opts.logger.child({ component: 'gateway' }), { defaultMetrics: opts.defaultMetrics });
+  const gateway = await startGateway(parsed.config, opts.logger.child({ component: name }), { defaultMetrics: opts.defaultMetrics });
   const opsUrl = `http://127.0.0.1:${gateway.opsPort}`;
   try {
     const deadline = Date.now() + 20_000;
@@ -141,7 +146,7 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
     throw error;
   }
   return {
-    name: 'gateway',
+    name,
     gateway,
     xdsAddress: `127.0.0.1:${gateway.xdsPort}`,
     opsUrl,
@@ -231,13 +236,13 @@ function withFlag(argv: readonly string[], flag: string, value: string): string[
  * `logger` at their level; close() is SIGTERM (flush, then exit), SIGKILL after 10 s. restart() runs
  * a new process on the ports the first one printed, so Envoys reconnect to the same address.
  */
-async function startGatewayChild(argv: string[], logger: Logger): Promise<GatewayComponent> {
+async function startGatewayChild(name: string, argv: string[], logger: Logger): Promise<GatewayComponent> {
   let current = await forkGatewayChild(argv, logger);
   const samePorts = withFlag(withFlag(argv, 'listen-port', String(current.ports.xdsPort)), 'ops-port', String(current.ports.opsPort));
   let closed = false;
   const opsUrl = `http://127.0.0.1:${current.ports.opsPort}`;
   return {
-    name: 'gateway',
+    name,
     get pid() {
       return current.child.pid;
     },

@@ -4,8 +4,8 @@ import { z } from 'zod';
 
 export const localSystemOptionsSchema = z
   .object({
-    /** Simulated Envoys (ADS SotW, all four types, wildcard). */
-    envoys: z.number().int().min(0).max(5000).default(8),
+    /** Simulated Envoys (ADS SotW, all four types, wildcard); beyond 5,000, split among gateway replicas. */
+    envoys: z.number().int().min(0).max(10_000).default(8),
     /** Real @grpc/grpc-js-xds clients (each its own node id and ADS stream). */
     grpcClients: z.number().int().min(0).max(50).default(2),
     /** Sample HTTPProxy objects applied at start (created a few at a time; the bench goes to 10,000). */
@@ -103,6 +103,12 @@ export const localSystemOptionsSchema = z
      * running xds-gateway/main.ts with the same flags, as it is deployed (the e2e bench's default).
      */
     gatewayProcess: z.enum(['inline', 'child']).default('inline'),
+    /**
+     * Gateway processes (replicas), each with its own instance id and so its own lineages; the
+     * simulated Envoys are split evenly among them (the first takes the fixed ports and the real
+     * clients). A deployment runs one per few thousand Envoys: docs/bench/README.md.
+     */
+    gatewayReplicas: z.number().int().min(1).max(8).default(1),
     /**
      * Most records per convergence invocation (the mapping's batchSize; serverless.yml sets the same).
      * A batch's DynamoDB requests are mostly fixed (aggregate shards, pending index, OBJECT items), so

@@ -81,7 +81,10 @@ export interface LocalSystem<P extends FleetProcessMode = 'inline', C extends Co
   dynamo: DynamoComponent;
   kube: KubeComponent;
   controlPlane: ControlPlaneComponentOf<C>;
+  /** The first gateway (fixed ports, the real clients' server). */
   gateway?: GatewayComponent;
+  /** Every gateway replica that started (options.gatewayReplicas), the first one first. */
+  gateways: GatewayComponent[];
   functions?: FunctionsComponent;
   fleet: FleetComponentOf<P>;
   /** Closes every component, newest first. Idempotent. */
@@ -187,13 +190,15 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
       upstream = (await replicas.leader())?.xdsAddress ?? replicas.addresses[0] ?? '';
     }
 
-    let gateway: GatewayComponent | undefined;
-    try {
-      gateway = ready(
-        await startGatewayComponent({
+    const gateways: GatewayComponent[] = [];
+    // Replica 1 is the gateway of a one-gateway system (fixed ports, instance id gw-local); others
+    // take random ports and instance ids of their own, so each has lineages of its own.
+    for (let replica = 1; replica <= options.gatewayReplicas; replica++) {
+      const name = replica === 1 ? 'gateway' : `gateway-${replica}`;
+      try {
+        const started = await startGatewayComponent({
           upstream,
-          xdsPort: ports.gatewayXds,
-          opsPort: ports.gatewayOps,
+          ...(replica === 1 ? { xdsPort: ports.gatewayXds, opsPort: ports.gatewayOps } : { xdsPort: 0, opsPort: 0, instanceId: `gw-local-${replica}`, name }),
           tableName: dynamo.tableName,
           dynamodbEndpoint: dynamo.local.endpoint,
           region: dynamo.local.region,
@@ -219,12 +224,14 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
           clients: options.envoys + options.grpcClients,
           ...(options.progressPath ? { progress: { envoyTtlMs: options.envoyTtlMs, requiredTypeUrls: DEFAULT_REQUIRED_TYPE_URLS } } : {}),
           logger,
-        }),
-      );
-    } catch (error) {
-      unavailable.push({ component: 'gateway', reason: describe(error) });
-      logger.error({ err: error }, 'gateway unavailable; Envoys connect straight to the control plane and nothing is recorded');
+        });
+        gateways.push(ready(started));
+      } catch (error) {
+        unavailable.push({ component: name, reason: describe(error) });
+        logger.error({ err: error, component: name }, 'gateway unavailable; its share of the Envoys connects to the other gateways, or straight to the control plane when none started, and is not recorded then');
+      }
     }
+    const gateway = gateways[0];
 
     let functions: FunctionsComponent | undefined;
     try {
@@ -259,7 +266,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
     // The parsed option is the runtime value of P (absent → 'inline', P's default).
     const fleet = ready(
       await startFleetComponentIn(options.fleetProcess as P, {
-        gatewayAddress: gateway?.xdsAddress ?? upstream,
+        gatewayAddresses: gateways.length === 0 ? [upstream] : gateways.map((started) => started.xdsAddress),
         envoys: options.envoys,
         // gRPC xDS clients resolve `xds:///<fqdn>` through API listeners, which Contour does not serve.
         grpcClients: contour === undefined ? options.grpcClients : 0,
@@ -298,6 +305,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
       // The parsed option is the runtime value of C (absent → 'reference', C's default).
       controlPlane: controlPlane as ControlPlaneComponentOf<C>,
       ...(gateway ? { gateway } : {}),
+      gateways,
       ...(functions ? { functions } : {}),
       fleet,
       close() {
