@@ -162,7 +162,8 @@ test('a retired lineage is written while members are left on it, then dropped', 
     const memberless = stored[emptyAt]!;
     expect(memberless.heartbeatAt).toBeGreaterThanOrEqual(retiredAt + ttlMs);
 
-    // Then nothing of L1 is written any more, while L2 keeps its heartbeat.
+    // Then nothing of L1 is written any more, while L2 keeps its heartbeat: not even for a late state on it.
+    publisher.noteEnvoyState({ ...b, status: 'DISCONNECTED', lastSeenAt: Date.now() });
     await eventually(() => stored.filter((item) => item.lineage === L2).length >= stored.slice(0, emptyAt + 1).filter((item) => item.lineage === L2).length + 3, 'three more L2 heartbeats');
     expect(stored.slice(emptyAt + 1).filter((item) => item.lineage === L1)).toEqual([]);
     expect(alwaysCounted(stored, 'a')).not.toContain(false);

@@ -45,6 +45,9 @@ import { fullyProgrammedAnchors, progressWriteDue, type ProgressTiming } from '.
 /** How soon a build follows a state that decides something (as the recorder's urgent flush). */
 const URGENT_BUILD_DELAY_MS = 5;
 
+/** Dropped retired lineages remembered (progress-publisher droppedLineages): far more than a gateway retires in a TTL. */
+const MAX_DROPPED_LINEAGES = 1_000;
+
 export const DEFAULT_PROGRESS_TIMING: ProgressTiming = { refreshMs: 10_000, heartbeatMs: 5_000 };
 
 /**
@@ -128,6 +131,11 @@ export class ProgressPublisher {
    * item of its current lineage that counts it is stored.
    */
   private readonly departedFrom = new Map<string, Set<string>>();
+  /**
+   * Retired lineages already dropped (the most recent MAX_DROPPED_LINEAGES): a late state on one is
+   * not published, which would bring the lineage back as a new item heartbeated for ever.
+   */
+  private readonly droppedLineages = new Set<string>();
   private readonly timing: ProgressTiming;
   private readonly buildWindowMs: number;
   private readonly scheduler: FlushScheduler;
@@ -151,6 +159,7 @@ export class ProgressPublisher {
 
   /** Returns the member summary it keeps for the state (core memberFromEnvoyState), for the demotion's class key. */
   noteEnvoyState(tracked: EnvoyState): Member {
+    if (this.droppedLineages.has(tracked.lineage)) return memberFromEnvoyState(tracked, this.options.requiredTypeUrls);
     const previousLineage = this.lineageOf.get(tracked.nodeId);
     let urgent = false;
     if (previousLineage !== undefined && previousLineage !== tracked.lineage) {
@@ -311,6 +320,8 @@ export class ProgressPublisher {
     const entry = this.lineages.get(lineage);
     if (entry === undefined) return;
     this.lineages.delete(lineage);
+    this.droppedLineages.add(lineage);
+    if (this.droppedLineages.size > MAX_DROPPED_LINEAGES) this.droppedLineages.delete(this.droppedLineages.values().next().value as string);
     for (const nodeId of entry.members.keys()) {
       if (this.lineageOf.get(nodeId) === lineage) this.lineageOf.delete(nodeId);
       const from = this.departedFrom.get(nodeId);
