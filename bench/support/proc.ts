@@ -36,26 +36,25 @@ export const CHILD_PROCESSES: readonly ChildProcessName[] = ['gateway', 'fleet',
 /** Per kind, its process, or its processes (several gateway replicas): their CPU is summed. */
 export type ChildPids = Partial<Record<ChildProcessName, number | readonly number[]>>;
 
-/** The summed CPU seconds of `pids`; undefined when one cannot be read (a process gone). */
-export function processesCpuSeconds(pids: number | readonly number[]): number | undefined {
+/** `read` of every pid, summed; undefined when one cannot be read (a process gone). */
+function summed(pids: number | readonly number[], read: (pid: number) => number | undefined): number | undefined {
   let sum = 0;
   for (const pid of typeof pids === 'number' ? [pids] : pids) {
-    const seconds = processCpuSeconds(pid);
-    if (seconds === undefined) return undefined;
-    sum += seconds;
+    const value = read(pid);
+    if (value === undefined) return undefined;
+    sum += value;
   }
   return sum;
 }
 
-/** The summed RSS of `pids` in MiB; undefined when one cannot be read. */
+/** The summed CPU seconds of `pids`. */
+export function processesCpuSeconds(pids: number | readonly number[]): number | undefined {
+  return summed(pids, processCpuSeconds);
+}
+
+/** The summed RSS of `pids` in MiB. */
 export function processesRssMiB(pids: readonly number[]): number | undefined {
-  let sum = 0;
-  for (const pid of pids) {
-    const mib = processRssMiB(pid);
-    if (mib === undefined) return undefined;
-    sum += mib;
-  }
-  return sum;
+  return summed(pids, processRssMiB);
 }
 
 /** Per process, % of one core (the system's own process and whichever children were measured). */

@@ -118,6 +118,11 @@ interface LineageEntry {
   departing: Set<string>;
 }
 
+/** The state as disconnected since it was last seen: live until its TTL, not vouched for by a heartbeat. */
+function asDisconnected(state: EnvoyState): EnvoyState {
+  return state.status === 'CONNECTED' ? { ...state, status: 'DISCONNECTED' } : state;
+}
+
 function hasUnresolvedNack(state: EnvoyState): boolean {
   return Object.values(state.types).some((type) => isUnresolvedNack(type.nack, type.acked));
 }
@@ -169,18 +174,15 @@ export class ProgressPublisher {
     this.lineageOf.set(tracked.nodeId, tracked.lineage);
     const entry = this.entry(tracked.lineage);
     // Back on a lineage it had moved off: counted there as itself again, not as a departing member.
-    if (entry.departing.delete(tracked.nodeId)) {
-      const from = this.departedFrom.get(tracked.nodeId);
-      from?.delete(tracked.lineage);
-      if (from?.size === 0) this.departedFrom.delete(tracked.nodeId);
-    }
+    if (entry.departing.delete(tracked.nodeId)) this.forgetDeparture(tracked.nodeId, tracked.lineage);
     // The tracker's states carry no incarnation (the recorder stamps what it writes): stamp them by the
     // same rule (core countEnvoyState), so the item's `incarnations` moves on a rejoin as the LINEAGE
     // count does. A revival of an EXPIRED state is not seen here (it needs the stored state).
     const counted = countEnvoyState(entry.counted.get(tracked.nodeId), tracked, 0);
     entry.counted.set(tracked.nodeId, counted.envoy);
     // A retired lineage's streams were ended (retireLineage): a late state on it is not vouched for by its heartbeat.
-    const state: EnvoyState = { ...tracked, incarnation: counted.incarnation, ...(entry.retired && tracked.status === 'CONNECTED' ? { status: 'DISCONNECTED' as const } : {}) };
+    const stamped: EnvoyState = { ...tracked, incarnation: counted.incarnation };
+    const state = entry.retired ? asDisconnected(stamped) : stamped;
     const previous = entry.members.get(state.nodeId);
     entry.members.set(state.nodeId, state);
     const member = memberFromEnvoyState(state, this.options.requiredTypeUrls);
@@ -284,11 +286,11 @@ export class ProgressPublisher {
     this.markDirty(entry, true);
   }
 
-  /** The member as disconnected since it was last seen: it is live until its TTL, not by the heartbeat. */
+  /** The member as disconnected since it was last seen (asDisconnected), its summary with it. */
   private disconnectMember(entry: LineageEntry, nodeId: string): void {
     const state = entry.members.get(nodeId);
     if (state === undefined || state.status !== 'CONNECTED') return;
-    const disconnected: EnvoyState = { ...state, status: 'DISCONNECTED' };
+    const disconnected = asDisconnected(state);
     entry.members.set(nodeId, disconnected);
     entry.summaries.set(nodeId, memberFromEnvoyState(disconnected, this.options.requiredTypeUrls));
   }
@@ -308,11 +310,16 @@ export class ProgressPublisher {
     }
   }
 
-  private expireDeparted(lineage: string, nodeId: string): void {
+  /** `lineage` no longer counts `nodeId` as departed from it. */
+  private forgetDeparture(nodeId: string, lineage: string): void {
     const from = this.departedFrom.get(nodeId);
     from?.delete(lineage);
     if (from?.size === 0) this.departedFrom.delete(nodeId);
-    this.removeMember(lineage, nodeId);
+  }
+
+  /** Whether the build at `now` counts the member (progressFromStates's rule: judged at the item's own heartbeat). */
+  private countsAt(entry: LineageEntry, nodeId: string, now: number): boolean {
+    return isLiveMember(entry.summaries.get(nodeId), now, this.options.policy.ttlMs, undefined, now);
   }
 
   /** A retired lineage whose item holds no member any more: nothing of it is kept. */
@@ -324,9 +331,7 @@ export class ProgressPublisher {
     if (this.droppedLineages.size > MAX_DROPPED_LINEAGES) this.droppedLineages.delete(this.droppedLineages.values().next().value as string);
     for (const nodeId of entry.members.keys()) {
       if (this.lineageOf.get(nodeId) === lineage) this.lineageOf.delete(nodeId);
-      const from = this.departedFrom.get(nodeId);
-      from?.delete(lineage);
-      if (from?.size === 0) this.departedFrom.delete(nodeId);
+      this.forgetDeparture(nodeId, lineage);
     }
   }
 
@@ -382,14 +387,18 @@ export class ProgressPublisher {
       entry.dirty = false;
       this.counters.builds++;
       // Members that arrived from another lineage: once this item is stored, that lineage lets them go.
+      // (No node in transit, the usual case: no scan.)
       const arrivals: string[] = [];
-      for (const nodeId of entry.members.keys()) {
-        if (entry.departing.has(nodeId) || !this.departedFrom.has(nodeId)) continue;
-        if (isLiveMember(entry.summaries.get(nodeId), now, this.options.policy.ttlMs, undefined, now)) arrivals.push(nodeId);
+      if (this.departedFrom.size > 0) {
+        for (const nodeId of entry.members.keys()) {
+          if (!entry.departing.has(nodeId) && this.departedFrom.has(nodeId) && this.countsAt(entry, nodeId, now)) arrivals.push(nodeId);
+        }
       }
       // A departing member past its TTL is counted nowhere any more: nothing to keep it for.
       for (const nodeId of entry.departing) {
-        if (!isLiveMember(entry.summaries.get(nodeId), now, this.options.policy.ttlMs, undefined, now)) this.expireDeparted(lineage, nodeId);
+        if (this.countsAt(entry, nodeId, now)) continue;
+        this.forgetDeparture(nodeId, lineage);
+        this.removeMember(lineage, nodeId);
       }
       const next = progressFromStates({
         lineage,
