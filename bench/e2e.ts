@@ -117,7 +117,7 @@ export interface E2eResult {
   /** Where the fleet ran; in child mode the child's own CPU during the change phase (from /proc). */
   fleet?: { process: 'child' | 'inline'; cpuSecondsDuringChange?: number; startupMs?: number; rssMiB?: number };
   /** The gateway's own process when it runs as a child (optional: older results lack it). */
-  gateway?: { process: 'child' | 'inline'; /** Gateway processes when more than one (their CPU and RSS summed). */ replicas?: number; cpuSecondsDuringChange?: number; rssMiB?: number; cpuMsPerEnvoyChange?: number; /** PROGRESS writes during the change by what made each due (optional in old results). */ progressWritesBy?: Record<string, number> };
+  gateway?: { process: 'child' | 'inline'; /** Gateway processes when more than one (their CPU and RSS summed). */ replicas?: number; cpuSecondsDuringChange?: number; rssMiB?: number; cpuMsPerEnvoyChange?: number; /** PROGRESS writes during the change by what made each due (optional in old results). */ progressWritesBy?: Record<string, number>; /** Envoy requests during the change by class (initial/ack/nack/stale/unknownNonce): what the CPU per Envoy-change paid for. */ requestsBy?: Record<string, number> };
   /** dynalite's own process when it runs as a child: its CPU during the change (optional: older results lack it). */
   dynalite?: { cpuSecondsDuringChange: number };
   changePhaseMs: number;
@@ -200,9 +200,9 @@ async function lastAcks(system: LocalSystem<'child' | 'inline'>, names: Readonly
  * The gateways' state-write totals and PROGRESS writes by reason, from their /metrics, summed over the
  * replicas; undefined (and logged) if one cannot be read.
  */
-async function gatewayStoreWrites(system: LocalSystem<'inline' | 'child'>): Promise<(StoreWriteTotals & { progressWrites: Record<string, number> }) | undefined> {
+async function gatewayStoreWrites(system: LocalSystem<'inline' | 'child'>): Promise<(StoreWriteTotals & { progressWrites: Record<string, number>; requests: Record<string, number> }) | undefined> {
   if (system.gateways.length === 0) return undefined;
-  const sum: StoreWriteTotals & { progressWrites: Record<string, number> } = { count: 0, sumSeconds: 0, progressWrites: {} };
+  const sum: StoreWriteTotals & { progressWrites: Record<string, number>; requests: Record<string, number> } = { count: 0, sumSeconds: 0, progressWrites: {}, requests: {} };
   for (const gateway of system.gateways) {
     try {
       const response = await fetch(gateway.metricsUrl);
@@ -212,6 +212,7 @@ async function gatewayStoreWrites(system: LocalSystem<'inline' | 'child'>): Prom
       sum.count += writes.count;
       sum.sumSeconds += writes.sumSeconds;
       for (const [why, n] of Object.entries(counterByLabel(text, 'xds_programmed_gateway_progress_writes_total', 'why'))) sum.progressWrites[why] = (sum.progressWrites[why] ?? 0) + n;
+      for (const [kind, n] of Object.entries(counterByLabel(text, 'xds_programmed_gateway_requests_total', 'class'))) sum.requests[kind] = (sum.requests[kind] ?? 0) + n;
     } catch (error) {
       logger.warn({ err: error, url: gateway.metricsUrl }, 'gateway metrics unreadable; state-write latency not reported');
       return undefined;
@@ -506,6 +507,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
         ...(gatewayWritesBefore === undefined || gatewayWritesAfter === undefined || Object.keys(gatewayWritesAfter.progressWrites).length === 0
           ? {}
           : { progressWritesBy: counterDelta(gatewayWritesBefore.progressWrites, gatewayWritesAfter.progressWrites) }),
+        ...(gatewayWritesBefore === undefined || gatewayWritesAfter === undefined ? {} : { requestsBy: counterDelta(gatewayWritesBefore.requests, gatewayWritesAfter.requests) }),
       },
       ...(dynaliteCpuBefore === undefined || dynaliteCpuAfter === undefined ? {} : { dynalite: { cpuSecondsDuringChange: round(dynaliteCpuAfter - dynaliteCpuBefore, 2) } }),
       changePhaseMs,

@@ -1,9 +1,9 @@
 // Gateway relay bench: N simulated Envoys through the relay vs straight to the reference control
 // plane, in one process. Per mode: config delivery (change applied at the control plane → each Envoy
 // accepted the new cluster and its endpoints) p50/p99, memory per Envoy stream, and the number of
-// streams the control plane serves.
+// streams the control plane serves; in relay mode, the relay's CPU per ACK (the floor under the gateway's).
 //
-//   npx tsx bench/gateway.ts [--envoys 1000] [--changes 5] [--channels 8]   (or npm run bench -- gateway)
+//   npx tsx bench/gateway.ts [--envoys 1000] [--changes 5] [--channels 8] [--objects 1]   (or npm run bench -- gateway)
 //
 // Memory: in relay mode the relay runs in a child process (this file with --relay-child), so its RSS
 // and heap per downstream stream are its own, measured before and after the fleet connects.
@@ -26,6 +26,8 @@ export interface GatewayBenchOptions {
   envoys: number;
   changes: number;
   channels: number;
+  /** HTTPProxies served (each with its Service's endpoints); one of them changes. Responses and EDS requests name them all. */
+  objects: number;
 }
 
 export interface ModeResult {
@@ -40,6 +42,16 @@ export interface ModeResult {
   relayHeapPerStreamKiB: number | undefined;
   /** Streams the control plane saw opened. */
   controlPlaneStreams: number;
+  /** Versions the fleet accepted during the changes (each one a response and its ACK through the relay). */
+  acksDuringChanges: number;
+  /**
+   * Relay mode only: the relay process's CPU during the changes per accepted version (a response in,
+   * fanned out, and its ACK back) and per Envoy per change. The relay runs with no observer: this is
+   * what gRPC and the relay cost before the gateway tracks anything (the floor under
+   * `e2e.gateway.cpuMsPerEnvoyChange`).
+   */
+  relayCpuUsPerAck: number | undefined;
+  relayCpuMsPerEnvoyChange: number | undefined;
 }
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -52,8 +64,18 @@ function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
 
-function source(port: number): InMemoryRouteSource {
+function source(port: number, objects: number): InMemoryRouteSource {
   const routes = new InMemoryRouteSource();
+  for (let index = 1; index < objects; index++) {
+    const name = `static-${index}`;
+    routes.applyEndpoints({ metadata: { name, namespace: 'default' }, subsets: [{ addresses: [{ ip: `10.0.1.${(index % 250) + 1}` }], ports: [{ port: 9000 }] }] });
+    routes.applyProxy({
+      apiVersion: 'projectcontour.io/v1',
+      kind: 'HTTPProxy',
+      metadata: { name, namespace: 'default' },
+      spec: { virtualhost: { fqdn: `${name}.example.com` }, routes: [{ services: [{ name, port: 9000 }] }] },
+    });
+  }
   setBackend(routes, port);
   return routes;
 }
@@ -82,7 +104,7 @@ function acceptedWith(fleet: Fleet, envoy: SimEnvoy, typeUrl: string, name: stri
 }
 
 export async function runMode(mode: 'direct' | 'relay', options: GatewayBenchOptions): Promise<ModeResult> {
-  const routes = source(8000);
+  const routes = source(8000, options.objects);
   const controlPlane = await startControlPlane({ port: 0, replicaId: `bench-${mode}`, source: routes, holdoffMs: 10, holdoffMaxMs: 50, logger });
   const relay = mode === 'relay' ? await startRelayChild(controlPlane.address, options.envoys) : undefined;
   const target = relay === undefined ? controlPlane.address : `127.0.0.1:${relay.port}`;
@@ -99,6 +121,9 @@ export async function runMode(mode: 'direct' | 'relay', options: GatewayBenchOpt
     // Counted now: the control plane's event log is bounded and the changes below add many events.
     const streams = new Set(controlPlane.xdsEvents.all().flatMap((e) => (e.event === 'stream-open' ? [e.stream.streamId] : []))).size;
 
+    const accepted = (): number => envoys.reduce((sum, e) => sum + TYPES.reduce((n, t) => n + fleet.truth.acceptedVersions(e.id, t).length, 0), 0);
+    const acceptedBefore = accepted();
+    const cpuBefore = await relay?.cpuMicros();
     const samples: number[] = [];
     for (let change = 1; change <= options.changes; change++) {
       const port = 8000 + change;
@@ -116,6 +141,9 @@ export async function runMode(mode: 'direct' | 'relay', options: GatewayBenchOpt
         samples.push(at - appliedAt);
       }
     }
+    const cpuAfter = await relay?.cpuMicros();
+    const acks = accepted() - acceptedBefore;
+    const relayCpuUs = cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore;
     samples.sort((a, b) => a - b);
     return {
       mode,
@@ -127,6 +155,9 @@ export async function runMode(mode: 'direct' | 'relay', options: GatewayBenchOpt
       relayRssPerStreamKiB: before && after ? Math.round((after.rss - before.rss) / options.envoys / 102.4) / 10 : undefined,
       relayHeapPerStreamKiB: before && after ? Math.round((after.heapUsed - before.heapUsed) / options.envoys / 102.4) / 10 : undefined,
       controlPlaneStreams: streams,
+      acksDuringChanges: acks,
+      relayCpuUsPerAck: relayCpuUs === undefined ? undefined : Math.round(relayCpuUs / Math.max(1, acks)),
+      relayCpuMsPerEnvoyChange: relayCpuUs === undefined ? undefined : Math.round(relayCpuUs / (options.envoys * options.changes)) / 1000,
     };
   } finally {
     fleet.close();
@@ -138,12 +169,14 @@ export async function runMode(mode: 'direct' | 'relay', options: GatewayBenchOpt
 interface RelayChild {
   port: number;
   memory(): Promise<{ rss: number; heapUsed: number }>;
+  /** The child's CPU (user + system) so far, µs. */
+  cpuMicros(): Promise<number>;
   stop(): Promise<void>;
 }
 
 /** Starts the relay in a child process (this file with --relay-child) so its memory is its own. */
 async function startRelayChild(upstream: string, envoys: number): Promise<RelayChild> {
-  const child: ChildProcess = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', __filename, '--relay-child', upstream, String(envoys)], {
+  const child: ChildProcess = spawn(process.execPath, ['--expose-gc', ...(process.env['RELAY_CHILD_EXEC_ARGV']?.split(' ').filter((arg) => arg !== '') ?? []), '--import', 'tsx', __filename, '--relay-child', upstream, String(envoys)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const lines: Interface = createInterface({ input: child.stdout as NodeJS.ReadableStream });
@@ -157,6 +190,11 @@ async function startRelayChild(upstream: string, envoys: number): Promise<RelayC
       const reply = nextLine();
       child.stdin?.write('mem\n');
       return JSON.parse(await reply) as { rss: number; heapUsed: number };
+    },
+    cpuMicros: async () => {
+      const reply = nextLine();
+      child.stdin?.write('cpu\n');
+      return (JSON.parse(await reply) as { cpuMicros: number }).cpuMicros;
     },
     stop: async () => {
       const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -187,6 +225,9 @@ async function relayChildMain(upstream: string, envoys: number): Promise<void> {
       gc();
       const usage = process.memoryUsage();
       console.log(JSON.stringify({ rss: usage.rss, heapUsed: usage.heapUsed }));
+    } else if (command === 'cpu') {
+      const usage = process.cpuUsage();
+      console.log(JSON.stringify({ cpuMicros: usage.user + usage.system }));
     } else if (command === 'exit') break;
   }
   commands.close();
@@ -200,6 +241,7 @@ export async function run(argv: string[]): Promise<void> {
     .option('--envoys <n>', 'simulated Envoys', positiveInteger, 1000)
     .option('--changes <n>', 'config changes measured per mode', positiveInteger, 5)
     .option('--channels <n>', 'gRPC connections the fleet spreads over', positiveInteger, 8)
+    .option('--objects <n>', 'HTTPProxies served (one of them changes)', positiveInteger, 1)
     .exitOverride();
   program.parse(argv, { from: 'user' });
   const options = program.opts<GatewayBenchOptions>();
@@ -214,6 +256,8 @@ export async function run(argv: string[]): Promise<void> {
       relayRssPerStreamKiB: relayed.relayRssPerStreamKiB,
       relayHeapPerStreamKiB: relayed.relayHeapPerStreamKiB,
       upstreamStreams: { direct: direct.controlPlaneStreams, relay: relayed.controlPlaneStreams },
+      relayCpuUsPerAck: relayed.relayCpuUsPerAck,
+      relayCpuMsPerEnvoyChange: relayed.relayCpuMsPerEnvoyChange,
     }),
   );
 }

@@ -104,7 +104,7 @@ export async function runSize(
   }
   const changes = 3;
   await stage('gateway vs direct', async () => {
-    const options = { envoys: size.envoys, changes, channels: Math.min(8, Math.max(1, Math.ceil(size.envoys / 250))) };
+    const options = { envoys: size.envoys, changes, channels: Math.min(8, Math.max(1, Math.ceil(size.envoys / 250))), objects: 1 };
     const direct = await runMode('direct', options);
     const relay = await runMode('relay', options);
     run.gateway = { direct: modeSummary(direct), relay: modeSummary(relay), changes };
