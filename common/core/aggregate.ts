@@ -11,7 +11,7 @@ import { convergenceState, nackBlocker, noEnvoysConvergence, sortBlockers, unobs
 import type { ObjectRef } from './identity';
 import { shortTypeName } from './type-urls';
 import { MEMBER_MESSAGE_LENGTH, NOT_PROGRAMMED, type AggregateShard, type Member } from './aggregate-shard';
-import { type EnvoyState } from './envoy-record';
+import { type EnvoyState, type TypeState } from './envoy-record';
 import { type LineageWatermark } from './object-generation';
 import { lastVouchedAt, seenWithin, storedObservationTime, typeWaitingSince, waitedPastTimeout } from './staleness';
 import type { TableClockView } from './table-clock';
@@ -50,41 +50,43 @@ function cap(message: string): string {
 
 /** The member summarising an Envoy state (on the shard of `state.lineage`). */
 export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readonly string[] = []): Member {
-  const subscribedAnywhere = Object.entries(state.types).filter(([, type]) => type.subscribed);
-  const lineages = new Set(subscribedAnywhere.map(([, type]) => type.lineage));
-  const split = lineages.size > 1 || (lineages.size === 1 && !lineages.has(state.lineage));
+  // One pass over the types, allocating only what the member holds: the gateway summarises every
+  // state it tracks (each response sent, each ACK; progress-publisher.ts), so this is per ACK.
   // Everything below but NACKs speaks about the types on the state's own lineage: types on another
   // lineage are named in `split`, and evaluation blocks on them while that lineage is live and
   // ignores them once it is not (memberBlocker). NACKs of every type block (invariant 2, safe side).
-  const subscribed = subscribedAnywhere.filter(([, type]) => type.lineage === state.lineage);
-  const nacks = unresolvedNacks(state).map((nack) => ({
-    u: nack.typeUrl,
-    q: nack.seq,
-    m: cap(nack.message),
-    a: nack.at,
-    ...(nack.objects === undefined ? {} : { o: nack.objects }),
-    ...(nack.resources === undefined ? {} : { x: nack.resources }),
-  }));
-  const waiting = subscribed
-    .map(([typeUrl, type]) => {
-      const since = typeWaitingSince(type);
-      if (since === undefined) return undefined;
-      return { u: typeUrl, s: since, a: type.acked ?? -1, ...(type.namesChange === undefined ? {} : { c: true }) };
-    })
-    .filter((w): w is NonNullable<typeof w> => w !== undefined)
-    .sort((a, b) => (a.u < b.u ? -1 : a.u > b.u ? 1 : 0));
-  const missingRequired = requiredTypeUrls.filter((typeUrl) => state.types[typeUrl]?.subscribed !== true || state.types[typeUrl]?.lineage !== state.lineage);
-  const b: NonNullable<Member['b']> = {
-    ...(nacks.length > 0 ? { n: nacks } : {}),
-    ...(waiting.length > 0 ? { w: waiting } : {}),
-    ...(split ? { split: [...lineages].sort() } : {}),
-    ...(subscribed.length === 0 ? { none: true } : {}),
-    ...(missingRequired.length > 0 ? { req: [...missingRequired].sort() } : {}),
-  };
+  let split = false;
+  let ownSubscribed = 0;
+  let acked: Record<string, number> | undefined;
+  let waiting: Array<{ u: string; s: number; a: number; c?: true }> | undefined;
+  for (const typeUrl of Object.keys(state.types)) {
+    const type = state.types[typeUrl] as TypeState;
+    if (!type.subscribed) continue;
+    if (type.lineage !== state.lineage) {
+      split = true;
+      continue;
+    }
+    ownSubscribed++;
+    (acked ??= {})[shortTypeName(typeUrl)] = type.acked ?? -1;
+    const since = typeWaitingSince(type);
+    if (since !== undefined) (waiting ??= []).push({ u: typeUrl, s: since, a: type.acked ?? -1, ...(type.namesChange === undefined ? {} : { c: true as const }) });
+  }
+  waiting?.sort((a, b) => (a.u < b.u ? -1 : a.u > b.u ? 1 : 0));
+  const nacks = unresolvedNacks(state);
+  const missingRequired = requiredTypeUrls.length === 0 ? [] : requiredTypeUrls.filter((typeUrl) => state.types[typeUrl]?.subscribed !== true || state.types[typeUrl]?.lineage !== state.lineage);
+  let b: Member['b'];
+  if (nacks.length > 0 || waiting !== undefined || split || ownSubscribed === 0 || missingRequired.length > 0) {
+    b = {
+      ...(nacks.length > 0 ? { n: nacks.map((nack) => ({ u: nack.typeUrl, q: nack.seq, m: cap(nack.message), a: nack.at, ...(nack.objects === undefined ? {} : { o: nack.objects }), ...(nack.resources === undefined ? {} : { x: nack.resources }) })) } : {}),
+      ...(waiting !== undefined ? { w: waiting } : {}),
+      ...(split ? { split: subscribedLineages(state) } : {}),
+      ...(ownSubscribed === 0 ? { none: true } : {}),
+      ...(missingRequired.length > 0 ? { req: [...missingRequired].sort() } : {}),
+    };
+  }
   // With `split`, `t` is programmedThrough over the own-lineage types only (the gateway's merge keeps
   // it so): it is used only once every other lineage in `split` has left the live set.
-  const programmed = subscribed.length > 0 && missingRequired.length === 0 && state.programmedThrough !== undefined;
-  const acked = Object.fromEntries(subscribed.map(([typeUrl, type]) => [shortTypeName(typeUrl), type.acked ?? -1]));
+  const programmed = ownSubscribed > 0 && missingRequired.length === 0 && state.programmedThrough !== undefined;
   return {
     t: programmed ? (state.programmedThrough as number) : NOT_PROGRAMMED,
     r: state.rev,
@@ -92,9 +94,16 @@ export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readon
     live: state.status !== 'EXPIRED',
     s: state.lastSeenAt,
     ...(state.status === 'CONNECTED' ? { c: true as const } : {}),
-    ...(subscribed.length > 0 ? { a: acked } : {}),
-    ...(Object.keys(b).length > 0 ? { b } : {}),
+    ...(acked !== undefined ? { a: acked } : {}),
+    ...(b !== undefined ? { b } : {}),
   };
+}
+
+/** Every lineage serving a subscribed type of the state, sorted (a split member's `split`). */
+function subscribedLineages(state: EnvoyState): string[] {
+  const lineages = new Set<string>();
+  for (const type of Object.values(state.types)) if (type.subscribed) lineages.add(type.lineage);
+  return [...lineages].sort();
 }
 
 /**

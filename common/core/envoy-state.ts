@@ -29,11 +29,9 @@ export function newEnvoyState(args: { identity: EnvoyIdentity; group: string; li
  * (e.g. the gateway's heartbeats were delayed): it must be back in the denominator at once.
  */
 function withType(state: EnvoyState, typeUrl: string, type: TypeState, now: number | undefined): EnvoyState {
-  return {
-    ...state,
-    types: { ...state.types, [typeUrl]: type },
-    ...(now === undefined ? {} : { lastSeenAt: Math.max(state.lastSeenAt, now), status: 'CONNECTED' as const }),
-  };
+  // Per request and response: two literal shapes rather than a conditional spread (cheaper in V8).
+  const types = { ...state.types, [typeUrl]: type };
+  return now === undefined ? { ...state, types } : { ...state, types, lastSeenAt: Math.max(state.lastSeenAt, now), status: 'CONNECTED' };
 }
 
 /** A type state on `lineage` with nothing known yet. */
@@ -216,6 +214,10 @@ export function withProgrammedThrough(state: EnvoyState, history: TypeHistory, o
     acked[typeUrl] = type.namesChange === undefined ? type.acked : undefined;
   }
   const through = onOneLineage ? programmedThrough(acked, history, options) : undefined;
+  // Called after every request and response: most leave it where it was, and the state is returned
+  // as it is (no copy; an object rest copy per ACK was a visible share of the gateway's CPU).
+  if (through === state.programmedThrough) return state;
+  if (through !== undefined) return { ...state, programmedThrough: through };
   const { programmedThrough: _old, ...rest } = state;
-  return through === undefined ? rest : { ...rest, programmedThrough: through };
+  return rest;
 }

@@ -42,8 +42,11 @@ export function isLive(envoy: EnvoyState, now: number, ttlMs: number, clock?: Ta
 
 /** When a type started waiting for an answer: its unanswered response, or names added but not yet served. */
 export function typeWaitingSince(type: Pick<TypeState, 'pending' | 'namesChange'>): number | undefined {
-  const since = [type.pending?.sentAt, type.namesChange?.at].filter((t): t is number => t !== undefined);
-  return since.length === 0 ? undefined : Math.min(...since);
+  // The earlier of the two; no array (called per type of every state the gateway tracks).
+  const sentAt = type.pending?.sentAt;
+  const namesAt = type.namesChange?.at;
+  if (sentAt === undefined) return namesAt;
+  return namesAt === undefined ? sentAt : Math.min(sentAt, namesAt);
 }
 
 /** When the subscribed type started waiting for an answer (typeWaitingSince); undefined if not subscribed. */

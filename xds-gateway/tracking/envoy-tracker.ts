@@ -114,6 +114,15 @@ export interface TrackerSnapshot {
 export const DEFAULT_ACK_TIMEOUT_MS = 30_000;
 export const DEFAULT_EVENT_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
+/** `child|parent` per reference edge, built once: the check runs after every request and response. */
+const REFERENCE_CHECK_KEYS: ReadonlyMap<string, ReadonlyMap<string, string>> = new Map(
+  REFERENCE_EDGES.map((edge) => [edge.child, new Map(edge.parents.map((parent) => [parent, `${edge.child}|${parent}`]))]),
+);
+
+function referenceCheckKey(child: string, parent: string): string {
+  return REFERENCE_CHECK_KEYS.get(child)?.get(parent) ?? `${child}|${parent}`;
+}
+
 export class EnvoyTracker implements RelayObserver {
   private readonly recorder: EnvoyRecords;
   private readonly logger: Logger;
@@ -479,6 +488,10 @@ export class EnvoyTracker implements RelayObserver {
   }
 
   private subscriptionOf(tracked: TrackedEnvoy, typeUrl: string): Subscription | undefined {
+    // Called several times per request and response: one stream (ADS, the usual case) allocates nothing.
+    if (tracked.streams.size === 1) {
+      for (const streamId of tracked.streams) return this.streams.get(streamId)?.subscriptions.get(typeUrl);
+    }
     const subscriptions: Subscription[] = [];
     for (const streamId of tracked.streams) {
       const subscription = this.streams.get(streamId)?.subscriptions.get(typeUrl);
@@ -512,7 +525,7 @@ export class EnvoyTracker implements RelayObserver {
         if (parentSubscription === undefined) continue;
         const referenced = this.references.referencedBy(type.lineage, parentTypeUrl, parent.acked, parentSubscription, edge.key, authorities);
         if (referenced === undefined) continue;
-        const key = `${edge.child}|${parentTypeUrl}`;
+        const key = referenceCheckKey(edge.child, parentTypeUrl);
         const last = tracked.referenceChecks.get(key);
         const check = last !== undefined && last.referenced === referenced && last.subscription === child ? last : { referenced, subscription: child, missing: firstMissing(referenced, child) };
         tracked.referenceChecks.set(key, check);

@@ -79,7 +79,8 @@ interface VersionReferences {
 export const REFERENCE_HISTORY_VERSIONS = 32;
 
 export class ReferenceHistory {
-  private readonly versions = new Map<string, VersionReferences[]>();
+  /** Per lineage, per type: the versions kept, oldest first. */
+  private readonly versions = new Map<Lineage, Map<string, VersionReferences[]>>();
 
   constructor(private readonly onError: (error: unknown, typeUrl: string) => void = () => undefined) {}
 
@@ -88,17 +89,21 @@ export class ReferenceHistory {
     if (!PARENT_TYPES.has(typeUrl)) return;
     const byName = new Map<string, ResourceReferences>();
     for (const { name, value } of resources) byName.set(name, cachedReferencesOf({ type_url: typeUrl, value }, (error) => this.onError(error, typeUrl)));
-    const key = `${lineage}|${typeUrl}`;
-    const list = this.versions.get(key) ?? [];
+    let types = this.versions.get(lineage);
+    if (types === undefined) {
+      types = new Map();
+      this.versions.set(lineage, types);
+    }
+    const list = types.get(typeUrl) ?? [];
     if (list.length > 0 && (list[list.length - 1] as VersionReferences).seq >= seq) return;
     list.push({ seq, byName, all: new Map() });
     if (list.length > REFERENCE_HISTORY_VERSIONS) list.splice(0, list.length - REFERENCE_HISTORY_VERSIONS);
-    this.versions.set(key, list);
+    types.set(typeUrl, list);
   }
 
   /** Forgets a lineage (retired or dead): its versions are never asked about again. */
   forget(lineage: Lineage): void {
-    for (const key of [...this.versions.keys()]) if (key.startsWith(`${lineage}|`)) this.versions.delete(key);
+    this.versions.delete(lineage);
   }
 
   /**
@@ -106,14 +111,17 @@ export class ReferenceHistory {
    * its subscription to that type. Undefined when nothing is known of the type on that lineage.
    */
   referencedBy(lineage: Lineage, typeUrl: string, seq: number, subscription: Subscription, key: ReferencedType, authorities?: ReadonlySet<string>): ReadonlySet<string> | undefined {
-    const list = this.versions.get(`${lineage}|${typeUrl}`);
+    const list = this.versions.get(lineage)?.get(typeUrl);
     if (list === undefined || list.length === 0) return undefined;
     // The content the client holds: the type's last change at or before its ACKed seq. A client more
     // changes behind than the history keeps is not judged here (undefined): the oldest kept version
     // may name what it never received, and it would wait for names it cannot know. Such a client is
     // far behind any recent watermark on its ACKed versions alone.
     let version: VersionReferences | undefined;
-    for (const candidate of list) if (candidate.seq <= seq) version = candidate;
+    for (let index = list.length - 1; index >= 0 && version === undefined; index--) {
+      const candidate = list[index] as VersionReferences;
+      if (candidate.seq <= seq) version = candidate;
+    }
     if (version === undefined) return undefined;
     if (key === 'CDS' && authorities !== undefined) {
       // A client routing for known authorities uses only the virtual host matching each.

@@ -124,7 +124,11 @@ function asDisconnected(state: EnvoyState): EnvoyState {
 }
 
 function hasUnresolvedNack(state: EnvoyState): boolean {
-  return Object.values(state.types).some((type) => isUnresolvedNack(type.nack, type.acked));
+  for (const typeUrl of Object.keys(state.types)) {
+    const type = state.types[typeUrl];
+    if (type !== undefined && isUnresolvedNack(type.nack, type.acked)) return true;
+  }
+  return false;
 }
 
 export class ProgressPublisher {

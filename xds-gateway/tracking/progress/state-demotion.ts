@@ -59,13 +59,24 @@ export function envoyStateClassKey(state: EnvoyState, policy: Pick<StateDemotion
   // `w` lists every type waiting for an answer: a change wave adds and removes it on every Envoy, so
   // only the waits past the ACK timeout (stuck, judged at the state's own lastSeenAt as readers do)
   // are part of the class.
-  const { w: _waiting, ...held } = blockers ?? {};
-  const subscribed: string[] = [];
-  for (const [typeUrl, type] of Object.entries(state.types)) if (type.subscribed) subscribed.push(`${typeUrl}@${type.lineage}`);
   // Called for every state the tracker produces (each response sent, each ACK): a plain string, the
-  // blockers serialised only when there are any (NACKs, split, missing types are rare).
-  const blocked = Object.keys(held).length === 0 ? '' : JSON.stringify(held);
+  // blockers serialised only when there are any besides `w` (NACKs, split, missing types are rare).
+  let blocked = '';
+  if (blockers !== undefined && hasKeyBesides(blockers, 'w')) {
+    const { w: _waiting, ...held } = blockers;
+    blocked = JSON.stringify(held);
+  }
+  const subscribed: string[] = [];
+  for (const typeUrl of Object.keys(state.types)) {
+    const type = state.types[typeUrl] as EnvoyState['types'][string];
+    if (type.subscribed) subscribed.push(`${typeUrl}@${type.lineage}`);
+  }
   return `${state.lineage}\n${state.status}\n${state.connectedAt}\n${subscribed.sort().join(' ')}\n${blocked}\n${stuckTypesAsStored(state, state.lastSeenAt, policy.ackTimeoutMs).join(' ')}`;
+}
+
+function hasKeyBesides(object: object, key: string): boolean {
+  for (const own of Object.keys(object)) if (own !== key) return true;
+  return false;
 }
 
 /** Why the state must be written now, or undefined when it may wait for a later one. */
