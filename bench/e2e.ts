@@ -10,6 +10,8 @@
 // (local front stats), stream-function invocations, ACKs/s, CPU seconds and RSS of the process.
 //
 //   npx tsx bench/e2e.ts [--envoys 100] [--objects 100]   (or npm run bench -- e2e)
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import pino from 'pino';
 import { startLocalSystem, type LocalSystem } from '../infra/local/system';
@@ -17,6 +19,7 @@ import { openTable, openTableFromEnv } from '../common/store';
 import type { ObjectGeneration } from '../common/core';
 import type { WatermarkTarget } from '../infra/local/envoys/fleet-queries';
 import { CONVERGENCE_BATCH_SIZE } from '../infra/local/system/functions';
+import { GATEWAY_PROCESSES, type GatewayProcess } from '../infra/local/system/options';
 import { forEachIndexConcurrently } from '../common/worker-pool';
 import { canaryCluster, HTTPPROXIES_PATH, patchToCanary } from './support/changes';
 import { startConditionWatch } from './support/condition-watch';
@@ -65,7 +68,8 @@ export interface E2eOptions {
    */
   fleetProcess?: 'child' | 'inline';
   /** Where the xDS gateway runs (default 'child': its own process, as deployed; 'inline' as before). */
-  gatewayProcess?: 'child' | 'inline';
+  /** 'bundle': the gateway child runs the esbuild bundle the image runs (built first). */
+  gatewayProcess?: GatewayProcess;
   /** Gateway processes, the fleet split evenly among them (default: one per E2E_ENVOYS_PER_GATEWAY Envoys). */
   gateways?: number;
   /** Measure the write path's ceiling after the change (default true; E2eResult.writeCeiling). */
@@ -305,11 +309,18 @@ function meanOf(values: readonly number[]): number {
   return values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length;
 }
 
+/** `npm run build` (scripts/build.mjs): the gateway bundle a 'bundle' gateway child runs is the current source's. */
+function buildBundles(): void {
+  const built = spawnSync(process.execPath, [join(__dirname, '..', 'scripts', 'build.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (built.status !== 0) throw new Error(`scripts/build.mjs failed (exit ${String(built.status)}): the gateway bundle was not built`);
+}
+
 export async function runE2e(options: E2eOptions): Promise<E2eResult> {
   if (options.objects > E2E_MAX_OBJECTS || options.envoys > E2E_MAX_ENVOYS) {
     throw new Error(`the local system runs at most ${E2E_MAX_ENVOYS} Envoys and ${E2E_MAX_OBJECTS} objects (asked ${options.envoys} × ${options.objects})`);
   }
   const startedAt = Date.now();
+  if (options.gatewayProcess === 'bundle') buildBundles();
   const system = await startLocalSystem(
     // One control-plane replica and no real gRPC clients: the bench measures the simulated fleet.
     {
@@ -462,7 +473,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const sequenceOf = (name: string): string[] => watch.objects.get(name)?.history.filter((h) => h.generation === 2).map((h) => `${h.status}/${h.reason ?? ''}@${h.observedGeneration ?? '?'}`) ?? [];
     const extraWrites = names.filter((name) => (watch.objects.get(name)?.conditionWrites.get(2) ?? 0) > 2);
     const result: E2eResult = {
-      conditions: `the system on this machine (2 shared cores; ${system.gateways.length === 1 ? `the gateway ${system.gateway?.pid === undefined ? 'in-process' : 'in a child process'}` : `${system.gateways.length} gateway processes, the Envoys split evenly among them, their CPU summed`}); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}; ${system.options.progressPath ? 'fleet-size path (PROGRESS decides, Envoy states on class changes only, answers in the version log)' : 'shard path (every Envoy state written)'}; ACK timeout ${system.options.ackTimeoutMs / 1000} s`,
+      conditions: `the system on this machine (2 shared cores; ${system.gateways.length === 1 ? `the gateway ${system.gateway?.pid === undefined ? 'in-process' : system.options.gatewayProcess === 'bundle' ? 'in a child process running its esbuild bundle' : 'in a child process'}` : `${system.gateways.length} gateway processes, the Envoys split evenly among them, their CPU summed`}); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}; ${system.options.progressPath ? 'fleet-size path (PROGRESS decides, Envoy states on class changes only, answers in the version log)' : 'shard path (every Envoy state written)'}; ACK timeout ${system.options.ackTimeoutMs / 1000} s`,
       envoys: options.envoys,
       objects: allNames.length,
       changed: names.length,
@@ -544,13 +555,13 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     .addOption(new Option('--dynalite-process <mode>', 'dynalite in a child process (default) or inline in the bench process').choices(['child', 'inline']))
     .option('--convergence-batch-size <n>', 'the convergence stream mapping\'s batchSize (default: the local system\'s)', positiveInteger)
     .addOption(new Option('--fleet-process <mode>', 'simulated Envoys in a child process (default) or inline in the bench process').choices(['child', 'inline']))
-    .addOption(new Option('--gateway-process <mode>', 'the xDS gateway in a child process (default, as deployed) or inline in the bench process').choices(['child', 'inline']))
+    .addOption(new Option('--gateway-process <mode>', 'the xDS gateway in a child process (default, as deployed, through tsx), a child running its esbuild bundle as the image does (built first), or inline in the bench process').choices([...GATEWAY_PROCESSES]))
     .option('--no-write-ceiling', 'skip the write-path ceiling measured after the change')
     .option('--progress-path', 'the fleet-size path: the gateway publishes PROGRESS and writes Envoy states on class changes only; the functions decide from PROGRESS')
     .option('--ack-timeout-ms <n>', 'ACK timeout of the gateway and the functions (default: the local system\'s 10 s; the gateway\'s own default is 30 s)', positiveInteger)
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: 'child' | 'inline'; gateways?: number; writeCeiling: boolean; progressPath?: boolean; ackTimeoutMs?: number }>();
+  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: GatewayProcess; gateways?: number; writeCeiling: boolean; progressPath?: boolean; ackTimeoutMs?: number }>();
   return {
     envoys: opts.envoys,
     objects: opts.objects,

@@ -2,6 +2,7 @@
 // configuration parsed by its own parser, so npm start exercises exactly the flags a deployment uses.
 // Readiness: the gateway's /readyz checks (control plane reachable, store answered).
 import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -10,6 +11,7 @@ import { startGateway, type Gateway } from '../../../xds-gateway/ops/gateway';
 import { DEFAULT_RELAY_LIMITS } from '../../../xds-gateway/relay';
 import { waitUntilReady, watchStderr } from '../child-process';
 import type { Component } from './component';
+import type { GatewayProcess } from './options';
 
 export interface GatewayComponent extends Component {
   /** The in-process gateway (absent when it runs as a child process). */
@@ -44,10 +46,12 @@ export interface GatewayComponentOptions {
   /** Collect process metrics (off when several systems share a process, e.g. tests). */
   defaultMetrics: boolean;
   /**
-   * Where the gateway runs: in this process (default), or as its own Node process running
-   * xds-gateway/main.ts with the same flags, as it is deployed (the e2e bench: docs/bench/README.md).
+   * Where the gateway runs: in this process (default), or as its own Node process with the same
+   * flags, as it is deployed (the e2e bench: docs/bench/README.md): 'child' runs xds-gateway/main.ts
+   * through tsx; 'bundle' runs the esbuild bundle the image runs (dist/xds-gateway/main.js, built by
+   * `npm run build`).
    */
-  process?: 'inline' | 'child';
+  process?: GatewayProcess;
   /**
    * Observed-generation barrier watermarks instead of provenance, for an upstream that stamps no
    * generations (unmodified Contour): the gateway reads the tracked objects' status from
@@ -127,7 +131,7 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
   };
   const argv = Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]);
   const name = opts.name ?? 'gateway';
-  if (opts.process === 'child') return startGatewayChild(name, argv, opts.logger.child({ component: name }));
+  if (opts.process === 'child' || opts.process === 'bundle') return startGatewayChild(name, gatewayEntry(opts.process), argv, opts.logger.child({ component: name }));
   const parsed = parseGatewayConfig(argv, {});
   if (parsed.kind !== 'ok') throw new Error(`gateway configuration: ${parsed.kind === 'error' ? parsed.message : 'help requested'}`);
   const gateway = await startGateway(parsed.config, opts.logger.child({ component: name }), { defaultMetrics: opts.defaultMetrics });
@@ -155,7 +159,22 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
   };
 }
 
-const MAIN = join(__dirname, '..', '..', '..', 'xds-gateway', 'main.ts');
+const ROOT = join(__dirname, '..', '..', '..');
+const MAIN = join(ROOT, 'xds-gateway', 'main.ts');
+/** scripts/build.mjs writes it; the gateway image runs it (Dockerfile). */
+export const GATEWAY_BUNDLE = join(ROOT, 'dist', 'xds-gateway', 'main.js');
+
+/** The script a gateway child runs, and the Node flags it needs (tsx for the source). */
+interface GatewayEntry {
+  script: string;
+  execArgv: string[];
+}
+
+function gatewayEntry(process: 'child' | 'bundle'): GatewayEntry {
+  if (process === 'child') return { script: MAIN, execArgv: ['--import', 'tsx'] };
+  if (!existsSync(GATEWAY_BUNDLE)) throw new Error(`gateway bundle ${GATEWAY_BUNDLE} missing: run \`npm run build\` first`);
+  return { script: GATEWAY_BUNDLE, execArgv: ['--enable-source-maps'] };
+}
 const portsLine = z.object({ xdsPort: z.number().int().positive(), opsPort: z.number().int().positive(), bootId: z.string() });
 
 /** One running gateway child process. */
@@ -166,11 +185,11 @@ interface GatewayChildRun {
   stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
 }
 
-/** Forks xds-gateway/main.ts with `argv`; resolves once it printed its ports and /readyz answers 200. */
-async function forkGatewayChild(argv: string[], logger: Logger): Promise<GatewayChildRun> {
+/** Forks the gateway (source or bundle) with `argv`; resolves once it printed its ports and /readyz answers 200. */
+async function forkGatewayChild(entry: GatewayEntry, argv: string[], logger: Logger): Promise<GatewayChildRun> {
   const level = logger.level === 'silent' ? 'error' : logger.level;
-  const child = fork(MAIN, [...argv, '--log-level', level], {
-    execArgv: ['--import', 'tsx', ...(process.env['LOCAL_GATEWAY_EXEC_ARGV']?.split(' ').filter((arg) => arg !== '') ?? [])],
+  const child = fork(entry.script, [...argv, '--log-level', level], {
+    execArgv: [...entry.execArgv, ...(process.env['LOCAL_GATEWAY_EXEC_ARGV']?.split(' ').filter((arg) => arg !== '') ?? [])],
     env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
@@ -236,8 +255,8 @@ function withFlag(argv: readonly string[], flag: string, value: string): string[
  * `logger` at their level; close() is SIGTERM (flush, then exit), SIGKILL after 10 s. restart() runs
  * a new process on the ports the first one printed, so Envoys reconnect to the same address.
  */
-async function startGatewayChild(name: string, argv: string[], logger: Logger): Promise<GatewayComponent> {
-  let current = await forkGatewayChild(argv, logger);
+async function startGatewayChild(name: string, entry: GatewayEntry, argv: string[], logger: Logger): Promise<GatewayComponent> {
+  let current = await forkGatewayChild(entry, argv, logger);
   const samePorts = withFlag(withFlag(argv, 'listen-port', String(current.ports.xdsPort)), 'ops-port', String(current.ports.opsPort));
   let closed = false;
   const opsUrl = `http://127.0.0.1:${current.ports.opsPort}`;
@@ -255,7 +274,7 @@ async function startGatewayChild(name: string, argv: string[], logger: Logger): 
     async restart(signal) {
       if (closed) throw new Error('gateway closed');
       await current.stop(signal);
-      current = await forkGatewayChild(samePorts, logger);
+      current = await forkGatewayChild(entry, samePorts, logger);
       // Closed while the new one started: it must not outlive the system.
       if (closed) await current.stop('SIGTERM');
     },

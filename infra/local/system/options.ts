@@ -2,6 +2,10 @@
 // zod at the edge so a bad flag is a clear message, never a half-started system.
 import { z } from 'zod';
 
+/** Where the local system runs the gateway (localSystemOptions gatewayProcess). */
+export const GATEWAY_PROCESSES = ['inline', 'child', 'bundle'] as const;
+export type GatewayProcess = (typeof GATEWAY_PROCESSES)[number];
+
 export const localSystemOptionsSchema = z
   .object({
     /** Simulated Envoys (ADS SotW, all four types, wildcard); beyond 5,000, split among gateway replicas. */
@@ -100,9 +104,10 @@ export const localSystemOptionsSchema = z
     fleetContentTap: z.boolean().default(false),
     /**
      * Where the xDS gateway runs: 'inline' (default) in this process; 'child' as its own Node process
-     * running xds-gateway/main.ts with the same flags, as it is deployed (the e2e bench's default).
+     * running xds-gateway/main.ts with the same flags, as it is deployed (the e2e bench's default);
+     * 'bundle' as 'child' but running the esbuild bundle the image runs (`npm run build` first).
      */
-    gatewayProcess: z.enum(['inline', 'child']).default('inline'),
+    gatewayProcess: z.enum(GATEWAY_PROCESSES).default('inline'),
     /**
      * Gateway processes (replicas), each with its own instance id and so its own lineages; the
      * simulated Envoys are split evenly among them (the first takes the fixed ports and the real
