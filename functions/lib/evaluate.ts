@@ -294,8 +294,28 @@ function pendingEntriesOf(record: ObjectGeneration): PendingEntry[] {
 }
 
 /** Whether storing `fresh` over `stored` would write nothing worth writing (docs/CONVERGENCE.md, "Decision refresh"). */
-function nothingToWrite(deps: EvaluationDeps, stored: Decision | undefined, fresh: Decision, now: number): boolean {
-  return sameDecision(stored, fresh) || recentSameVerdict(stored, fresh, now, deps.decisionRefreshMs ?? 0);
+function nothingToWrite(deps: EvaluationDeps, record: ObjectGeneration, fresh: Decision, now: number): boolean {
+  const stored = record.decision;
+  return sameDecision(stored, fresh) || recentSameVerdict(stored, fresh, now, decisionRefreshPeriodMs(deps.decisionRefreshMs ?? 0, now - record.firstSeenAt));
+}
+
+/**
+ * The longest a count-only refresh of a pending generation waits grows with the generation's age up to
+ * this (docs/CONVERGENCE.md, "Decision refresh"), unless DECISION_REFRESH_MS is longer.
+ */
+export const DECISION_REFRESH_MAX_MS = 10_000;
+
+/**
+ * How long a same-verdict decision of a generation now `ageMs` old stands before its counts are
+ * rewritten: DECISION_REFRESH_MS, or half the generation's age once that is longer (at most
+ * DECISION_REFRESH_MAX_MS). Rewrites then come at ages R, 2R, 4R, … up to every 10 s: a push that
+ * takes T costs O(log T) count-only rewrites per generation instead of T ÷ R, and the counts stored
+ * are never older than half the time since the generation was first seen (nor than 10 s). Verdict
+ * changes never wait. 0 (off) stays 0.
+ */
+export function decisionRefreshPeriodMs(refreshMs: number, ageMs: number): number {
+  if (refreshMs <= 0) return 0;
+  return Math.max(refreshMs, Math.min(DECISION_REFRESH_MAX_MS, Math.floor(ageMs / 2)));
 }
 
 /** Whether `stored` already says what `fresh` says (same verdict) and was decided less than `refreshMs` ago. */
@@ -347,7 +367,7 @@ async function unchangedFromCache(deps: EvaluationDeps, snapshot: AggregateSnaps
   if (cached === undefined || stored === undefined || isSettledDecision(stored)) return false;
   const { decision: fresh, now } = await snapshot.decide(cached);
   if (isResolving(fresh)) return false;
-  return nothingToWrite(deps, stored, fresh, now);
+  return nothingToWrite(deps, cached, fresh, now);
 }
 
 /** The full evaluation: reads the item, decides, writes if needed; returns the record as now stored. */
@@ -381,7 +401,7 @@ async function evaluateFromStore(deps: EvaluationDeps, snapshot: AggregateSnapsh
   // created since is caught by that record's supersedeOlder, as one created between a later check and
   // the write always was.
   const resolving = isResolving(decision);
-  if (!resolving && nothingToWrite(deps, record.decision, decision, now)) return { outcome: 'unchanged', record };
+  if (!resolving && nothingToWrite(deps, record, decision, now)) return { outcome: 'unchanged', record };
   const supersededBy = newer;
   if (supersededBy !== undefined) {
     const evaluatedRevs = maxEvaluatedRevs(decision.evaluatedRevs, record.decision?.evaluatedRevs);

@@ -1,6 +1,6 @@
 // Pure pieces of the convergence throttle (functions/lib/evaluate.ts) and its configuration.
 import { decisionRefreshFromEnv } from '../../../functions/convergence';
-import { AggregateSnapshot, GenerationCache, recentSameVerdict, type EvaluationDeps } from '../../../functions/lib/evaluate';
+import { AggregateSnapshot, DECISION_REFRESH_MAX_MS, decisionRefreshPeriodMs, GenerationCache, recentSameVerdict, type EvaluationDeps } from '../../../functions/lib/evaluate';
 import type { Decision, ObjectGeneration } from '../../../common/core';
 
 const pending: Decision = { state: 'Pending', programmed: 1, total: 3, blockers: [], blockersOmitted: 0, decidedAt: 1000, evaluatedRev: 5 };
@@ -20,6 +20,37 @@ describe('recentSameVerdict', () => {
     ['nothing stored', undefined, pending, 1100, 1000, false],
   ] as Array<[string, Decision | undefined, Decision, number, number, boolean]>)('%s', (_name, stored, fresh, now, refresh, expected) => {
     expect(recentSameVerdict(stored, fresh, now, refresh)).toBe(expected);
+  });
+});
+
+describe('decisionRefreshPeriodMs', () => {
+  it.each([
+    ['off stays off', 0, 60_000, 0],
+    ['young generation: the configured period', 1000, 1500, 1000],
+    ['half the age once that is longer', 1000, 6000, 3000],
+    ['capped for old generations', 1000, 600_000, DECISION_REFRESH_MAX_MS],
+    ['a configured period longer than the cap wins', 30_000, 600_000, 30_000],
+  ])('%s', (_name, refreshMs, ageMs, expected) => {
+    expect(decisionRefreshPeriodMs(refreshMs, ageMs)).toBe(expected);
+  });
+
+  it('makes the count-only rewrites of a long push logarithmic in its length', () => {
+    // Evaluations every 100 ms for 28 s (a 5,000-Envoy push here), counts changing on each.
+    const rewrites = (refreshAt: (ageMs: number) => number): number => {
+      let decidedAt = 0;
+      let count = 0;
+      for (let now = 100; now <= 28_000; now += 100) {
+        if (now - decidedAt >= refreshAt(now)) {
+          decidedAt = now;
+          count++;
+        }
+      }
+      return count;
+    };
+    const fixed = rewrites(() => 1000);
+    const growing = rewrites((age) => decisionRefreshPeriodMs(1000, age));
+    expect(fixed).toBe(28);
+    expect(growing).toBeLessThanOrEqual(7);
   });
 });
 
