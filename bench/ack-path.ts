@@ -11,8 +11,7 @@
 //   npm run bench -- ack-path [--envoys 1000] [--clusters 100] [--changes 5]
 import { Command } from 'commander';
 import pino from 'pino';
-import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, encodeVersion, type EnvoyState, type LineageProgress, type ProgressStore, type RequestClass } from '../common/core';
-import { packAny, ROUTE_CONFIGURATION_TYPE_URL, type AnyResource } from '../common/xds';
+import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, type LineageProgress, type ProgressStore } from '../common/core';
 import { grpcCluster, grpcClusterLoadAssignment, grpcListener } from '../infra/local/envoys/grpcXdsResources';
 import { EnvoyTracker } from '../xds-gateway/tracking/envoy-tracker';
 import type { Recorder } from '../xds-gateway/tracking/recorder';
@@ -20,6 +19,7 @@ import { ProgressPublisher } from '../xds-gateway/tracking/progress/progress-pub
 import { recordsWithProgress } from '../xds-gateway/tracking/progress/records-tee';
 import { StateDemotion } from '../xds-gateway/tracking/progress/state-demotion';
 import { positiveInteger } from './support/args';
+import { CountingRecorder, namedResources, routesNaming, TrackerDriver } from './support/tracker-driver';
 
 const LINEAGE = 'gw-bench.boot-1.edge';
 const ACK_TIMEOUT_MS = 30_000;
@@ -32,38 +32,12 @@ interface Options {
 
 type Mode = 'tracker' | 'fleet-size path';
 
-/** The tracker's recorder port, counting what it is handed (the bench measures the synchronous path alone). */
-class CountingRecorder {
-  states = 0;
-  enqueueEnvoyState(_state: EnvoyState): void {
-    this.states++;
-  }
-  enqueueEvent(): void {}
-  enqueueLineageState(): void {}
-  enqueueWatermark(): void {}
-  enqueueNotObservable(): void {}
-  enqueueRejectedByController(): void {}
-  hasQueuedEnvoyState(): boolean {
-    return false;
-  }
-  forgetEnvoy(): boolean {
-    return true;
-  }
-}
-
 /** Reached only after a run (its callbacks are synchronous; builds wait for a timer): writes succeed, nothing is read. */
 const IDLE_PROGRESS_STORE: ProgressStore = {
   putProgress: (_progress: LineageProgress) => Promise.resolve('written'),
   getProgress: () => Promise.reject(new Error('ack-path bench: no reads')),
   getProgresses: () => Promise.reject(new Error('ack-path bench: no reads')),
 };
-
-function routes(clusters: readonly string[], change: number): AnyResource {
-  return packAny(ROUTE_CONFIGURATION_TYPE_URL, {
-    name: 'routes',
-    virtual_hosts: clusters.map((cluster, index) => ({ name: `host-${index}`, domains: [`host-${index}.example.com`], routes: [{ match: { prefix: `/v${change}` }, route: { cluster } }] })),
-  });
-}
 
 interface RunResult {
   cpuUsPerAck: number;
@@ -73,8 +47,8 @@ interface RunResult {
 }
 
 function runOnce(options: Options, mode: Mode): RunResult {
-  let now = 1_000_000;
-  const clock = { now: () => now };
+  const time = { now: 1_000_000 };
+  const clock = { now: () => time.now };
   const logger = pino({ level: 'silent' });
   const recorder = new CountingRecorder();
   const publisher =
@@ -84,65 +58,36 @@ function runOnce(options: Options, mode: Mode): RunResult {
       ? recorder
       : recordsWithProgress(recorder as never, publisher, { filter: new StateDemotion({ refreshMs: 60_000, ackTimeoutMs: ACK_TIMEOUT_MS, requiredTypeUrls: [] }), now: clock.now });
   const tracker = new EnvoyTracker({ recorder: records as unknown as Recorder, logger, clock, stuckCheckIntervalMs: 3_600_000, lineageHeartbeatMs: 3_600_000, envoyHeartbeatMs: 3_600_000 });
-  let seq = 0;
-  const versions = new Map<string, number>();
+  const driver = new TrackerDriver(tracker, LINEAGE, time);
   const clusterNames = Array.from({ length: options.clusters }, (_, index) => `default/app-${index}/8080`);
-  const apply = (typeUrl: string, resources: Array<{ name: string; resource: AnyResource }>): void => {
-    seq += 1;
-    versions.set(typeUrl, seq);
-    const reported = resources.map(({ name, resource }) => ({ name, value: resource.value as Buffer }));
-    tracker.upstreamApplied({ group: 'edge', lineage: LINEAGE, typeUrl, seq, changed: true, upstreamVersion: `u${seq}`, upstreamEpoch: 1, resources: reported, at: now++ });
-  };
-  const named = (names: readonly string[], make: (name: string) => AnyResource) => names.map((name) => ({ name, resource: make(name) }));
-  const endpoints = (port: number) => named(clusterNames, (name) => grpcClusterLoadAssignment(name, [{ host: '127.0.0.1', port }]));
-  apply(LDS_TYPE_URL, [{ name: 'ingress_http', resource: grpcListener('ingress_http', 'routes') }]);
-  apply(RDS_TYPE_URL, [{ name: 'routes', resource: routes(clusterNames, 0) }]);
-  apply(CDS_TYPE_URL, named(clusterNames, grpcCluster));
-  apply(EDS_TYPE_URL, endpoints(8080));
+  const endpoints = (port: number) => namedResources(clusterNames, (name) => grpcClusterLoadAssignment(name, [{ host: '127.0.0.1', port }]));
+  const listener = () => [{ name: 'ingress_http', resource: grpcListener('ingress_http', 'routes') }];
+  driver.apply(LDS_TYPE_URL, listener());
+  driver.apply(RDS_TYPE_URL, [{ name: 'routes', resource: routesNaming(clusterNames) }]);
+  driver.apply(CDS_TYPE_URL, namedResources(clusterNames, grpcCluster));
+  driver.apply(EDS_TYPE_URL, endpoints(8080));
 
-  const nonces = new Map<string, number>();
   const ids = Array.from({ length: options.envoys }, (_, index) => `envoy-${index}`);
-  let acks = 0;
-  const request = (id: string, typeUrl: string, classification: RequestClass, names: readonly string[]): void =>
-    tracker.requestClassified({ streamId: id, nodeId: id, typeUrl, lineage: LINEAGE, classification, resourceNames: names, at: now++ });
-  const sendAndAck = (id: string, typeUrl: string, names: readonly string[]): void => {
-    const key = `${id}|${typeUrl}`;
-    const nonce = String((nonces.get(key) ?? 0) + 1);
-    nonces.set(key, Number(nonce));
-    const version = { lineage: LINEAGE, seq: versions.get(typeUrl) ?? 0 };
-    tracker.responseSent({ streamId: id, nodeId: id, typeUrl, version, nonce, resourceCount: 1, at: now++ });
-    request(id, typeUrl, { kind: 'ack', nonce, version: encodeVersion(version) }, names);
-    acks++;
-  };
-  const subscriptions: Array<[string, readonly string[]]> = [
-    [LDS_TYPE_URL, []],
-    [RDS_TYPE_URL, ['routes']],
-    [CDS_TYPE_URL, []],
-    [EDS_TYPE_URL, clusterNames],
-  ];
-  for (const id of ids) {
-    tracker.streamOpened({ streamId: id, node: { nodeId: id, cluster: 'edge', metadata: {}, locality: {} } as never, group: 'edge', lineage: LINEAGE, protocol: 'sotw', service: 'ads', at: now++ });
-    for (const [typeUrl, names] of subscriptions) {
-      request(id, typeUrl, { kind: 'initial', versionInfo: '' }, names);
-      sendAndAck(id, typeUrl, names);
-    }
-  }
+  const lds: [string, readonly string[]] = [LDS_TYPE_URL, []];
+  const rds: [string, readonly string[]] = [RDS_TYPE_URL, ['routes']];
+  const cds: [string, readonly string[]] = [CDS_TYPE_URL, []];
+  const eds: [string, readonly string[]] = [EDS_TYPE_URL, clusterNames];
+  for (const id of ids) driver.open(id, [lds, rds, cds, eds]);
 
   const statesBefore = recorder.states;
-  const acksBefore = acks;
+  const acksBefore = driver.acks;
   const cpuBefore = process.cpuUsage();
   for (let change = 1; change <= options.changes; change++) {
-    apply(CDS_TYPE_URL, named(clusterNames, grpcCluster));
-    apply(EDS_TYPE_URL, endpoints(8080 + change));
-    apply(RDS_TYPE_URL, [{ name: 'routes', resource: routes(clusterNames, change) }]);
-    apply(LDS_TYPE_URL, [{ name: 'ingress_http', resource: grpcListener('ingress_http', 'routes') }]);
-    for (const [typeUrl, names] of [subscriptions[2], subscriptions[3], subscriptions[0], subscriptions[1]] as Array<[string, readonly string[]]>) {
-      for (const id of ids) sendAndAck(id, typeUrl, names);
-    }
+    driver.apply(CDS_TYPE_URL, namedResources(clusterNames, grpcCluster));
+    driver.apply(EDS_TYPE_URL, endpoints(8080 + change));
+    driver.apply(RDS_TYPE_URL, [{ name: 'routes', resource: routesNaming(clusterNames, `/v${change}`) }]);
+    driver.apply(LDS_TYPE_URL, listener());
+    // As a control plane pushes: clusters, endpoints, listeners, routes, each to the whole fleet.
+    for (const [typeUrl, names] of [cds, eds, lds, rds]) for (const id of ids) driver.sendAndAck(id, typeUrl, names);
   }
   const cpu = process.cpuUsage(cpuBefore);
-  const measuredAcks = acks - acksBefore;
-  const programmed = ids.filter((id) => tracker.envoyState(id)?.programmedThrough === seq).length;
+  const measuredAcks = driver.acks - acksBefore;
+  const programmed = ids.filter((id) => tracker.envoyState(id)?.programmedThrough === driver.latestSeq).length;
   tracker.stop();
   void publisher?.close(0);
   return { cpuUsPerAck: (cpu.user + cpu.system) / measuredAcks, acks: measuredAcks, recorderStatesPerAck: (recorder.states - statesBefore) / measuredAcks, programmed };

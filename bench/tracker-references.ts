@@ -12,12 +12,12 @@
 //   npm run bench -- tracker-references [--envoys 1000] [--clusters 1000] [--changes 5]
 import { Command } from 'commander';
 import pino from 'pino';
-import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, encodeVersion, type EnvoyState, type RequestClass } from '../common/core';
-import { packAny, ROUTE_CONFIGURATION_TYPE_URL, type AnyResource } from '../common/xds';
+import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../common/core';
 import { grpcCluster, grpcClusterLoadAssignment, grpcListener } from '../infra/local/envoys/grpcXdsResources';
 import { EnvoyTracker } from '../xds-gateway/tracking/envoy-tracker';
 import type { Recorder } from '../xds-gateway/tracking/recorder';
 import { positiveInteger } from './support/args';
+import { CountingRecorder, namedResources, routesNaming, TrackerDriver } from './support/tracker-driver';
 
 const LINEAGE = 'gw-bench.boot-1.edge';
 
@@ -27,26 +27,6 @@ interface Options {
   changes: number;
 }
 
-/** The tracker's recorder port, counting what it is handed (the bench measures the tracker alone). */
-class CountingRecorder {
-  states = 0;
-  enqueueEnvoyState(_state: EnvoyState): void {
-    this.states++;
-  }
-  enqueueEvent(): void {}
-  enqueueLineageState(): void {}
-  forgetEnvoy(): boolean {
-    return true;
-  }
-}
-
-function routes(clusters: readonly string[]): AnyResource {
-  return packAny(ROUTE_CONFIGURATION_TYPE_URL, {
-    name: 'routes',
-    virtual_hosts: clusters.map((cluster, index) => ({ name: `host-${index}`, domains: [`host-${index}.example.com`], routes: [{ match: { prefix: '/' }, route: { cluster } }] })),
-  });
-}
-
 interface RunResult {
   cpuMsPerChange: number;
   statesPerChange: number;
@@ -54,68 +34,46 @@ interface RunResult {
 }
 
 function runOnce(options: Options, withReferences: boolean): RunResult {
-  let now = 1_000_000;
+  const time = { now: 1_000_000 };
   const recorder = new CountingRecorder();
-  const tracker = new EnvoyTracker({ recorder: recorder as unknown as Recorder, logger: pino({ level: 'silent' }), clock: { now: () => now }, stuckCheckIntervalMs: 3_600_000, lineageHeartbeatMs: 3_600_000, envoyHeartbeatMs: 3_600_000 });
-  let seq = 0;
-  const versions = new Map<string, number>();
+  const tracker = new EnvoyTracker({ recorder: recorder as unknown as Recorder, logger: pino({ level: 'silent' }), clock: { now: () => time.now }, stuckCheckIntervalMs: 3_600_000, lineageHeartbeatMs: 3_600_000, envoyHeartbeatMs: 3_600_000 });
+  const driver = new TrackerDriver(tracker, LINEAGE, time);
   const clusterNames = Array.from({ length: options.clusters }, (_, index) => `default/app-${index}/8080`);
-  const apply = (typeUrl: string, resources: Array<{ name: string; resource: AnyResource }>): void => {
-    seq += 1;
-    versions.set(typeUrl, seq);
-    const reported = withReferences ? resources.map(({ name, resource }) => ({ name, value: resource.value as Buffer })) : [];
-    tracker.upstreamApplied({ group: 'edge', lineage: LINEAGE, typeUrl, seq, changed: true, upstreamVersion: `u${seq}`, upstreamEpoch: 1, resources: reported, at: now++ });
-  };
-  const named = (names: readonly string[], make: (name: string) => AnyResource) => names.map((name) => ({ name, resource: make(name) }));
-  apply(LDS_TYPE_URL, [{ name: 'ingress_http', resource: grpcListener('ingress_http', 'routes') }]);
-  apply(RDS_TYPE_URL, [{ name: 'routes', resource: routes(clusterNames) }]);
-  apply(CDS_TYPE_URL, named(clusterNames, grpcCluster));
-  apply(EDS_TYPE_URL, named(clusterNames, (name) => grpcClusterLoadAssignment(name, [{ host: '127.0.0.1', port: 8080 }])));
+  const endpoints = () => namedResources(clusterNames, (name) => grpcClusterLoadAssignment(name, [{ host: '127.0.0.1', port: 8080 }]));
+  driver.apply(LDS_TYPE_URL, [{ name: 'ingress_http', resource: grpcListener('ingress_http', 'routes') }], withReferences);
+  driver.apply(RDS_TYPE_URL, [{ name: 'routes', resource: routesNaming(clusterNames) }], withReferences);
+  driver.apply(CDS_TYPE_URL, namedResources(clusterNames, grpcCluster), withReferences);
+  driver.apply(EDS_TYPE_URL, endpoints(), withReferences);
 
-  const nonces = new Map<string, number>();
   const ids = Array.from({ length: options.envoys }, (_, index) => `envoy-${index}`);
-  const request = (id: string, typeUrl: string, classification: RequestClass, names: readonly string[]): void =>
-    tracker.requestClassified({ streamId: id, nodeId: id, typeUrl, lineage: LINEAGE, classification, resourceNames: names, at: now++ });
-  const sendAndAck = (id: string, typeUrl: string, names: readonly string[]): void => {
-    const key = `${id}|${typeUrl}`;
-    const nonce = String((nonces.get(key) ?? 0) + 1);
-    nonces.set(key, Number(nonce));
-    const version = { lineage: LINEAGE, seq: versions.get(typeUrl) ?? 0 };
-    tracker.responseSent({ streamId: id, nodeId: id, typeUrl, version, nonce, resourceCount: 1, at: now++ });
-    request(id, typeUrl, { kind: 'ack', nonce, version: encodeVersion(version) }, names);
-  };
   const subscriptions = (names: readonly string[]): Array<[string, readonly string[]]> => [
     [LDS_TYPE_URL, []],
     [RDS_TYPE_URL, ['routes']],
     [CDS_TYPE_URL, []],
     [EDS_TYPE_URL, names],
   ];
-  for (const id of ids) {
-    tracker.streamOpened({ streamId: id, node: { nodeId: id, cluster: 'edge', metadata: {}, locality: {} } as never, group: 'edge', lineage: LINEAGE, protocol: 'sotw', service: 'ads', at: now++ });
-    for (const [typeUrl, names] of subscriptions(clusterNames)) {
-      request(id, typeUrl, { kind: 'initial', versionInfo: '' }, names);
-      sendAndAck(id, typeUrl, names);
-    }
-  }
+  for (const id of ids) driver.open(id, subscriptions([...clusterNames]));
 
   const statesBefore = recorder.states;
   const cpuBefore = process.cpuUsage();
   for (let change = 0; change < options.changes; change++) {
     const added = `default/new-${change}/8080`;
     clusterNames.push(added);
-    apply(CDS_TYPE_URL, named(clusterNames, grpcCluster));
-    apply(EDS_TYPE_URL, named(clusterNames, (name) => grpcClusterLoadAssignment(name, [{ host: '127.0.0.1', port: 8080 }])));
-    apply(RDS_TYPE_URL, [{ name: 'routes', resource: routes(clusterNames) }]);
+    driver.apply(CDS_TYPE_URL, namedResources(clusterNames, grpcCluster), withReferences);
+    driver.apply(EDS_TYPE_URL, endpoints(), withReferences);
+    driver.apply(RDS_TYPE_URL, [{ name: 'routes', resource: routesNaming(clusterNames) }], withReferences);
     for (const id of ids) {
-      sendAndAck(id, CDS_TYPE_URL, []);
-      sendAndAck(id, RDS_TYPE_URL, ['routes']);
+      driver.sendAndAck(id, CDS_TYPE_URL, []);
+      driver.sendAndAck(id, RDS_TYPE_URL, ['routes']);
       // Envoy asks for the new cluster's endpoints once it accepted the cluster.
-      request(id, EDS_TYPE_URL, { kind: 'update', nonce: String(nonces.get(`${id}|${EDS_TYPE_URL}`) ?? 0), reason: 'versionNotAccepted' }, clusterNames);
-      sendAndAck(id, EDS_TYPE_URL, clusterNames);
+      // A copy per request, as a decoded request is: the tracker keeps the subscription it is handed.
+      const names = [...clusterNames];
+      driver.request(id, EDS_TYPE_URL, { kind: 'update', nonce: driver.lastNonce(id, EDS_TYPE_URL), reason: 'versionNotAccepted' }, names);
+      driver.sendAndAck(id, EDS_TYPE_URL, names);
     }
   }
   const cpu = process.cpuUsage(cpuBefore);
-  const programmed = ids.filter((id) => tracker.envoyState(id)?.programmedThrough === seq).length;
+  const programmed = ids.filter((id) => tracker.envoyState(id)?.programmedThrough === driver.latestSeq).length;
   tracker.stop();
   return { cpuMsPerChange: (cpu.user + cpu.system) / 1000 / options.changes, statesPerChange: (recorder.states - statesBefore) / options.changes, programmed };
 }
