@@ -97,17 +97,21 @@ export function isStuck(envoy: EnvoyState, now: number, ackTimeoutMs: number): b
 
 /**
  * Credits time in which the gateway did not read this Envoy's answers (backpressure paused its
- * streams: docs/GATEWAY.md, "Backpressure") to every wait that began before `before`: the Envoy may
- * have answered at once, its ACK held unread by HTTP/2 flow control, so that time must not make it
- * look stuck. Each unanswered response and each names hold begun before `before` waits `creditMs`
- * less. Returns the same state when nothing waits.
+ * streams: docs/GATEWAY.md, "Backpressure") to every wait: the Envoy may have answered at once, its
+ * ACK held unread by HTTP/2 flow control, so that time must not make it look stuck. The unread span is
+ * [`before`, `before` + `creditMs`): a wait begun before it waits `creditMs` less; a wait begun inside
+ * it (at the pause's own instant: the pause comes from inside the tracker callback that then records
+ * the state, e.g. a names hold the ACK opened) starts at the span's end. Returns the same state when
+ * nothing waits.
  */
 export function creditUnreadTime(envoy: EnvoyState, args: { creditMs: number; before: number }): EnvoyState {
   if (args.creditMs <= 0) return envoy;
+  const end = args.before + args.creditMs;
+  const credited = (start: number): number => (start < args.before ? start + args.creditMs : Math.max(start, end));
   let types: Record<string, TypeState> | undefined;
   for (const [typeUrl, type] of Object.entries(envoy.types)) {
-    const pending = type.pending !== undefined && type.pending.sentAt < args.before ? { ...type.pending, sentAt: type.pending.sentAt + args.creditMs } : undefined;
-    const namesChange = type.namesChange !== undefined && type.namesChange.at < args.before ? { ...type.namesChange, at: type.namesChange.at + args.creditMs } : undefined;
+    const pending = type.pending !== undefined && type.pending.sentAt < end ? { ...type.pending, sentAt: credited(type.pending.sentAt) } : undefined;
+    const namesChange = type.namesChange !== undefined && type.namesChange.at < end ? { ...type.namesChange, at: credited(type.namesChange.at) } : undefined;
     if (pending === undefined && namesChange === undefined) continue;
     types ??= { ...envoy.types };
     types[typeUrl] = { ...type, ...(pending === undefined ? {} : { pending }), ...(namesChange === undefined ? {} : { namesChange }) };

@@ -209,7 +209,9 @@ export class EnvoyTracker implements RelayObserver {
     }
     tracked.streams.add(e.streamId);
     delete tracked.disconnectedAt;
-    tracked.state = applyConnect({ ...tracked.state, metadata: e.node.metadata, cluster: e.node.cluster, group: e.group }, { lineage: e.lineage, now: e.at });
+    // Every state written while the relay does not read carries the unread time (readingPaused): this
+    // one moves lastSeenAt, at which readers judge its waits.
+    tracked.state = applyConnect({ ...this.creditUnread(tracked, e.at), metadata: e.node.metadata, cluster: e.node.cluster, group: e.group }, { lineage: e.lineage, now: e.at });
     this.write(tracked.state);
   }
 
@@ -262,7 +264,8 @@ export class EnvoyTracker implements RelayObserver {
     if (tracked === undefined) return;
     tracked.streams.delete(e.streamId);
     if (tracked.streams.size === 0) {
-      tracked.state = applyDisconnect(tracked.state, e.at);
+      // Moves lastSeenAt too: the unread time is credited first (as in streamOpened).
+      tracked.state = applyDisconnect(this.creditUnread(tracked, e.at), e.at);
       tracked.disconnectedAt = e.at;
       tracked.stuckReported.clear();
     } else if (stream !== undefined) {

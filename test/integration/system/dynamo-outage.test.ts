@@ -247,6 +247,9 @@ describe('local system, DynamoDB unreachable for 2 minutes during spec changes',
     // Nobody aged during the outage (the table clock, docs/CONVERGENCE.md "Staleness across a table
     // gap"): after the return no object says its connected Envoys are gone.
     expect(observer.writes.filter((write) => write.at >= returnedAt && write.condition.reason === 'NoEnvoys').map((write) => `${write.name}@${write.condition.observedGeneration}`)).toEqual([]);
+    // Nobody is blamed for answers the paused relay did not read (the tracker credits the unread time
+    // to every wait in every state it writes meanwhile, disconnects included): no Stuck after the return.
+    expect(observer.writes.filter((write) => write.at >= returnedAt && write.condition.reason === 'Stuck').map((write) => `${write.name}@${write.condition.observedGeneration}: ${write.condition.message}`)).toEqual([]);
 
     // After: ready again, the relay running, every queue empty.
     await gateway.recorder.whenIdle();
