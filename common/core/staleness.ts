@@ -107,7 +107,8 @@ export function isStuck(envoy: EnvoyState, now: number, ackTimeoutMs: number): b
 export function creditUnreadTime(envoy: EnvoyState, args: { creditMs: number; before: number }): EnvoyState {
   if (args.creditMs <= 0) return envoy;
   const end = args.before + args.creditMs;
-  const credited = (start: number): number => (start < args.before ? start + args.creditMs : Math.max(start, end));
+  // Only waits begun before `end` are credited (below), so one begun inside the span moves to `end`.
+  const credited = (start: number): number => (start < args.before ? start + args.creditMs : end);
   let types: Record<string, TypeState> | undefined;
   for (const [typeUrl, type] of Object.entries(envoy.types)) {
     const pending = type.pending !== undefined && type.pending.sentAt < end ? { ...type.pending, sentAt: credited(type.pending.sentAt) } : undefined;
