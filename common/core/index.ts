@@ -28,6 +28,7 @@ export * from './envoy-state';
 export * from './watermark';
 export * from './staleness';
 export * from './table-clock';
+export * from './lineage-registry';
 export * from './convergence';
 export * from './conditions';
 export * from './requests';

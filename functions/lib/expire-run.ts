@@ -6,12 +6,15 @@
 //     (a response pending longer than the ACK timeout) are reported as stuck without any new write.
 //   - a completed tick advances the readers' table clock (core table-clock.ts), the time every reader
 //     judges staleness on, so a gap in the table does not age anyone.
+//   - a lineage silent for PRUNE_AFTER_TTLS × TTL with no live member left leaves the registry (core
+//     lineage-registry.ts), so the lineages a tick reads are the recent ones, not the system's history.
 // Candidates are found from the aggregate members (lastSeenAt is in each member), so a tick reads
 // O(lineages × shards) items plus one state per Envoy actually expiring.
 import { advanceTableClock, applyExpire, isLiveMember, seenWithin, shouldExpire, type LineageRegistry, type TableClock } from '../../common/core';
 import { recordExpireTick } from '../../common/store';
 import type { ConvergenceDeps } from './convergence-batch';
 import { depsTableClock, evaluateAll, liveLineages, pendingOn, type EvaluationOutcome } from './evaluate';
+import { pruneLineageRegistry } from './registry-prune';
 
 export interface ExpireReport {
   examined: number;
@@ -22,6 +25,8 @@ export interface ExpireReport {
   outcomes: Record<string, EvaluationOutcome>;
   /** The gap in expire ticks this tick ended (ms the table clock stood still; 0: none). */
   gapEndedMs: number;
+  /** Lineages this tick dropped from the registry (core lineage-registry.ts). */
+  lineagesPruned: number;
 }
 
 function gapEndedBy(registry: LineageRegistry, next: TableClock): number {
@@ -38,13 +43,17 @@ export async function runExpire(deps: ConvergenceDeps): Promise<ExpireReport> {
   // the gap towards anyone's age (core table-clock.ts), and it is recorded once the tick completed.
   const { stallMs } = depsTableClock(deps, registry);
   const clock = { clock: advanceTableClock(registry.clock, now, { stallMs, ttlMs }), stallMs };
-  const report: ExpireReport = { examined: 0, expired: 0, conflicts: 0, evaluated: 0, failed: 0, outcomes: {}, gapEndedMs: gapEndedBy(registry, clock.clock) };
+  const report: ExpireReport = { examined: 0, expired: 0, conflicts: 0, evaluated: 0, failed: 0, outcomes: {}, gapEndedMs: gapEndedBy(registry, clock.clock), lineagesPruned: 0 };
+  /** Lineages the registry must keep: a member still counted, or shards that could not be read. */
+  const keep = new Set<string>();
   if (report.gapEndedMs > 0) deps.logger.warn({ gapMs: report.gapEndedMs, previousTickAt: registry.clock?.tickAt }, 'expire ticks resumed after a gap; its time does not count towards any Envoy\'s age');
   for (const [lineage, heartbeatAt] of Object.entries(registry.lineages)) {
     const lineageDead = !seenWithin(heartbeatAt, now, ttlMs, clock);
-    const { shards } = await deps.aggregates.getLineageShards(lineage);
+    const { shards, corrupt } = await deps.aggregates.getLineageShards(lineage);
+    if (corrupt.length > 0) keep.add(lineage);
     for (const shard of shards) {
       for (const [nodeId, member] of Object.entries(shard.members)) {
+        if (member.live && member.gone !== true) keep.add(lineage);
         // Live by the evaluations' rule (core isLiveMember): only a member they would drop is examined.
         if (!member.live || member.gone === true || isLiveMember(member, now, ttlMs, clock, heartbeatAt)) continue;
         report.examined++;
@@ -68,6 +77,12 @@ export async function runExpire(deps: ConvergenceDeps): Promise<ExpireReport> {
         }
       }
     }
+  }
+  try {
+    report.lineagesPruned = (await pruneLineageRegistry(deps, keep)).length;
+  } catch (error) {
+    report.failed++;
+    deps.logger.error({ err: error }, 'pruning the lineage registry failed; retried next tick');
   }
   const candidates = await pendingOn(deps, liveLineages(registry.lineages, now, ttlMs, clock));
   const { failed, outcomes } = await evaluateAll(deps, candidates);

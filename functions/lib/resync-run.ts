@@ -5,10 +5,11 @@
 // with a newer rev (written by the stream since the scan) is kept; a member whose state no longer
 // exists is dropped. Writes are conditional on the shard version, so resync never loses a concurrent
 // stream update. Then every pending generation is re-evaluated.
-import { deletedMember, emptyShard, memberFromEnvoyState, memberOf, recount, shardOf, tableAge, type AggregateShard, type Member } from '../../common/core';
-import { iteratePages, updateLineageRegistry } from '../../common/store';
+import { deletedMember, emptyShard, memberFromEnvoyState, memberOf, recount, shardOf, type AggregateShard, type Member } from '../../common/core';
+import { iteratePages } from '../../common/store';
 import type { ConvergenceDeps } from './convergence-batch';
-import { depsTableClock, evaluateAll, pendingOn } from './evaluate';
+import { evaluateAll, pendingOn } from './evaluate';
+import { pruneLineageRegistry } from './registry-prune';
 
 export interface ResyncReport {
   states: number;
@@ -21,9 +22,6 @@ export interface ResyncReport {
   lineagesPruned: number;
   failed: number;
 }
-
-/** A lineage silent for this many TTLs, with no live Envoy, leaves the registry (expire stops reading it). */
-export const PRUNE_AFTER_TTLS = 10;
 
 const MAX_ATTEMPTS = 10;
 
@@ -80,23 +78,13 @@ export function reconcileShard(
   return { shard: { ...stored, v: stored.v + 1, members, ...counts }, fixed: Math.max(fixed, 1) };
 }
 
-async function pruneRegistry(deps: ConvergenceDeps, rebuilt: ReadonlyMap<string, ReadonlyMap<string, Member>>): Promise<number> {
-  const liveByLineage = new Set<string>();
+/** Lineages with a live member among the states rebuilt ("lineage|shard" → members): resync keeps them. */
+function lineagesWithLiveMembers(rebuilt: ReadonlyMap<string, ReadonlyMap<string, Member>>): Set<string> {
+  const live = new Set<string>();
   for (const [key, members] of rebuilt) {
-    if ([...members.values()].some((member) => member.live)) liveByLineage.add(key.slice(0, key.lastIndexOf('|')));
+    if ([...members.values()].some((member) => member.live)) live.add(key.slice(0, key.lastIndexOf('|')));
   }
-  let pruned: string[] = [];
-  await updateLineageRegistry(deps.aggregates, (registry) => {
-    const now = deps.now();
-    const clock = depsTableClock(deps, registry);
-    pruned = Object.entries(registry.lineages)
-      .filter(([lineage, heartbeatAt]) => tableAge(clock, heartbeatAt, now) > PRUNE_AFTER_TTLS * deps.policy.ttlMs && !liveByLineage.has(lineage))
-      .map(([lineage]) => lineage);
-    if (pruned.length === 0) return undefined;
-    return { ...registry, lineages: Object.fromEntries(Object.entries(registry.lineages).filter(([lineage]) => !pruned.includes(lineage))) };
-  });
-  if (pruned.length > 0) deps.logger.info({ lineages: pruned }, 'silent lineages without live Envoys pruned from the registry');
-  return pruned.length;
+  return live;
 }
 
 export async function runResync(deps: ConvergenceDeps): Promise<ResyncReport> {
@@ -155,7 +143,7 @@ export async function runResync(deps: ConvergenceDeps): Promise<ResyncReport> {
     }
   }
   try {
-    report.lineagesPruned = await pruneRegistry(deps, rebuilt);
+    report.lineagesPruned = (await pruneLineageRegistry(deps, lineagesWithLiveMembers(rebuilt))).length;
   } catch (error) {
     report.failed++;
     deps.logger.error({ err: error }, 'pruning the lineage registry failed');
