@@ -14,7 +14,7 @@ import { AdmissionRefused, DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS, startRelay, type 
 import { nodeGroupingFromSpec } from '../relay/relay';
 import type { UpstreamContent } from '../relay/relay-group';
 import { ObservedGenerationBarrier } from '../tracking/barrier';
-import { EnvoyTracker } from '../tracking/envoy-tracker';
+import { EnvoyTracker, FORGET_DISCONNECTED_MS } from '../tracking/envoy-tracker';
 import { mergeEnvoyState } from '../tracking/envoy-state-merge';
 import { LeaderFollower } from '../tracking/leader-follower';
 import { NackAttributor, ObjectOwnership } from '../tracking/nack-attribution';
@@ -226,6 +226,10 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     eventRetentionMs: config.eventRetentionHours * 3600 * 1000,
     lineageHeartbeatMs: config.lineageHeartbeatMs,
     envoyHeartbeatMs: config.envoyHeartbeatMs,
+    // PROGRESS counts a disconnected Envoy for the TTL from the tracker's memory (the publisher is
+    // handed what the tracker forgets): forgotten sooner, it would leave the denominator while the
+    // shard path, and the functions' rule, still count it.
+    forgetDisconnectedMs: Math.max(FORGET_DISCONNECTED_MS, config.envoyTtlMs),
     metrics: metrics.tracker,
   });
   const provenance = config.watermarks.includes('provenance')

@@ -46,6 +46,9 @@ export interface TrackerMetrics {
   stuckDetected(typeUrl: string): void;
 }
 
+/** How long a disconnected Envoy stays in memory by default (its stored state stays regardless). */
+export const FORGET_DISCONNECTED_MS = 10 * 60_000;
+
 export interface EnvoyTrackerOptions {
   recorder: EnvoyRecords;
   logger: Logger;
@@ -152,7 +155,7 @@ export class EnvoyTracker implements RelayObserver {
     this.ackTimeoutMs = options.ackTimeoutMs ?? DEFAULT_ACK_TIMEOUT_MS;
     this.eventRetentionMs = options.eventRetentionMs ?? DEFAULT_EVENT_RETENTION_MS;
     this.envoyHeartbeatMs = options.envoyHeartbeatMs ?? 60_000;
-    this.forgetDisconnectedMs = options.forgetDisconnectedMs ?? 10 * 60_000;
+    this.forgetDisconnectedMs = options.forgetDisconnectedMs ?? FORGET_DISCONNECTED_MS;
     this.metrics = options.metrics;
     this.attributor = options.attributor;
     this.references = new ReferenceHistory((error, typeUrl) => this.logger.warn({ err: error, typeUrl }, 'cannot read the references of a served resource'));
