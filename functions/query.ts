@@ -1,7 +1,8 @@
 // Lambda (function URL, AWS_IAM auth): a read-only JSON view of object generations and the Envoy
 // fleet. See docs/FUNCTIONS.md for the routes. Configuration: TABLE_NAME, AWS_REGION,
 // DYNAMODB_ENDPOINT (local), ENVOY_TTL_MS, ACK_TIMEOUT_MS, EXPIRE_STALL_MS, QUERY_NAMESPACES (allow-list of namespaces
-// whose objects may be shown; unset or "*" = all, see query/namespaces.ts).
+// whose objects may be shown; unset or "*" = all, see query/namespaces.ts), PROGRESS_EVALUATION and REQUIRED_TYPE_URLS
+// (as the convergence function's: the object view's live detail then comes from PROGRESS).
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import pino, { type Logger } from 'pino';
 
@@ -9,7 +10,7 @@ import { type AggregateStore, type ConvergencePolicy, type TableClockView } from
 import { describeError } from '../common/describe-error';
 import { openTableFromEnv, InvalidPageTokenError, InvalidStoreInputError } from '../common/store';
 import { FunctionsConfig, QUERY_SETTINGS } from './lib/config';
-import { tableClockOf } from './lib/evaluate';
+import { AggregateSnapshot, tableClockOf } from './lib/evaluate';
 import { HttpError, json, problem, type QueryResponse } from './query/http';
 import { namespaceAllowed, parseNamespaceScope, type NamespaceScope } from './query/namespaces';
 import { route } from './query/routes';
@@ -29,13 +30,20 @@ export function createQueryHandler(options: QueryHandlerOptions = {}): QueryHand
   // As given: the query function has always read an empty value as that value (QUERY_NAMESPACES="" is every namespace).
   const settings = FunctionsConfig.fromEnv(env, { emptyIsUnset: false }).slice(QUERY_SETTINGS);
   const namespaces = parseNamespaceScope(settings.QUERY_NAMESPACES);
-  const { store, objectItems, aggregates, versionLog } = openTableFromEnv(env, logger);
-  const policy: ConvergencePolicy = { ttlMs: settings.ENVOY_TTL_MS, ackTimeoutMs: settings.ACK_TIMEOUT_MS };
+  const { store, objectItems, aggregates, versionLog, progress } = openTableFromEnv(env, logger);
+  const policy: ConvergencePolicy = { ttlMs: settings.ENVOY_TTL_MS, ackTimeoutMs: settings.ACK_TIMEOUT_MS, requiredTypeUrls: settings.REQUIRED_TYPE_URLS };
   const now = options.now ?? Date.now;
   const rawObjectItem: ViewContext['rawObjectItem'] = (ref, generation) => objectItems.getObjectGenerationItem(ref, generation);
+  // On the fleet-size path the live detail is what convergence would decide now, from the same items.
+  const liveFromProgress: ViewContext['liveFromProgress'] = settings.PROGRESS_EVALUATION
+    ? async (record) => {
+        const snapshot = new AggregateSnapshot({ aggregates, store, logger, policy, now, progress, ...(settings.EXPIRE_STALL_MS === undefined ? {} : { stallMs: settings.EXPIRE_STALL_MS }) });
+        return (await snapshot.evaluate(record)).convergence;
+      }
+    : undefined;
   return async (event) => {
     const tableClock = await readTableClock(aggregates, { ttlMs: settings.ENVOY_TTL_MS, stallMs: settings.EXPIRE_STALL_MS }, logger);
-    return handleQuery(event, { store, policy, now: now(), ...(tableClock === undefined ? {} : { tableClock }), maxFleetScan: settings.QUERY_MAX_FLEET_SCAN, maxBlockersListed: 100, rawObjectItem, versionLog }, logger, namespaces);
+    return handleQuery(event, { store, policy, now: now(), ...(tableClock === undefined ? {} : { tableClock }), maxFleetScan: settings.QUERY_MAX_FLEET_SCAN, maxBlockersListed: 100, rawObjectItem, versionLog, ...(liveFromProgress === undefined ? {} : { liveFromProgress }) }, logger, namespaces);
   };
 }
 

@@ -10,11 +10,13 @@ import {
   typeSyncReports,
   watermarkOf,
   type Blocker,
+  type Convergence,
   type ConvergencePolicy,
   type EnvoyEvent,
   type EnvoyState,
   type EventStore,
   type LineageState,
+  type ObjectGeneration,
   type ObjectRef,
   type TableClockView,
   type TypeState,
@@ -43,6 +45,13 @@ export interface ViewContext {
   rawObjectItem?: (ref: ObjectRef, generation: number) => Promise<Record<string, unknown> | undefined>;
   /** The version log, where gateways on --event-log-mode chunks keep most ACK and STUCK events. */
   versionLog?: VersionLogReader;
+  /**
+   * Set with PROGRESS_EVALUATION (the fleet-size path): the object view's live detail is the
+   * convergence function's own evaluation from the lineages' PROGRESS items (functions/lib/evaluate.ts
+   * AggregateSnapshot). On that path an Envoy's state is written only when its class changes, so the
+   * states understate its progress: a view over them would say 0/N while the decision says N/N.
+   */
+  liveFromProgress?: (record: ObjectGeneration) => Promise<Convergence>;
 }
 
 /** Lineage states, read once per request. */
@@ -188,22 +197,8 @@ function blockerView(blocker: Blocker) {
   }
 }
 
-export async function objectView(context: ViewContext, ref: ObjectRef, generation: number | undefined) {
-  let record;
-  if (generation === undefined) {
-    const latest = await context.store.listObjectGenerations(ref, { descending: true, limit: 1 });
-    record = latest.items[0];
-    const corrupt = latest.corrupt[0];
-    if (record === undefined && corrupt !== undefined) throw new HttpError(500, 'CorruptItem', `the latest generation of this object is unreadable: ${corrupt.error}`);
-  } else {
-    const read = await context.store.getObjectGeneration(ref, generation);
-    if (read.status === 'corrupt') throw new HttpError(500, 'CorruptItem', `generation ${generation} of this object is unreadable: ${read.error}`);
-    record = read.status === 'found' ? read.value : undefined;
-  }
-  if (record === undefined) {
-    throw new HttpError(404, 'ObjectNotFound', generation === undefined ? 'no generation of this object has been seen by a gateway' : `generation ${generation} of this object has not been seen by a gateway`);
-  }
-  // Live detail: the same computation convergence runs, over the current fleet.
+/** Live detail over the Envoy states: the same computation convergence runs, over the current fleet (the shard path). */
+async function liveFromStates(context: ViewContext, ref: ObjectRef, record: ObjectGeneration): Promise<{ live: Convergence; truncated: boolean; source: 'states' }> {
   const envoys: EnvoyState[] = [];
   let cursor: string | undefined;
   let truncated = false;
@@ -221,6 +216,25 @@ export async function objectView(context: ViewContext, ref: ObjectRef, generatio
   const lineages = await new LineageCache(context.store).forEnvoys(envoys);
   const lineageHeartbeats = new Map([...lineages].map(([lineage, state]) => [lineage, state.heartbeatAt]));
   const live = computeConvergence({ object: ref, generation: record.generation, watermark, envoys, now: context.now, policy: context.policy, lineageHeartbeats, ...(context.tableClock === undefined ? {} : { tableClock: context.tableClock }) });
+  return { live, truncated, source: 'states' };
+}
+
+export async function objectView(context: ViewContext, ref: ObjectRef, generation: number | undefined) {
+  let record;
+  if (generation === undefined) {
+    const latest = await context.store.listObjectGenerations(ref, { descending: true, limit: 1 });
+    record = latest.items[0];
+    const corrupt = latest.corrupt[0];
+    if (record === undefined && corrupt !== undefined) throw new HttpError(500, 'CorruptItem', `the latest generation of this object is unreadable: ${corrupt.error}`);
+  } else {
+    const read = await context.store.getObjectGeneration(ref, generation);
+    if (read.status === 'corrupt') throw new HttpError(500, 'CorruptItem', `generation ${generation} of this object is unreadable: ${read.error}`);
+    record = read.status === 'found' ? read.value : undefined;
+  }
+  if (record === undefined) {
+    throw new HttpError(404, 'ObjectNotFound', generation === undefined ? 'no generation of this object has been seen by a gateway' : `generation ${generation} of this object has not been seen by a gateway`);
+  }
+  const { live, truncated, source } = context.liveFromProgress === undefined ? await liveFromStates(context, ref, record) : { live: await context.liveFromProgress(record), truncated: false, source: 'progress' as const };
   // The store's typed read drops attributes its schema does not know, such as the decision.
   const raw = context.rawObjectItem === undefined ? undefined : await context.rawObjectItem(ref, record.generation);
   const decision = raw === undefined || raw[DECISION_ATTRIBUTE] === undefined ? undefined : DecisionSchema.safeParse(raw[DECISION_ATTRIBUTE]);
@@ -238,8 +252,9 @@ export async function objectView(context: ViewContext, ref: ObjectRef, generatio
       programmed: live.programmed,
       total: live.total,
       blockers: live.blockers.slice(0, context.maxBlockersListed).map(blockerView),
-      blockersNotListed: Math.max(0, live.blockers.length - context.maxBlockersListed),
+      blockersNotListed: Math.max(0, live.blockers.length - context.maxBlockersListed) + (live.blockersOmitted ?? 0),
       fleetTruncated: truncated,
+      source,
     },
   };
 }

@@ -59,6 +59,13 @@ describe('local system on the fleet-size path', () => {
         const state = await store.getEnvoyState(nodeId);
         expect(state.status === 'found' && state.value.rev).toBe(rev);
       }
+      // The query function's object view agrees with the decision: on this path the Envoy states were
+      // not written for the change, so its live counts come from PROGRESS, as the decision's did.
+      const response = await fetch(`${system.endpoints.queryUrl}/objects/projectcontour.io/HTTPProxy/default/sample-0?generation=2`, { headers: { authorization: `Bearer ${system.endpoints.queryToken}` } });
+      expect(response.status).toBe(200);
+      const view = (await response.json()) as { decision: { state: string; programmed: number; total: number }; live: { state: string; programmed: number; total: number; source: string } };
+      expect(view.decision).toMatchObject({ state: 'Programmed', programmed: ENVOYS, total: ENVOYS });
+      expect(view.live).toMatchObject({ state: 'Programmed', programmed: ENVOYS, total: ENVOYS, source: 'progress' });
     } finally {
       table.close();
     }
