@@ -43,7 +43,7 @@ export function createQueryHandler(options: QueryHandlerOptions = {}): QueryHand
     : undefined;
   return async (event) => {
     const tableClock = await readTableClock(aggregates, { ttlMs: settings.ENVOY_TTL_MS, stallMs: settings.EXPIRE_STALL_MS }, logger);
-    return handleQuery(event, { store, policy, now: now(), ...(tableClock === undefined ? {} : { tableClock }), maxFleetScan: settings.QUERY_MAX_FLEET_SCAN, maxBlockersListed: 100, rawObjectItem, versionLog, ...(liveFromProgress === undefined ? {} : { liveFromProgress }) }, logger, namespaces);
+    return handleQuery(event, { store, policy, now: now(), ...(tableClock === undefined ? {} : { tableClock }), maxFleetScan: settings.QUERY_MAX_FLEET_SCAN, maxBlockersListed: 100, rawObjectItem, versionLog, ...(liveFromProgress === undefined ? {} : { liveFromProgress, progress }) }, logger, namespaces);
   };
 }
 

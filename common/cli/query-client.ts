@@ -86,6 +86,8 @@ export const envoySummarySchema = z
     lineage: z.string(),
     gateway: z.object({ instanceId: z.string(), currentSeq: z.number(), heartbeatAt: z.number() }).passthrough().nullable(),
     programmedThrough: z.number().nullable(),
+    /** The lineage's PROGRESS item on this Envoy (fleet-size path; functions/query/views.ts): null or absent when it says nothing. */
+    progress: z.object({ lineage: z.string(), v: z.number(), asOf: z.number(), programmedThroughAtLeast: z.number(), listed: z.boolean() }).passthrough().nullable().optional(),
     connectedAt: z.number().optional(),
     lastSeenAt: z.number(),
     types: z.array(typeReportSchema),

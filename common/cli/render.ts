@@ -113,6 +113,22 @@ function paintSync(label: string, style: Style): string {
 }
 
 /**
+ * An Envoy's programmedThrough as the fleet view knows it best: its STATE's, or, when its lineage's
+ * PROGRESS item says more (the fleet-size path writes a STATE only on class changes), that, as `≥N`.
+ */
+function programmedThroughLabel(envoy: EnvoySummary): string {
+  const bound = envoy.progress?.programmedThroughAtLeast;
+  if (bound !== undefined && bound > (envoy.programmedThrough ?? -1)) return envoy.progress?.listed === true ? String(bound) : `≥${bound}`;
+  return envoy.programmedThrough === null ? '-' : String(envoy.programmedThrough);
+}
+
+function progressNote(envoy: EnvoySummary, now: number): string {
+  const progress = envoy.progress;
+  if (progress === undefined || progress === null || progress.programmedThroughAtLeast <= (envoy.programmedThrough ?? -1)) return '';
+  return ` in its stored state; ${progress.listed ? 'through' : 'at least through'} version ${progress.programmedThroughAtLeast} by its lineage's PROGRESS of ${ago(progress.asOf, now)} ago`;
+}
+
+/**
  * Like `istioctl proxy-status`: one row per Envoy sorted by node id, one column per xDS type
  * (SYNCED / NOT SENT / STALE / NACKED: sent against acknowledged), then its gateway, lineage and
  * the version it runs in full (programmed-through). `wide` adds the group, the version the gateway
@@ -131,7 +147,7 @@ export function renderProxyStatus(envoys: EnvoySummary[], style: Style, options:
       }),
       envoy.gateway?.instanceId ?? '-',
       envoy.lineage,
-      envoy.programmedThrough === null ? '-' : String(envoy.programmedThrough),
+      programmedThroughLabel(envoy),
     ];
     if (options.wide === true) cells.push(envoy.group, envoy.gateway === null ? '-' : String(envoy.gateway.currentSeq), ago(envoy.connectedAt, now), ago(envoy.lastSeenAt, now));
     cells.push(envoy.live ? envoy.status : style.dim(envoy.status));
@@ -147,7 +163,7 @@ export function renderEnvoys(envoys: EnvoySummary[], style: Style, now: number, 
     envoy.group,
     envoy.lineage,
     envoy.live ? envoy.status : style.dim(`${envoy.status} (expired)`),
-    envoy.programmedThrough === null ? '-' : String(envoy.programmedThrough),
+    programmedThroughLabel(envoy),
     envoy.types.map((t) => `${t.type}:${t.acked ?? '-'}/${t.current ?? '-'}`).join(' '),
     ago(envoy.lastSeenAt, now),
     ...(options.wide === true ? [envoy.cluster, envoy.gateway?.instanceId ?? '-', ago(envoy.connectedAt, now), envoy.types.map((t) => `${t.type}=${syncLabel(t)}`).join(' ')] : []),
@@ -169,7 +185,7 @@ export function renderEnvoyDetail(envoy: EnvoyDetail, style: Style, now: number)
   const lines = [
     `${style.bold(envoy.nodeId)}  ${envoy.live ? envoy.status : style.dim(`${envoy.status} (expired)`)}  cluster ${envoy.cluster}  group ${envoy.group}`,
     `  lineage:    ${envoy.lineage}${gateway === null ? ' (its gateway has no lineage record)' : ` (gateway ${gateway.instanceId}, current version ${gateway.currentSeq}, heartbeat ${ago(gateway.heartbeatAt, now)} ago)`}`,
-    `  programmed: ${envoy.programmedThrough === null ? 'no version in full yet' : `through version ${envoy.programmedThrough}`}`,
+    `  programmed: ${envoy.programmedThrough === null ? 'no version in full yet' : `through version ${envoy.programmedThrough}`}${progressNote(envoy, now)}`,
     `  seen:       connected ${ago(envoy.connectedAt, now)} ago, last seen ${ago(envoy.lastSeenAt, now)} ago`,
     '',
   ];

@@ -38,6 +38,7 @@ export * from './decision';
 export * from './aggregate';
 export * from './lineage-progress-item';
 export * from './lineage-progress';
+export * from './progress-member-view';
 export * from './envoy-count';
 export * from './aggregate-ports';
 export * from './event-log';

@@ -6,6 +6,7 @@ import {
   encodeVersion,
   isLive,
   isUnresolvedNack,
+  memberProgressView,
   shortTypeName,
   typeSyncReports,
   watermarkOf,
@@ -15,9 +16,11 @@ import {
   type EnvoyEvent,
   type EnvoyState,
   type EventStore,
+  type LineageProgress,
   type LineageState,
   type ObjectGeneration,
   type ObjectRef,
+  type ProgressStore,
   type TableClockView,
   type TypeState,
 } from '../../common/core';
@@ -52,6 +55,27 @@ export interface ViewContext {
    * states understate its progress: a view over them would say 0/N while the decision says N/N.
    */
   liveFromProgress?: (record: ObjectGeneration) => Promise<Convergence>;
+  /** Set with PROGRESS_EVALUATION: each fleet row also shows what its lineage's PROGRESS item says of it. */
+  progress?: Pick<ProgressStore, 'getProgresses'>;
+}
+
+/** Each lineage's PROGRESS item as read for one request (absent: the item is missing or unreadable). */
+async function progressOf(context: Pick<ViewContext, 'progress'>, envoys: readonly EnvoyState[]): Promise<ReadonlyMap<string, LineageProgress>> {
+  if (context.progress === undefined || envoys.length === 0) return new Map();
+  const reads = await context.progress.getProgresses([...new Set(envoys.map((envoy) => envoy.lineage))].sort());
+  return new Map(reads.flatMap((read) => (read.progress === undefined ? [] : [[read.lineage, read.progress] as const])));
+}
+
+/**
+ * A connected Envoy's row beside its lineage's PROGRESS: on the fleet-size path its STATE is written on
+ * class changes only, so `programmedThrough` there may be waves behind what the gateway last published
+ * (core memberProgressView). A disconnected Envoy's state was written when it left: nothing newer exists.
+ */
+function progressView(envoy: EnvoyState, progress: ReadonlyMap<string, LineageProgress>) {
+  const item = progress.get(envoy.lineage);
+  if (item === undefined || envoy.status !== 'CONNECTED') return null;
+  const view = memberProgressView(item, envoy.nodeId);
+  return view === undefined ? null : { lineage: envoy.lineage, v: item.v, asOf: item.heartbeatAt, ...view };
 }
 
 /** Lineage states, read once per request. */
@@ -120,7 +144,7 @@ function sentView(type: TypeState) {
 }
 
 /** One row of the fleet view. */
-export function envoySummary(envoy: EnvoyState, lineages: ReadonlyMap<string, LineageState>, context: Pick<ViewContext, 'now' | 'policy' | 'tableClock'>) {
+export function envoySummary(envoy: EnvoyState, lineages: ReadonlyMap<string, LineageState>, context: Pick<ViewContext, 'now' | 'policy' | 'tableClock'>, progress: ReadonlyMap<string, LineageProgress> = new Map()) {
   const gateway = lineages.get(envoy.lineage);
   return {
     nodeId: envoy.nodeId,
@@ -131,6 +155,7 @@ export function envoySummary(envoy: EnvoyState, lineages: ReadonlyMap<string, Li
     lineage: envoy.lineage,
     gateway: gateway === undefined ? null : { instanceId: gateway.instanceId, currentSeq: gateway.currentSeq, heartbeatAt: gateway.heartbeatAt },
     programmedThrough: envoy.programmedThrough ?? null,
+    progress: progressView(envoy, progress),
     connectedAt: envoy.connectedAt,
     lastSeenAt: envoy.lastSeenAt,
     types: typeSyncReports(envoy, lineages).map((report) => {
@@ -142,9 +167,9 @@ export function envoySummary(envoy: EnvoyState, lineages: ReadonlyMap<string, Li
 
 export async function fleetPage(context: ViewContext, request: { limit: number; cursor?: string; group?: string }) {
   const page = await context.store.listEnvoyStates({ limit: request.limit, ...(request.cursor === undefined ? {} : { cursor: request.cursor }), ...(request.group === undefined ? {} : { group: request.group }) });
-  const lineages = await new LineageCache(context.store).forEnvoys(page.items);
+  const [lineages, progress] = await Promise.all([new LineageCache(context.store).forEnvoys(page.items), progressOf(context, page.items)]);
   return {
-    envoys: page.items.map((envoy) => envoySummary(envoy, lineages, context)),
+    envoys: page.items.map((envoy) => envoySummary(envoy, lineages, context, progress)),
     corrupt: page.corrupt.length,
     nextCursor: page.nextCursor ?? null,
   };
@@ -163,7 +188,7 @@ export async function envoyDetail(context: ViewContext, nodeId: string, eventCou
   const read = await context.store.getEnvoyState(nodeId);
   if (read.status === 'missing') throw new HttpError(404, 'EnvoyNotFound', `no Envoy with node id ${JSON.stringify(nodeId)}`);
   if (read.status === 'corrupt') throw new HttpError(500, 'CorruptItem', `the state of Envoy ${JSON.stringify(nodeId)} is unreadable: ${read.error}`);
-  const lineages = await new LineageCache(context.store).forEnvoys([read.value]);
+  const [lineages, progress] = await Promise.all([new LineageCache(context.store).forEnvoys([read.value]), progressOf(context, [read.value])]);
   // `limit` bounds items read, and an event-log item holds many events (docs/GATEWAY.md, "The event
   // log"): the first descending page, with the events the STATE carries, is sorted newest first. The
   // version log holds the answers of a demoted state (ACK, STUCK); both are merged, newest first.
@@ -172,7 +197,7 @@ export async function envoyDetail(context: ViewContext, nodeId: string, eventCou
     context.versionLog === undefined ? [] : recentVersionLogAnswers(context.versionLog, nodeId, Object.keys(read.value.types), eventCount),
   ]);
   const events = dedupeEvents([...logged, ...chunked]).sort((a, b) => b.at - a.at).slice(0, eventCount);
-  const summary = envoySummary(read.value, lineages, context);
+  const summary = envoySummary(read.value, lineages, context, progress);
   // The state keeps a NACK only until a newer version is ACKed; the drill-down also shows an
   // answered one, from the event log, so "what did it refuse last, and why" survives the fix.
   const types = summary.types.map((type) => {

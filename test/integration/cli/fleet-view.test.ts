@@ -96,6 +96,16 @@ describe('the proxy-status table', () => {
     expect(renderProxyStatus(fleet, PLAIN, { wide: true, now: 0 }).split('\n')[0]).toMatch(/VERSION\s+GROUP\s+CURRENT\s+CONNECTED\s+LAST-SEEN\s+STATUS$/);
   });
 
+  it('shows the version its lineage\'s PROGRESS vouches for when the stored state is behind (fleet-size path)', () => {
+    const behind = { ...envoy('envoy-c', [{ type: 'CDS', sync: 'STALE' }], 4), progress: { lineage: LINEAGE, v: 3, asOf: 0, programmedThroughAtLeast: 9, listed: false } };
+    const listed = { ...envoy('envoy-d', [{ type: 'CDS', sync: 'SYNCED' }], 4), progress: { lineage: LINEAGE, v: 3, asOf: 0, programmedThroughAtLeast: 8, listed: true } };
+    const ahead = { ...envoy('envoy-e', [{ type: 'CDS', sync: 'SYNCED' }], 9), progress: { lineage: LINEAGE, v: 3, asOf: 0, programmedThroughAtLeast: 5, listed: false } };
+    const versions = renderProxyStatus([behind, listed, ahead], PLAIN, { now: 0 }).split('\n').slice(1).map((line) => line.split(/\s{2,}/)[5]);
+    expect(versions).toEqual(['≥9', '8', '9']);
+    const detail = renderEnvoyDetail({ ...behind, recentEvents: [] }, PLAIN, 60_000);
+    expect(detail).toContain("programmed: through version 4 in its stored state; at least through version 9 by its lineage's PROGRESS of 1m0s ago");
+  });
+
   it('falls back to the status field of a query API without sync', () => {
     expect(syncLabel({ type: 'CDS', typeUrl: 'x', status: 'NOT_SENT' })).toBe('NOT SENT');
     expect(syncLabel({ type: 'CDS', typeUrl: 'x', status: 'NOT_SENT', sync: 'SYNCED' })).toBe('SYNCED');

@@ -66,6 +66,16 @@ describe('local system on the fleet-size path', () => {
       const view = (await response.json()) as { decision: { state: string; programmed: number; total: number }; live: { state: string; programmed: number; total: number; source: string } };
       expect(view.decision).toMatchObject({ state: 'Programmed', programmed: ENVOYS, total: ENVOYS });
       expect(view.live).toMatchObject({ state: 'Programmed', programmed: ENVOYS, total: ENVOYS, source: 'progress' });
+      // The fleet view: each row's STATE is behind the change (not written for it), and its lineage's
+      // PROGRESS says the Envoy is at or past the watermark.
+      const seq = (view as unknown as { watermarks: Record<string, { seq: number }> }).watermarks[lineage]?.seq ?? Number.NaN;
+      const fleet = (await (await fetch(`${system.endpoints.queryUrl}/envoys`, { headers: { authorization: `Bearer ${system.endpoints.queryToken}` } })).json()) as { envoys: { nodeId: string; programmedThrough: number | null; progress: { lineage: string; programmedThroughAtLeast: number } | null }[] };
+      expect(fleet.envoys).toHaveLength(ENVOYS);
+      for (const row of fleet.envoys) {
+        expect(row.programmedThrough ?? -1).toBeLessThan(seq);
+        expect(row.progress).toMatchObject({ lineage });
+        expect(row.progress?.programmedThroughAtLeast).toBeGreaterThanOrEqual(seq);
+      }
     } finally {
       table.close();
     }
