@@ -25,8 +25,12 @@ export interface ExpireReport {
   outcomes: Record<string, EvaluationOutcome>;
   /** The gap in expire ticks this tick ended (ms the table clock stood still; 0: none). */
   gapEndedMs: number;
+  /** Lineages whose shards this tick read (every lineage the registry named). */
+  lineagesRead: number;
   /** Lineages this tick dropped from the registry (core lineage-registry.ts). */
   lineagesPruned: number;
+  /** How long the tick took (its clock): one longer than the stall bound less the schedule's period is a gap. */
+  tickMs: number;
 }
 
 function gapEndedBy(registry: LineageRegistry, next: TableClock): number {
@@ -43,12 +47,13 @@ export async function runExpire(deps: ConvergenceDeps): Promise<ExpireReport> {
   // the gap towards anyone's age (core table-clock.ts), and it is recorded once the tick completed.
   const { stallMs } = depsTableClock(deps, registry);
   const clock = { clock: advanceTableClock(registry.clock, now, { stallMs, ttlMs }), stallMs };
-  const report: ExpireReport = { examined: 0, expired: 0, conflicts: 0, evaluated: 0, failed: 0, outcomes: {}, gapEndedMs: gapEndedBy(registry, clock.clock), lineagesPruned: 0 };
+  const report: ExpireReport = { examined: 0, expired: 0, conflicts: 0, evaluated: 0, failed: 0, outcomes: {}, gapEndedMs: gapEndedBy(registry, clock.clock), lineagesRead: 0, lineagesPruned: 0, tickMs: 0 };
   /** Lineages the registry must keep: a member still counted, or shards that could not be read. */
   const keep = new Set<string>();
   if (report.gapEndedMs > 0) deps.logger.warn({ gapMs: report.gapEndedMs, previousTickAt: registry.clock?.tickAt }, 'expire ticks resumed after a gap; its time does not count towards any Envoy\'s age');
   for (const [lineage, heartbeatAt] of Object.entries(registry.lineages)) {
     const lineageDead = !seenWithin(heartbeatAt, now, ttlMs, clock);
+    report.lineagesRead++;
     const { shards, corrupt } = await deps.aggregates.getLineageShards(lineage);
     if (corrupt.length > 0) keep.add(lineage);
     for (const shard of shards) {
@@ -92,6 +97,11 @@ export async function runExpire(deps: ConvergenceDeps): Promise<ExpireReport> {
   // Only a tick that got this far moves the clock on: one the table failed (it threw) leaves it standing.
   // It is recorded at its end, not its start: its requests may have waited out an outage in the SDK's
   // retries, so the table is known usable only now, and the time it hung is a gap like any other.
-  await recordExpireTick(deps.aggregates, deps.now(), { stallMs, ttlMs });
+  const end = deps.now();
+  await recordExpireTick(deps.aggregates, end, { stallMs, ttlMs });
+  report.tickMs = end - now;
+  // The next tick must end within the stall bound of this one, or the table clock stands still and
+  // nobody ages (core table-clock.ts): a tick taking half of it is worth knowing about before that.
+  if (report.tickMs > stallMs / 2) deps.logger.warn({ tickMs: report.tickMs, stallMs, lineagesRead: report.lineagesRead }, 'expire tick took more than half the stall bound; a slower one stops the table clock (docs/CONVERGENCE.md, "Staleness across a table gap")');
   return report;
 }

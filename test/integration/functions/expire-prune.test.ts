@@ -66,7 +66,7 @@ describe('expire prunes the lineage registry', () => {
     expect(await liveCount(world, 'gw-left.boot1.edge')).toBe(1);
 
     // Just inside the bound nothing goes.
-    expect((await expireAt(t0 + PRUNE_AFTER_TTLS * TTL_MS)).lineagesPruned).toBe(0);
+    expect(await expireAt(t0 + PRUNE_AFTER_TTLS * TTL_MS)).toMatchObject({ lineagesRead: 4, lineagesPruned: 0 });
     expect(await registered()).toEqual(['gw-alive.boot1.edge', 'gw-empty.boot1.edge', 'gw-left.boot1.edge', 'gw-recent.boot1.edge']);
 
     // Past it: the empty lineage goes; the left one stays while its Envoy is live.
@@ -85,6 +85,8 @@ describe('expire prunes the lineage registry', () => {
 
     // The one silent since t0 + 5 TTLs goes 10 TTLs after that; the live gateway stays.
     expect((await expireAt(t0 + (PRUNE_AFTER_TTLS + 6) * TTL_MS)).lineagesPruned).toBe(1);
+    // What the next tick reads is what is left: the live gateway's lineage alone.
+    expect((await expireAt(t0 + (PRUNE_AFTER_TTLS + 6) * TTL_MS + 1_000)).lineagesRead).toBe(1);
     expect(await registered()).toEqual(['gw-alive.boot1.edge']);
     expect(await liveCount(world, 'gw-alive.boot1.edge')).toBe(1);
   });
