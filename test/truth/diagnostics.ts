@@ -21,7 +21,9 @@ export function describeTypes(state: EnvoyState, now: number): string {
       const parts = [`${typeUrl.split('.').pop() ?? typeUrl}@${type.lineage.split('.').pop() ?? type.lineage}`, type.subscribed ? '' : 'unsubscribed', `acked ${type.acked ?? '-'}`];
       if (type.pending !== undefined) parts.push(`pending ${type.pending.seq} for ${now - type.pending.sentAt} ms`);
       if (type.nack !== undefined) parts.push(`nack ${type.nack.seq}`);
-      if (type.namesChange !== undefined) parts.push(`names change${type.namesChange.sent ? ' sent' : ''}`);
+      // Which hold (the Envoy's own request added names, or a name its ACKed content references is
+      // missing from its subscription: core reference-hold.ts), since when, and whether a response went out since.
+      if (type.namesChange !== undefined) parts.push(`${type.namesChange.reference === true ? 'reference hold' : 'names change'} for ${now - type.namesChange.at} ms${type.namesChange.sent ? ' sent' : ' nothing sent since'}`);
       return parts.filter((part) => part !== '').join(' ');
     })
     .join(', ');
