@@ -15,6 +15,7 @@ import { buildFunctionContext } from '../functions/lib/context';
 import { runExpire } from '../functions/lib/expire-run';
 import { startLocalDynamo } from '../infra/local/dynamo';
 import { positiveInteger } from './support/args';
+import { summarize } from './support/stats';
 
 const TTL_MS = 4_000;
 const SHARDS = 16;
@@ -27,11 +28,6 @@ interface ExpireRow {
   /** Median ms of the next tick (the registry holds the live lineage only). */
   tickAfterPruneMs: number;
   lineagesPruned: number;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
 async function measure(deadLineages: number, members: number, repeat: number): Promise<ExpireRow> {
@@ -78,7 +74,7 @@ async function measure(deadLineages: number, members: number, repeat: number): P
   } finally {
     await dynamo.close();
   }
-  return { deadLineages, tickWithHistoryMs: Math.round(median(withHistory)), tickAfterPruneMs: Math.round(median(afterPrune)), lineagesPruned: pruned };
+  return { deadLineages, tickWithHistoryMs: Math.round(summarize(withHistory).p50), tickAfterPruneMs: Math.round(summarize(afterPrune).p50), lineagesPruned: pruned };
 }
 
 export async function run(argv: string[]): Promise<void> {

@@ -114,7 +114,8 @@ export function goneMember(rev: number, lastSeenAt: number, incarnation = 1): Me
   return withIncarnation({ t: NOT_PROGRAMMED, r: rev, live: false, s: lastSeenAt, gone: true }, incarnation);
 }
 
-function counted(member: Member | undefined): member is Member {
+/** A member the evaluations count while it is recent enough: not EXPIRED, not gone (isLiveMember adds the time). */
+export function isCountedMember(member: Member | undefined): member is Member {
   return member !== undefined && member.live && member.gone !== true;
 }
 
@@ -124,7 +125,7 @@ function counted(member: Member | undefined): member is Member {
  * statement for members: the shard evaluator and the PROGRESS builder (lineage-progress.ts) apply it.
  */
 export function isLiveMember(member: Member | undefined, now: number, ttlMs: number, clock?: TableClockView, lineageHeartbeatAt?: number): member is Member {
-  return counted(member) && seenWithin(lastVouchedAt(member.s, member.c === true, lineageHeartbeatAt), now, ttlMs, clock);
+  return isCountedMember(member) && seenWithin(lastVouchedAt(member.s, member.c === true, lineageHeartbeatAt), now, ttlMs, clock);
 }
 
 /**
@@ -144,14 +145,14 @@ function replaceMember(shard: AggregateShard, nodeId: string, member: Member): A
   const previous = memberOf(shard, nodeId);
   const counts = { ...shard.counts };
   let live = shard.live;
-  if (counted(previous)) {
+  if (isCountedMember(previous)) {
     const key = String(previous.t);
     const n = (counts[key] ?? 0) - 1;
     if (n > 0) counts[key] = n;
     else delete counts[key];
     live--;
   }
-  if (counted(member)) {
+  if (isCountedMember(member)) {
     const key = String(member.t);
     counts[key] = (counts[key] ?? 0) + 1;
     live++;
@@ -221,7 +222,7 @@ export function recount(members: Readonly<Record<string, Member>>): { counts: Re
   const counts: Record<string, number> = {};
   let live = 0;
   for (const member of Object.values(members)) {
-    if (!counted(member)) continue;
+    if (!isCountedMember(member)) continue;
     counts[String(member.t)] = (counts[String(member.t)] ?? 0) + 1;
     live++;
   }

@@ -10,7 +10,7 @@
 //     lineage-registry.ts), so the lineages a tick reads are the recent ones, not the system's history.
 // Candidates are found from the aggregate members (lastSeenAt is in each member), so a tick reads
 // O(lineages × shards) items plus one state per Envoy actually expiring.
-import { advanceTableClock, applyExpire, isLiveMember, seenWithin, shouldExpire, type LineageRegistry, type TableClock } from '../../common/core';
+import { advanceTableClock, applyExpire, isCountedMember, isLiveMember, seenWithin, shouldExpire, type LineageRegistry, type TableClock } from '../../common/core';
 import { recordExpireTick } from '../../common/store';
 import type { ConvergenceDeps } from './convergence-batch';
 import { depsTableClock, evaluateAll, liveLineages, pendingOn, type EvaluationOutcome } from './evaluate';
@@ -58,9 +58,10 @@ export async function runExpire(deps: ConvergenceDeps): Promise<ExpireReport> {
     if (corrupt.length > 0) keep.add(lineage);
     for (const shard of shards) {
       for (const [nodeId, member] of Object.entries(shard.members)) {
-        if (member.live && member.gone !== true) keep.add(lineage);
+        if (!isCountedMember(member)) continue;
+        keep.add(lineage);
         // Live by the evaluations' rule (core isLiveMember): only a member they would drop is examined.
-        if (!member.live || member.gone === true || isLiveMember(member, now, ttlMs, clock, heartbeatAt)) continue;
+        if (isLiveMember(member, now, ttlMs, clock, heartbeatAt)) continue;
         report.examined++;
         try {
           const read = await deps.store.getEnvoyState(nodeId);
