@@ -52,7 +52,9 @@ export function mutate<T>(records: readonly T[], mutations: readonly Mutation[])
       if (Array.isArray(parent)) parent.splice(Number(last), 1);
       else delete parent[last];
     } else {
-      parent[last] = mutation.value;
+      // A copy: the arbitraries hand out shared constants, and a later mutation editing inside an
+      // inserted value must not edit the constant (that made cycles across runs: the value contained itself).
+      parent[last] = JSON.parse(JSON.stringify(mutation.value)) as Json;
     }
   }
   return copy as T[];
