@@ -12,7 +12,7 @@
 // reference control plane.
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { parseAllDocuments } from 'yaml';
@@ -126,6 +126,8 @@ function hostnameNamespaceProblem(): string | undefined {
 
 /** `contour serve` as a child process against a kubeconfig, plaintext xDS on a loopback port. */
 export async function startContourProcess(opts: StartContourOptions): Promise<ContourProcess> {
+  // Contour reads port 0 as "unset" (its defaults 8000 and 6060), so every port is picked here; a
+  // port taken before Contour binds it is startServingContourProcess's to handle.
   const [xdsPort, metricsPort, healthPort, debugPort] = [opts.xdsPort || (await freePort()), await freePort(), await freePort(), await freePort()];
   const args = [
     'serve',
@@ -198,6 +200,59 @@ export async function startContourProcess(opts: StartContourOptions): Promise<Co
       return exited;
     },
   };
+}
+
+/** Contour's line once its xDS listener is bound (cmd/contour/serve.go, after the first DAG). */
+const XDS_SERVING_LINE = 'started xDS server';
+const BIND_IN_USE = 'address already in use';
+const BIND_ATTEMPTS = 5;
+
+export interface ServingContourOptions extends StartContourOptions {
+  /**
+   * The xDS port after a bind failure. `free`: a new free port (nobody has been given the address
+   * yet); `fixed`: the same port after a pause (the gateway's leader targets name it).
+   */
+  portChoice: 'free' | 'fixed';
+  /** Called with each process spawned, before it serves (a restart in place must be visible at once). */
+  onSpawn?: (process: ContourProcess) => void;
+  logger?: Logger;
+  timeoutMs?: number;
+}
+
+/**
+ * `contour serve`, resolved once it serves xDS. Its ports are picked free (`freePort`) and bound by
+ * Contour later (the xDS port seconds later, after its first DAG), and a parallel test or an outgoing
+ * connection's ephemeral port can take one meanwhile; Contour then exits with `bind: address already
+ * in use`. That is retried (BIND_ATTEMPTS times) on new metrics, health and debug ports; any other
+ * exit, or no xDS within the timeout, is an error carrying Contour's log. Serving is Contour's own log
+ * line, not a connect: a connect would also succeed against whoever took the port.
+ */
+export async function startServingContourProcess(opts: ServingContourOptions): Promise<ContourProcess> {
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  let xdsPort = opts.xdsPort || (await freePort());
+  for (let attempt = 1; ; attempt++) {
+    const process = await startContourProcess({ ...opts, xdsPort });
+    opts.onSpawn?.(process);
+    const deadline = Date.now() + timeoutMs;
+    let exited = false;
+    void process.exited.then(() => (exited = true));
+    while (!exited && !process.log().includes(XDS_SERVING_LINE) && Date.now() < deadline) {
+      await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+    }
+    const log = process.log();
+    if (!exited && log.includes(XDS_SERVING_LINE)) return process;
+    if (!exited) {
+      await process.stop(5000);
+      throw new Error(`Contour ${opts.hostname ?? ''} did not serve xDS on ${process.xdsAddress} within ${timeoutMs / 1000} s:\n${log.slice(-3000)}`);
+    }
+    if (!log.includes(BIND_IN_USE) || attempt >= BIND_ATTEMPTS) {
+      throw new Error(`Contour ${opts.hostname ?? ''} exited before serving xDS on ${process.xdsAddress} (attempt ${attempt}):\n${log.slice(-3000)}`);
+    }
+    const previous = xdsPort;
+    if (opts.portChoice === 'free') xdsPort = await freePort();
+    else await new Promise((resolveWait) => setTimeout(resolveWait, 500 * attempt));
+    opts.logger?.warn({ component: 'contour', replica: opts.hostname, port: previous, retryPort: xdsPort, attempt }, 'contour could not bind a port (address already in use); starting it again');
+  }
 }
 
 export interface ContourReplica {
@@ -295,18 +350,6 @@ export async function readLeaseHolder(kubeUrl: string): Promise<string> {
   return lease.spec?.holderIdentity ?? '';
 }
 
-function accepts(address: string): Promise<boolean> {
-  const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
-  return new Promise((resolveAccepts) => {
-    const socket = connect({ host, port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolveAccepts(true);
-    });
-    socket.once('error', () => resolveAccepts(false));
-  });
-}
-
 /**
  * Contour's replicas, each started as a pod would be, ready once each serves xDS (Contour opens its
  * xDS port only after its first DAG, i.e. with its informers synced) and one holds the Lease. The
@@ -332,35 +375,41 @@ export async function startContourComponent(opts: ContourComponentOptions): Prom
     replicaArgs.push('--config-path', configPath);
   }
   const replicaOf = (holder: string): ContourReplica | undefined => replicas.find((replica) => holder.startsWith(`${replica.name}_`));
-  const startReplica = async (index: number, xdsPort: number): Promise<ContourReplica> => {
+  /** Starts replica `index` in its slot and resolves once it serves xDS (see startServingContourProcess). */
+  const startReplica = async (index: number, xdsPort: number, portChoice: 'free' | 'fixed'): Promise<ContourReplica> => {
     const name = contourReplicaName(index);
-    const process = await startContourProcess({
+    const process = await startServingContourProcess({
       binary: install.binary,
       kubeconfig: opts.kubeconfigPath,
       extraArgs: replicaArgs,
       hostname: name,
       xdsPort,
+      portChoice,
+      logger: opts.logger,
+      // The slot holds the newest process at once, so close() stops it even while it starts.
+      onSpawn: (process) => (replicas[index] = { name, xdsAddress: process.xdsAddress, process }),
       ...(opts.logDir === undefined ? {} : { logFile: join(opts.logDir, `${name}.log`) }),
     });
-    opts.logger.info({ component: 'contour', replica: name, pid: process.pid, xds: process.xdsAddress }, 'contour serve started');
-    return { name, xdsAddress: process.xdsAddress, process };
+    opts.logger.info({ component: 'contour', replica: name, pid: process.pid, xds: process.xdsAddress }, 'contour serves xDS');
+    const replica = { name, xdsAddress: process.xdsAddress, process };
+    replicas[index] = replica;
+    return replica;
   };
   try {
-    for (let index = 0; index < opts.replicas; index++) replicas.push(await startReplica(index, opts.port(index)));
+    // Settled, not all: close() below must not run while another replica is still being started.
+    const started = await Promise.allSettled(Array.from({ length: opts.replicas }, (_, index) => (opts.port(index) ? startReplica(index, opts.port(index), 'fixed') : startReplica(index, 0, 'free'))));
+    const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
     const deadline = Date.now() + 60_000;
-    const pending = new Set(replicas);
     let holder = '';
-    while (pending.size > 0 || replicaOf(holder) === undefined) {
-      for (const replica of [...pending]) {
-        if (await accepts(replica.xdsAddress)) pending.delete(replica);
-      }
+    while (replicaOf(holder) === undefined) {
       holder = await readLeaseHolder(opts.kubeUrl).catch(() => '');
       const dead = replicas.find((replica) => replica.process.log().includes('spawn failed') || replica.process.log().includes('level=fatal'));
       if (dead !== undefined || Date.now() > deadline) {
-        const why = dead !== undefined ? `${dead.name} failed` : `not ready after 60 s (waiting for ${[...pending].map((r) => r.name).join(', ') || 'a Lease holder'}; holder '${holder}')`;
+        const why = dead !== undefined ? `${dead.name} failed` : `has no Lease holder after 60 s (holder '${holder}')`;
         throw new Error(`Contour ${why}:\n${(dead ?? replicas[0])?.process.log().slice(-3000) ?? ''}`);
       }
-      await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+      if (replicaOf(holder) === undefined) await new Promise((resolveWait) => setTimeout(resolveWait, 100));
     }
     opts.logger.info({ component: 'contour', holder }, 'contour replicas serve xDS; a leader holds the Lease');
   } catch (error) {
@@ -382,17 +431,7 @@ export async function startContourComponent(opts: ContourComponentOptions): Prom
       await old.process.stop(5000);
       // The same port: the gateway's leader targets name it (the system's address book is fixed at start).
       const port = Number(old.xdsAddress.slice(old.xdsAddress.lastIndexOf(':') + 1));
-      const replica = await startReplica(index, port);
-      replicas[index] = replica;
-      const deadline = Date.now() + 60_000;
-      while (!(await accepts(replica.xdsAddress))) {
-        const log = replica.process.log();
-        if (log.includes('spawn failed') || log.includes('level=fatal') || Date.now() > deadline) {
-          throw new Error(`Contour ${replica.name} did not serve xDS again after its restart:\n${log.slice(-3000)}`);
-        }
-        await new Promise((resolveWait) => setTimeout(resolveWait, 100));
-      }
-      return replica;
+      return startReplica(index, port, 'fixed');
     },
     close,
   };

@@ -4,10 +4,11 @@
 // an error that says how to install it, never a skipped test. The implementation lives with the
 // local system (infra/local/system/contour.ts), which runs Contour for `npm start -- --control-plane
 // contour` too.
-import { startContourProcess, type ContourProcess } from '../../../infra/local/system/contour';
+import { startServingContourProcess, type ContourProcess } from '../../../infra/local/system/contour';
 
 export { contourInstall, freePort, yamlObjects, type ContourInstall, type ContourProcess } from '../../../infra/local/system/contour';
 
+/** `contour serve` on a free xDS port, resolved once it serves xDS (a port taken meanwhile is retried). */
 export function startContour(binary: string, kubeconfig: string, extraArgs: string[] = [], options: { hostname?: string } = {}): Promise<ContourProcess> {
-  return startContourProcess({ binary, kubeconfig, extraArgs, ...options });
+  return startServingContourProcess({ binary, kubeconfig, extraArgs, portChoice: 'free', ...options });
 }

@@ -3,7 +3,7 @@
 // following Contour's Lease. It gets ready, a sample goes True in every Envoy, and SIGINT stops
 // Contour with everything else. Without the install it says what to run and starts nothing.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,6 +37,13 @@ function accepts(address: string): Promise<boolean> {
   });
 }
 
+/** The last lines each Contour replica logged (the system writes `<state>/contour-<n>.log`). */
+function contourLogTails(stateDir: string): string {
+  const logs = existsSync(stateDir) ? readdirSync(stateDir).filter((name) => /^contour-\d+\.log$/.test(name)) : [];
+  if (logs.length === 0) return 'no Contour log yet';
+  return logs.map((name) => `${name}: ${readFileSync(join(stateDir, name), 'utf8').split('\n').slice(-6).join('\n')}`).join('\n');
+}
+
 describe('npm start -- --control-plane contour', () => {
   const dir = mkdtempSync(join(tmpdir(), 'xp-start-contour-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -44,7 +51,12 @@ describe('npm start -- --control-plane contour', () => {
   it('runs Contour behind the gateway, programs a sample, and stops Contour on SIGINT', async () => {
     const run = start(['--control-plane', 'contour', '--no-ui', '--envoys', '3', '--objects', '1', '--state-dir', join(dir, 'state')], { HOME: dir });
     try {
-      const readyLine = await eventually(() => run.output().stdout.split('\n').find((line) => line.startsWith('READY ')), `READY line (stderr: ${run.output().stderr.slice(-800)})`, 90_000);
+      // Two Contour replicas each build their first DAG before serving xDS: under a full CI run on two
+      // cores that alone has taken most of a minute, so the wait is long and says where it stood.
+      const readyLine = await eventually(() => run.output().stdout.split('\n').find((line) => line.startsWith('READY ')), 'READY line', 150_000).catch((error: unknown) => {
+        // Read at the timeout, not when the wait began.
+        throw new Error(`${String(error)}\nstdout: ${run.output().stdout.slice(-800)}\nstderr: ${run.output().stderr.slice(-800)}\n${contourLogTails(join(dir, 'state'))}`);
+      });
       const ready = JSON.parse(readyLine.slice('READY '.length)) as { unavailable: unknown[]; controlPlanes: string[] };
       expect(ready.unavailable).toEqual([]);
       expect(ready.controlPlanes).toHaveLength(2);
@@ -67,7 +79,7 @@ describe('npm start -- --control-plane contour', () => {
         await run.exited;
       }
     }
-  }, 150_000);
+  }, 240_000);
 
   it('says to run `npm run contour:install` when Contour is not installed, and starts nothing', async () => {
     const run = start(['--control-plane', 'contour', '--no-ui'], { HOME: dir, XDS_PEERS_DIR: join(dir, 'no-peers') });
