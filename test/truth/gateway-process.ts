@@ -3,6 +3,7 @@
 // process, Envoys see their streams reset and reconnect to the new process (same port, new bootId,
 // so a new lineage: docs/ARCHITECTURE.md, "Lineage").
 import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import type { StateWrites } from '../../xds-gateway/tracking/progress/state-demotion';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -73,7 +74,7 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startGatewayProcess(opts: { upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; stateWrites?: StateWrites; logger: Logger }): Promise<GatewayProcess> {
+export async function startGatewayProcess(opts: { upstream: string; dynamo: DynamoComponent; timings: TruthTimings; kubeconfigPath?: string; progress?: boolean; stateWrites?: StateWrites; logFile?: string; logger: Logger }): Promise<GatewayProcess> {
   const [xdsPort, opsPort] = [await freePort(), await freePort()];
   const args = { ...truthGatewayArgs({ ...opts, listenPort: xdsPort, opsPort }), 'log-level': 'warn' };
   let child: ChildProcess | undefined;
@@ -85,7 +86,10 @@ export async function startGatewayProcess(opts: { upstream: string; dynamo: Dyna
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     child = spawned;
-    spawned.stderr?.on('data', (chunk: Buffer) => opts.logger.debug({ component: 'gateway-process', line: chunk.toString().slice(0, 500) }, 'gateway stderr'));
+    spawned.stderr?.on('data', (chunk: Buffer) => {
+      opts.logger.debug({ component: 'gateway-process', line: chunk.toString().slice(0, 500) }, 'gateway stderr');
+      if (opts.logFile !== undefined) appendFileSync(opts.logFile, chunk);
+    });
     const deadline = Date.now() + 60_000;
     for (;;) {
       if (spawned.exitCode !== null) throw new Error(`gateway process exited with ${spawned.exitCode} before it was ready`);

@@ -54,9 +54,10 @@ async function main(): Promise<void> {
     .option('--go-clients <n>', 'real grpc-go clients (judged by their own CSDS dumps too)', positiveInt, 1)
     .option('--fleet-mix <mix>', 'Envoy modes and weights: ads-sotw, ads-delta, per-type-sotw, per-type-delta (e.g. "ads-sotw" alone)', fleetMix, parseFleetMix(DEFAULT_FLEET_MIX_TEXT))
     .option('--log-level <level>', 'pino level for the system under test', 'silent')
+    .option('--gateway-log <file>', 'with --gateway-kill: append the gateway process\'s warnings and errors to this file')
     .option('--control-plane <mode>', 'reference, or unmodified Contour (content ground truth from route prefixes; no real gRPC clients, no tamper, no gateway kill)', controlPlaneMode, 'reference')
     .parse();
-  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; progressEvaluation: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; coreClients: number; goClients: number; logLevel: string; controlPlane: 'reference' | 'contour'; fleetSizes?: number[]; fleetSizeEvery: number }>();
+  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; progressEvaluation: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; coreClients: number; goClients: number; logLevel: string; controlPlane: 'reference' | 'contour'; fleetSizes?: number[]; fleetSizeEvery: number; gatewayLog?: string }>();
   process.stdout.write(`truth: ${opts.schedules} schedules from seed ${opts.seed}, ${opts.envoys} Envoys, ${opts.objects} objects, ${opts.steps} steps each\n`);
   const started = Date.now();
   const onSchedule = (result: ScheduleResult): void => {
@@ -80,6 +81,7 @@ async function main(): Promise<void> {
     scheduleDurationMs: opts.durationMs,
     writeBound: opts.writeBound,
     gatewayKill: opts.gatewayKill,
+    ...(opts.gatewayLog === undefined ? {} : { gatewayLogFile: opts.gatewayLog }),
     progressEvaluation: opts.progressEvaluation,
     leaderChange: opts.leaderChange,
     fleetMix: opts.fleetMix,

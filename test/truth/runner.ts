@@ -49,6 +49,8 @@ export interface TruthRunOptions {
   timings?: TruthTimings;
   /** Run the gateway as a child process and include SIGKILL + restart in the schedules. */
   gatewayKill?: boolean;
+  /** With gatewayKill: append the gateway process's log (warn and above) to this file. */
+  gatewayLogFile?: string;
   /**
    * The gateway publishes PROGRESS (--progress) and writes Envoy states on class changes only
    * (--state-writes class-changes), and the functions decide from PROGRESS (PROGRESS_EVALUATION).
@@ -132,7 +134,7 @@ export async function runTruth(options: TruthRunOptions): Promise<TruthRunReport
   const logger = options.logger ?? pino({ level: 'silent' });
   const timings = options.timings ?? DEFAULT_TIMINGS;
   const contents = tapFleetResponses();
-  const system = await startTruthSystem({ objects: options.objects, envoys: 0, timings, gatewayAsProcess: options.gatewayKill ?? false, fleetMix: options.fleetMix ?? DEFAULT_FLEET_MIX, mixSeed: options.seed, ...(options.progressEvaluation === true ? { progress: true, progressEvaluation: true, stateWrites: 'class-changes' as const } : {}), logger });
+  const system = await startTruthSystem({ objects: options.objects, envoys: 0, timings, gatewayAsProcess: options.gatewayKill ?? false, ...(options.gatewayLogFile === undefined ? {} : { gatewayLogFile: options.gatewayLogFile }), fleetMix: options.fleetMix ?? DEFAULT_FLEET_MIX, mixSeed: options.seed, ...(options.progressEvaluation === true ? { progress: true, progressEvaluation: true, stateWrites: 'class-changes' as const } : {}), logger });
   const observer = new ConditionObserver(system.kube.url, CONDITION_TYPE);
   const resyncContext = buildFunctionContext(
     recountEnv({ storeEnv: system.dynamo.storeEnv, envoyTtlMs: timings.envoyTtlMs, ackTimeoutMs: timings.ackTimeoutMs, conditionType: CONDITION_TYPE, kubeconfigPath: system.kube.kubeconfigPath }),

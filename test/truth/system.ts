@@ -79,6 +79,8 @@ export async function startTruthSystem(opts: {
   envoys: number;
   timings?: TruthTimings;
   gatewayAsProcess?: boolean;
+  /** With gatewayAsProcess: append the gateway process's log to this file. */
+  gatewayLogFile?: string;
   fleetMix?: FleetMix;
   mixSeed?: number;
   /** The gateway publishes PROGRESS too (--progress). */
@@ -116,7 +118,7 @@ export async function startTruthSystem(opts: {
     let gatewayProcess: GatewayProcess | undefined;
     let inProcessGateway: Gateway | undefined;
     if (opts.gatewayAsProcess) {
-      const child = await startGatewayProcess({ upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, progress: opts.progress === true, ...(opts.stateWrites === undefined ? {} : { stateWrites: opts.stateWrites }), logger });
+      const child = await startGatewayProcess({ upstream: controlPlane.leader()?.controlPlane.address ?? controlPlane.addresses[0] ?? '', dynamo, timings, kubeconfigPath: kube.kubeconfigPath, progress: opts.progress === true, ...(opts.stateWrites === undefined ? {} : { stateWrites: opts.stateWrites }), ...(opts.gatewayLogFile === undefined ? {} : { logFile: opts.gatewayLogFile }), logger });
       closers.push(() => child.close());
       gatewayAddress = child.address;
       gatewayProcess = child;

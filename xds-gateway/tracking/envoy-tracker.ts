@@ -94,6 +94,8 @@ interface TrackedEnvoy {
   disconnectedAt?: number;
   /** Per child type and referencing type: the last check (a full check reads every referenced name). */
   referenceChecks: Map<string, ReferenceCheck>;
+  /** Per type: the start (`namesChange.at`) of the names hold already logged as long (checkStuck). */
+  longHoldsReported?: Map<string, number>;
   /** While the relay does not read: up to when its unread time was credited (readingPaused). */
   creditedThrough?: number;
 }
@@ -420,6 +422,37 @@ export class EnvoyTracker implements RelayObserver {
       if (reported) {
         tracked.state = applyHeartbeat(tracked.state, now);
         this.write(tracked.state);
+      }
+      this.reportLongHolds(tracked, now);
+    }
+  }
+
+  /**
+   * A names hold past the ACK timeout makes readers say Stuck, though the Envoy may have answered
+   * everything: say which hold it is, once per hold. A reference hold waits for the Envoy to subscribe
+   * to a name its accepted config references (named: the first missing one and who references it); a
+   * names change with nothing sent since waits for the relay to serve names the Envoy added. Neither is
+   * an unanswered response, and an operator needs to know which side to look at.
+   */
+  private reportLongHolds(tracked: TrackedEnvoy, now: number): void {
+    for (const [typeUrl, type] of Object.entries(tracked.state.types)) {
+      const hold = type.namesChange;
+      if (hold === undefined || hold.sent || now - hold.at < this.ackTimeoutMs) {
+        tracked.longHoldsReported?.delete(typeUrl);
+        continue;
+      }
+      if (tracked.longHoldsReported?.get(typeUrl) === hold.at) continue;
+      (tracked.longHoldsReported ??= new Map()).set(typeUrl, hold.at);
+      const context = { nodeId: tracked.state.nodeId, typeUrl, lineage: type.lineage, heldMs: now - hold.at, acked: type.acked };
+      if (hold.reference === true) {
+        const edge = REFERENCE_EDGES.find((candidate) => candidate.child === typeUrl);
+        const missing = edge?.parents
+          .map((parent) => ({ parent, missing: tracked.referenceChecks.get(referenceCheckKey(typeUrl, parent))?.missing }))
+          .find((check) => check.missing !== undefined);
+        this.logger.warn({ ...context, missing: missing?.missing, referencedBy: missing?.parent }, 'Envoy held back: its subscription lacks a name its accepted config references');
+      } else {
+        const subscription = this.subscriptionOf(tracked, typeUrl);
+        this.logger.warn({ ...context, subscribedNames: subscription?.wildcard === true ? '*' : subscription?.names.size }, 'Envoy held back: names it added have not been served to it yet');
       }
     }
   }

@@ -2,7 +2,7 @@
 // (xds-gateway/tracking/subscription-references.ts). The scenario is the one a gRPC client plays:
 // it ACKs a route that moved to a new cluster, and only then asks for the cluster by name, then for
 // its endpoints. Before, the RDS ACK alone made the Envoy programmed through the route's seq.
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, encodeVersion, type EnvoyState, type LineageState, type RequestClass } from '../../../common/core';
 import { grpcCluster, grpcClusterLoadAssignment, grpcListener, grpcRouteConfiguration } from '../../../infra/local/envoys/grpcXdsResources';
 import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
@@ -26,10 +26,10 @@ class CollectingRecorder {
   }
 }
 
-function setup() {
+function setup(logger: Logger = pino({ level: 'silent' })) {
   let now = 1_000;
   const recorder = new CollectingRecorder();
-  const tracker = new EnvoyTracker({ recorder: recorder as unknown as Recorder, logger: pino({ level: 'silent' }), clock: { now: () => now }, stuckCheckIntervalMs: 3_600_000, lineageHeartbeatMs: 3_600_000, envoyHeartbeatMs: 3_600_000 });
+  const tracker = new EnvoyTracker({ recorder: recorder as unknown as Recorder, logger, clock: { now: () => now }, stuckCheckIntervalMs: 3_600_000, lineageHeartbeatMs: 3_600_000, envoyHeartbeatMs: 3_600_000 });
   let seq = 0;
   const versions = new Map<string, number>();
   const nonces = new Map<string, number>();
@@ -60,7 +60,8 @@ function setup() {
     }
   };
   tracker.streamOpened({ streamId: STREAM, node: { nodeId: NODE, cluster: 'grpc', metadata: {}, locality: {} } as never, group: 'grpc', lineage: LINEAGE, protocol: 'sotw', service: 'ads', at: now++ });
-  return { tracker, apply, request, send, ack, sendAndAck, through, subscribeAll };
+  const advance = (ms: number): number => (now += ms);
+  return { tracker, apply, request, send, ack, sendAndAck, through, subscribeAll, advance };
 }
 
 const listener = { name: 'web', resource: grpcListener('web', 'web-routes') };
@@ -69,8 +70,8 @@ const cluster = (name: string) => ({ name, resource: grpcCluster(name) });
 const endpoints = (name: string) => ({ name, resource: grpcClusterLoadAssignment(name, [{ host: '127.0.0.1', port: 8080 }]) });
 
 /** An Envoy (LDS and CDS wildcard, RDS and EDS by name) programmed with the route to cluster a. */
-function envoyOnClusterA(): ReturnType<typeof setup> {
-  const t = setup();
+function envoyOnClusterA(logger?: Logger): ReturnType<typeof setup> {
+  const t = setup(logger);
   t.apply(LDS_TYPE_URL, [listener]);
   t.apply(RDS_TYPE_URL, [routesTo('a')]);
   t.apply(CDS_TYPE_URL, [cluster('a')]);
@@ -215,4 +216,41 @@ test('a name missing from the subscription holds the type however often it is se
   expect(t.through() ?? 0).toBeLessThan(moved);
   t.sendAndAck(EDS_TYPE_URL, ['a', 'b']);
   expect(t.through()).toBeGreaterThanOrEqual(moved);
+});
+
+test('a hold past the ACK timeout is logged once, naming the missing name and what references it', () => {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const t = envoyOnClusterA(logger);
+  t.apply(CDS_TYPE_URL, [cluster('a'), cluster('b')]);
+  t.apply(EDS_TYPE_URL, [endpoints('a'), endpoints('b')]);
+  t.apply(RDS_TYPE_URL, [routesTo('b')]);
+  t.sendAndAck(CDS_TYPE_URL, []);
+  t.sendAndAck(RDS_TYPE_URL, ['web-routes']);
+  t.sendAndAck(EDS_TYPE_URL, ['a']);
+  const held = (): Array<Record<string, unknown>> => lines.filter((line) => String(line['msg']).startsWith('Envoy held back'));
+  t.tracker.checkStuck(t.advance(1000));
+  expect(held()).toEqual([]);
+  t.tracker.checkStuck(t.advance(60_000));
+  t.tracker.checkStuck(t.advance(1000));
+  expect(held()).toEqual([
+    expect.objectContaining({ msg: 'Envoy held back: its subscription lacks a name its accepted config references', nodeId: NODE, typeUrl: EDS_TYPE_URL, missing: 'b', referencedBy: CDS_TYPE_URL }),
+  ]);
+  // Asked for and served: the hold ends, nothing more is logged.
+  t.request(EDS_TYPE_URL, { kind: 'update', nonce: '4', reason: 'versionNotAccepted' }, ['a', 'b']);
+  t.sendAndAck(EDS_TYPE_URL, ['a', 'b']);
+  t.tracker.checkStuck(t.advance(60_000));
+  expect(held()).toHaveLength(1);
+});
+
+test('names the Envoy added and was never served are logged as such, not as a missing reference', () => {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const t = envoyOnClusterA(logger);
+  // It asks for endpoints of c (nothing references c); no response follows.
+  t.request(EDS_TYPE_URL, { kind: 'update', nonce: '1', reason: 'versionNotAccepted' }, ['a', 'c']);
+  t.tracker.checkStuck(t.advance(60_000));
+  expect(lines.filter((line) => String(line['msg']).startsWith('Envoy held back'))).toEqual([
+    expect.objectContaining({ msg: 'Envoy held back: names it added have not been served to it yet', nodeId: NODE, typeUrl: EDS_TYPE_URL, subscribedNames: 2 }),
+  ]);
 });
