@@ -31,7 +31,8 @@ const blockerSchema = z.discriminatedUnion('reason', [
   z.object({ nodeId: shownText, reason: z.literal('nacked'), nacks: z.array(z.object({ type: z.string(), message: shownText, seq: z.number().optional(), at: z.number().optional() }).passthrough()) }),
   // Envoys holding the object back only by rejecting other objects' resources (docs/CONVERGENCE.md, "NACK attribution").
   z.object({ nodeId: shownText, reason: z.literal('blocked'), nacks: z.array(z.object({ type: z.string(), message: shownText, objects: z.array(shownText).optional(), resources: z.array(shownText).optional() }).passthrough()) }),
-  z.object({ nodeId: shownText, reason: z.literal('stuck'), types: z.array(z.string()), since: z.number() }),
+  // `unrequested`: of `types`, those held because the Envoy has not asked for a name its config references.
+  z.object({ nodeId: shownText, reason: z.literal('stuck'), types: z.array(z.string()), since: z.number(), unrequested: z.array(z.string()).optional() }),
   z.object({ nodeId: shownText, reason: z.literal('noWatermark'), lineages: z.array(z.string()) }),
   z.object({ nodeId: shownText, reason: z.literal('pending'), types: z.array(z.string()) }),
 ]);

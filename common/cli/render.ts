@@ -48,8 +48,15 @@ export function describeBlocker(blocker: BlockerView, now: number): string {
       return `${blocker.nodeId}: NACKED ${blocker.nacks.map((nack) => `${nack.type}: ${nack.message}`).join('; ')}`;
     case 'blocked':
       return `${blocker.nodeId}: BLOCKED by ${blocker.nacks.map((nack) => `${nack.type} of ${(nack.objects ?? []).join(', ')}: ${nack.message}`).join('; ')}`;
-    case 'stuck':
-      return `${blocker.nodeId}: STUCK on ${blocker.types.join(',')} (no ACK/NACK for ${ago(blocker.since, now)})`;
+    case 'stuck': {
+      const unrequested = blocker.unrequested ?? [];
+      const unanswered = blocker.types.filter((type) => !unrequested.includes(type));
+      const waits = [
+        ...(unanswered.length > 0 ? [`${unanswered.join(',')} (no ACK/NACK for ${ago(blocker.since, now)})`] : []),
+        ...(unrequested.length > 0 ? [`${unrequested.join(',')} (names its config references not asked for, ${ago(blocker.since, now)})`] : []),
+      ];
+      return `${blocker.nodeId}: STUCK on ${waits.join('; ')}`;
+    }
     case 'noWatermark':
       return `${blocker.nodeId}: NO WATERMARK yet for its lineage ${blocker.lineages.join(',')} (its gateway has not seen this generation)`;
     case 'pending':

@@ -51,8 +51,12 @@ export const MemberSchema = z.object({
           }),
         )
         .optional(),
-      /** Subscribed types waiting for an answer since `s`; `a` acked seq or -1; `c` names changed. */
-      w: z.array(z.object({ u: z.string(), s: epochMsSchema, a: z.number().int().min(-1), c: z.boolean().optional() })).optional(),
+      /**
+       * Subscribed types waiting for an answer since `s`; `a` acked seq or -1; `c` names changed; `r`
+       * that names hold is a reference hold (core reference-hold.ts: the Envoy has not asked for a name
+       * its accepted config references, so it is waiting on the Envoy's request, not its answer).
+       */
+      w: z.array(z.object({ u: z.string(), s: epochMsSchema, a: z.number().int().min(-1), c: z.boolean().optional(), r: z.boolean().optional() })).optional(),
       /** Types on several lineages (per-type streams on different gateway instances). */
       split: z.array(z.string()).optional(),
       /** No subscribed type yet. */

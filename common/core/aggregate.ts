@@ -6,7 +6,7 @@
 //
 // Updates are ordered by rev: a member is replaced only by a summary of a strictly newer state, so
 // redelivered or reordered stream records are no-ops (idempotent) and never double-counted.
-import type { Blocker } from './blocker';
+import { stuckBlocker, type Blocker } from './blocker';
 import { convergenceState, nackBlocker, noEnvoysConvergence, sortBlockers, unobservableConvergence, unresolvedNacks, type Convergence, type ConvergencePolicy } from './convergence';
 import type { ObjectRef } from './identity';
 import { shortTypeName } from './type-urls';
@@ -58,7 +58,7 @@ export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readon
   let split = false;
   let ownSubscribed = 0;
   let acked: Record<string, number> | undefined;
-  let waiting: Array<{ u: string; s: number; a: number; c?: true }> | undefined;
+  let waiting: Array<{ u: string; s: number; a: number; c?: true; r?: true }> | undefined;
   for (const typeUrl of Object.keys(state.types)) {
     const type = state.types[typeUrl] as TypeState;
     if (!type.subscribed) continue;
@@ -69,7 +69,10 @@ export function memberFromEnvoyState(state: EnvoyState, requiredTypeUrls: readon
     ownSubscribed++;
     (acked ??= {})[shortTypeName(typeUrl)] = type.acked ?? -1;
     const since = typeWaitingSince(type);
-    if (since !== undefined) (waiting ??= []).push({ u: typeUrl, s: since, a: type.acked ?? -1, ...(type.namesChange === undefined ? {} : { c: true as const }) });
+    if (since !== undefined) {
+      const hold = type.namesChange === undefined ? {} : type.namesChange.reference === true ? { c: true as const, r: true as const } : { c: true as const };
+      (waiting ??= []).push({ u: typeUrl, s: since, a: type.acked ?? -1, ...hold });
+    }
   }
   waiting?.sort((a, b) => (a.u < b.u ? -1 : a.u > b.u ? 1 : 0));
   const nacks = unresolvedNacks(state);
@@ -308,7 +311,7 @@ export function memberBlocker(
   // Judged at the member's lastSeenAt, not the reader's clock (as staleness.ts `stuckTypesAsStored`).
   const observedAt = storedObservationTime(now, member.s);
   const stuck = behind.filter((w) => waitedPastTimeout(w.s, observedAt, policy.ackTimeoutMs));
-  if (stuck.length > 0) return { nodeId, reason: 'stuck', typeUrls: stuck.map((w) => w.u), since: Math.min(...stuck.map((w) => w.s)) };
+  if (stuck.length > 0) return stuckBlocker(nodeId, stuck.map((w) => w.u), Math.min(...stuck.map((w) => w.s)), stuck.filter((w) => w.r === true).map((w) => w.u));
   return { nodeId, reason: 'pending', typeUrls: [...new Set([...behind.map((w) => w.u), ...behindByAck(member, mark), ...(b.req ?? [])])].sort() };
 }
 

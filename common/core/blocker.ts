@@ -30,7 +30,14 @@ export function blockerSchema(maxMessageLength: number) {
   return z.discriminatedUnion('reason', [
     z.object({ nodeId: z.string(), reason: z.literal('nacked'), nacks: blockingNacks }),
     z.object({ nodeId: z.string(), reason: z.literal('blocked'), nacks: blockingNacks }),
-    z.object({ nodeId: z.string(), reason: z.literal('stuck'), typeUrls: z.array(z.string()), since: epochMs }),
+    z.object({
+      nodeId: z.string(),
+      reason: z.literal('stuck'),
+      typeUrls: z.array(z.string()),
+      since: epochMs,
+      /** Of typeUrls, those waiting for the Envoy to ask for a name its accepted config references (a reference hold), not for an answer. */
+      unrequested: z.array(z.string()).optional(),
+    }),
     z.object({ nodeId: z.string(), reason: z.literal('noWatermark'), lineages: z.array(z.string()) }),
     z.object({ nodeId: z.string(), reason: z.literal('pending'), typeUrls: z.array(z.string()) }),
   ]);
@@ -41,6 +48,13 @@ export const BlockerSchema = blockerSchema(MAX_STORED_MESSAGE_LENGTH);
 export type Blocker = z.infer<typeof BlockerSchema>;
 export type BlockingNack = Extract<Blocker, { reason: 'nacked' }>['nacks'][number];
 export type NackBlocker = Extract<Blocker, { reason: 'nacked' | 'blocked' }>;
+
+export type StuckBlocker = Extract<Blocker, { reason: 'stuck' }>;
+
+/** The stuck blocker; `unrequested` (reference holds among `typeUrls`) is left out when empty. */
+export function stuckBlocker(nodeId: string, typeUrls: string[], since: number, unrequested: readonly string[]): StuckBlocker {
+  return { nodeId, reason: 'stuck', typeUrls, since, ...(unrequested.length === 0 ? {} : { unrequested: [...unrequested] }) };
+}
 
 /** A blocker made of unresolved NACKs (`nacked` or `blocked`: convergence nackBlocker decides which). */
 export function isNackBlocker(blocker: Blocker): blocker is NackBlocker {

@@ -57,8 +57,17 @@ function describeBlocker(blocker: Blocker, now: number | undefined, maxQuoted: n
       return blocker.nacks
         .map((nack) => `${envoy} rejected ${shortTypeName(nack.typeUrl)} of ${(nack.objects ?? []).map(describeObjectKey).join(', ')}${rejectedResources(nack)}, not of this object: ${truncateUtf8(displaySafe(nack.message), maxQuoted)}`)
         .join('; ');
-    case 'stuck':
-      return `${envoy} has not answered ${types(blocker.typeUrls)}${now === undefined ? '' : ` for ${formatSeconds(now - blocker.since)}`}`;
+    case 'stuck': {
+      // A reference hold waits on the Envoy's request, not its answer: say so, or the reader looks
+      // for a missing ACK the Envoy already sent.
+      const unrequested = blocker.unrequested ?? [];
+      const unanswered = blocker.typeUrls.filter((typeUrl) => !unrequested.includes(typeUrl));
+      const waits = [
+        ...(unanswered.length > 0 ? [`has not answered ${types(unanswered)}`] : []),
+        ...(unrequested.length > 0 ? [`has not asked for the ${types(unrequested)} names its accepted config references`] : []),
+      ];
+      return `${envoy} ${waits.join(' and ')}${now === undefined ? '' : ` for ${formatSeconds(now - blocker.since)}`}`;
+    }
     case 'noWatermark':
       return `${envoy} (its gateway has not yet mapped this generation)`;
     case 'pending':

@@ -3,7 +3,7 @@
 // lineage(s). No NACK laundering (invariant 2): an unresolved NACK on any subscribed type blocks the
 // Envoy and its message is carried in the result. Liveness (invariant 3): expired Envoys and Envoys
 // not seen for the TTL leave the denominator.
-import { isNackBlocker, type Blocker, type BlockingNack, type NackBlocker } from './blocker';
+import { isNackBlocker, stuckBlocker, type Blocker, type BlockingNack, type NackBlocker } from './blocker';
 import type { ConvergenceState } from './convergence-state';
 import { formatObjectRef, type ObjectRef } from './identity';
 import { isUnresolvedNack, type EnvoyState } from './envoy-record';
@@ -163,7 +163,7 @@ export function blockerFor(envoy: EnvoyState, watermark: Watermark, now: number,
   const stuck = stuckTypesAsStored(envoy, now, policy.ackTimeoutMs).filter((typeUrl) => progress.behindTypes.includes(typeUrl));
   if (stuck.length > 0) {
     const since = Math.min(...stuck.map((typeUrl) => waitingSince(envoy, typeUrl) ?? now));
-    return { nodeId: envoy.nodeId, reason: 'stuck', typeUrls: stuck, since };
+    return stuckBlocker(envoy.nodeId, stuck, since, stuck.filter((typeUrl) => envoy.types[typeUrl]?.namesChange?.reference === true));
   }
   if (progress.missingLineages.length > 0) return { nodeId: envoy.nodeId, reason: 'noWatermark', lineages: progress.missingLineages };
   return { nodeId: envoy.nodeId, reason: 'pending', typeUrls: progress.behindTypes };

@@ -214,7 +214,7 @@ function blockerView(blocker: Blocker) {
     case 'blocked':
       return { nodeId: blocker.nodeId, reason: blocker.reason, nacks: blocker.nacks.map((nack) => ({ type: shortTypeName(nack.typeUrl), ...nack })) };
     case 'stuck':
-      return { nodeId: blocker.nodeId, reason: blocker.reason, types: blocker.typeUrls.map(shortTypeName), since: blocker.since };
+      return { nodeId: blocker.nodeId, reason: blocker.reason, types: blocker.typeUrls.map(shortTypeName), since: blocker.since, ...(blocker.unrequested === undefined ? {} : { unrequested: blocker.unrequested.map(shortTypeName) }) };
     case 'noWatermark':
       return { nodeId: blocker.nodeId, reason: blocker.reason, lineages: blocker.lineages };
     case 'pending':

@@ -21,6 +21,7 @@ describe('CLI rendering', () => {
     const now = 100_000;
     expect(describeBlocker({ nodeId: 'e1', reason: 'nacked', nacks: [{ type: 'CDS', message: 'bad cluster' }] }, now)).toBe('e1: NACKED CDS: bad cluster');
     expect(describeBlocker({ nodeId: 'e2', reason: 'stuck', types: ['RDS', 'LDS'], since: 40_000 }, now)).toBe('e2: STUCK on RDS,LDS (no ACK/NACK for 1m0s)');
+    expect(describeBlocker({ nodeId: 'g0', reason: 'stuck', types: ['CDS', 'EDS'], since: 40_000, unrequested: ['EDS'] }, now)).toBe('g0: STUCK on CDS (no ACK/NACK for 1m0s); EDS (names its config references not asked for, 1m0s)');
     expect(describeBlocker({ nodeId: 'e3', reason: 'pending', types: ['EDS'] }, now)).toContain('PENDING EDS');
     expect(describeBlocker({ nodeId: 'e4', reason: 'noWatermark', lineages: ['gw.b.g'] }, now)).toContain('NO WATERMARK yet for its lineage gw.b.g');
   });

@@ -9,7 +9,7 @@ import {
   type Condition,
   type Convergence,
 } from '../../../common/core';
-import { CDS, RDS, T0 } from './fixtures';
+import { CDS, EDS, RDS, T0 } from './fixtures';
 
 const object = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'web' };
 const conv = (partial: Partial<Convergence>): Convergence => ({ object, generation: 7, state: 'Pending', programmed: 0, total: 0, blockers: [], ...partial });
@@ -25,6 +25,10 @@ describe('buildCondition', () => {
     ] }), { status: 'False', reason: 'Rejected', message: '3/5 Envoys programmed at generation 7; envoy-c rejected RDS: duplicate domain; waiting for envoy-b (CDS, RDS)' }],
     ['stuck says for how long', conv({ state: 'Stuck', programmed: 1, total: 2, blockers: [{ nodeId: 'envoy-d', reason: 'stuck', typeUrls: [CDS], since: T0 - 95_000 }] }),
       { status: 'False', reason: 'Stuck', message: '1/2 Envoys programmed at generation 7; envoy-d has not answered CDS for 95s' }],
+    ['a reference hold is the Envoy\'s missing request, not a missing answer', conv({ state: 'Stuck', programmed: 9, total: 10, blockers: [{ nodeId: 'grpc-0', reason: 'stuck', typeUrls: [EDS], since: T0 - 3_000, unrequested: [EDS] }] }),
+      { status: 'False', reason: 'Stuck', message: '9/10 Envoys programmed at generation 7; grpc-0 has not asked for the EDS names its accepted config references for 3s' }],
+    ['an unanswered type and a reference hold, both said', conv({ state: 'Stuck', programmed: 1, total: 2, blockers: [{ nodeId: 'e', reason: 'stuck', typeUrls: [CDS, EDS], since: T0 - 40_000, unrequested: [EDS] }] }),
+      { status: 'False', reason: 'Stuck', message: '1/2 Envoys programmed at generation 7; e has not answered CDS and has not asked for the EDS names its accepted config references for 40s' }],
     ['no watermark', conv({ state: 'Pending', programmed: 0, total: 1, blockers: [{ nodeId: 'e', reason: 'noWatermark', lineages: ['a.b.c'] }] }),
       { status: 'False', reason: 'Pending', message: /waiting for e \(its gateway has not yet mapped this generation\)/ }],
     ['no envoys', conv({ state: 'NoEnvoys' }), { status: 'Unknown', reason: 'NoEnvoys', message: /no live Envoys/ }],

@@ -86,6 +86,8 @@ describe('computeConvergence', () => {
       { state: 'Pending', programmed: 1, total: 2, blockers: [{ nodeId: 'b', reason: 'pending', typeUrls: [RDS] }] }],
     ['pending too long, as the gateway vouched at its lastSeenAt → Stuck', [good('a'), envoy('b', { [RDS]: { acked: 9, pending: { seq: 10, sentAt: T0 } } }, { lastSeenAt: T0 + 30_500 })], wm, T0 + 31_000,
       { state: 'Stuck', programmed: 1, blockers: [{ nodeId: 'b', reason: 'stuck', typeUrls: [RDS], since: T0 }] }],
+    ['a reference hold past the timeout → Stuck, named as unrequested', [good('a'), envoy('b', { [CDS]: { acked: 8 }, [RDS]: { acked: 10 }, [EDS]: { acked: 10, namesChange: { at: T0, sent: false, reference: true } } }, { lastSeenAt: T0 + 30_500 })], wm, T0 + 31_000,
+      { state: 'Stuck', programmed: 1, blockers: [{ nodeId: 'b', reason: 'stuck', typeUrls: [EDS], since: T0, unrequested: [EDS] }] }],
     ['past the timeout only by the reader\'s clock (the stored state lags) → Pending, never a false Stuck', [good('a'), envoy('b', { [RDS]: { acked: 9, pending: { seq: 10, sentAt: T0 } } }, { lastSeenAt: T0 + 5_000 })], wm, T0 + 31_000,
       { state: 'Pending', programmed: 1, blockers: [{ nodeId: 'b', reason: 'pending', typeUrls: [RDS] }] }],
     ['a stuck type that is not behind does not block', [envoy('a', { [CDS]: { acked: 8, pending: { seq: 11, sentAt: T0 } }, [RDS]: { acked: 10 } })], wm, T0 + 31_000,

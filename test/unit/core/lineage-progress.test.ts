@@ -187,6 +187,14 @@ describe('evaluateFromProgress', () => {
     expect(listed).toMatchObject({ state: 'Stuck', blockers: [{ nodeId: 'a', reason: 'stuck', typeUrls: [CDS], since: T0 - 40_000 }] });
   });
 
+  it('a reference hold past the timeout is stuck on the Envoy\'s request, in the PROGRESS item and in the shards alike', () => {
+    const held = envoy('a', { [CDS]: { acked: 7, namesChange: { at: T0 - 40_000, sent: false, reference: true } }, [LDS]: { acked: 6 } }, { programmedThrough: 6 });
+    const behind = mark(7, { [CDS]: 7, [LDS]: 6 });
+    const expected = { nodeId: 'a', reason: 'stuck', typeUrls: [CDS], since: T0 - 40_000, unrequested: [CDS] };
+    expect(decide([{ lineage: L1, progress: build([held]) }], on({ [L1]: behind })).blockers).toEqual([expected]);
+    expect(evaluateFromAggregates({ object, generation: 2, watermark: on({ [L1]: behind }), aggregates: [shards([held])], now: T0, policy }).blockers).toEqual([expected]);
+  });
+
   it('no watermark on the lineage: every member with a subscription is noWatermark, one without is pending', () => {
     const item = build([at('a', 5), envoy('b', {})], [], { maxListed: 0 });
     const result = decide([{ lineage: L1, progress: item }], on({ [L2]: mark(5) }));

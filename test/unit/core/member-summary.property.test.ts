@@ -23,7 +23,8 @@ function referenceMember(state: EnvoyState, requiredTypeUrls: readonly string[])
   const waiting = subscribed
     .flatMap(([typeUrl, type]) => {
       const since = typeWaitingSince(type);
-      return since === undefined ? [] : [{ u: typeUrl, s: since, a: type.acked ?? -1, ...(type.namesChange === undefined ? {} : { c: true as const }) }];
+      const hold = type.namesChange === undefined ? {} : { c: true as const, ...(type.namesChange.reference === true ? { r: true as const } : {}) };
+      return since === undefined ? [] : [{ u: typeUrl, s: since, a: type.acked ?? -1, ...hold }];
     })
     .sort((a, b) => (a.u < b.u ? -1 : a.u > b.u ? 1 : 0));
   const missingRequired = requiredTypeUrls.filter((typeUrl) => state.types[typeUrl]?.subscribed !== true || state.types[typeUrl]?.lineage !== state.lineage);
@@ -57,7 +58,7 @@ const typeStateArb = fc.record(
     acked: fc.integer({ min: 1, max: 9 }),
     nack: fc.record({ seq: fc.integer({ min: 1, max: 9 }), message: fc.string({ maxLength: 400 }), at, blame: fc.option(fc.record({ basis: fc.constantFrom('named' as const, 'changed' as const), objects: fc.array(fc.string({ minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 3 }), resources: fc.array(fc.string({ minLength: 1, maxLength: 8 }), { maxLength: 3 }) }), { nil: undefined }) }),
     pending: fc.record({ seq: fc.integer({ min: 1, max: 9 }), sentAt: at }),
-    namesChange: fc.record({ at, sent: fc.boolean() }),
+    namesChange: fc.record({ at, sent: fc.boolean(), reference: fc.constant(true) }, { requiredKeys: ['at', 'sent'] }),
   },
   { requiredKeys: ['lineage', 'subscribed'] },
 );
