@@ -245,6 +245,8 @@ export interface LineageAggregate {
    * unknown, so nothing on the lineage can be Programmed.
    */
   envoysRecorded: number | undefined;
+  /** `envoyNodesRecorded` of the same item: how many of the count's Envoys are distinct nodes (display only). */
+  envoyNodesRecorded?: number | undefined;
   /**
    * `heartbeatAt` of the same LINEAGE item read: it vouches for the lineage's CONNECTED members
    * (isLiveMember, core lastVouchedAt). Undefined: members are judged on their own `s` alone.
@@ -343,13 +345,28 @@ function behindByAck(member: Member, mark: LineageWatermark): string[] {
  * count means the aggregate holds every Envoy the gateway had recorded; fewer means some states are
  * still on their way through the stream, and deciding now could leave a live Envoy out (invariant 1).
  */
-export function denominatorBlocker(aggregate: LineageAggregate): { blocker: Blocker; missing: number } | undefined {
+export function denominatorBlocker(aggregate: LineageAggregate): { blocker: Blocker; missing: number; newEnvoys: number } | undefined {
   const { lineage, envoysRecorded } = aggregate;
-  if (envoysRecorded === undefined) return { missing: 0, blocker: unknownCountBlocker(lineage) };
+  if (envoysRecorded === undefined) return { missing: 0, newEnvoys: 0, blocker: unknownCountBlocker(lineage) };
   const missing = envoysRecorded - appliedMembers(aggregate);
   if (missing <= 0) return undefined;
   const envoys = missing === 1 ? '1 Envoy state' : `${missing} Envoy states`;
-  return { missing, blocker: { nodeId: `${envoys} of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [DENOMINATOR_IN_TRANSIT] } };
+  return { missing, newEnvoys: envoysInTransit(aggregate, missing), blocker: { nodeId: `${envoys} of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [DENOMINATOR_IN_TRANSIT] } };
+}
+
+/**
+ * Of `missing` states in transit, how many are Envoys the aggregate has no member for (what the
+ * total shows). A state of a new incarnation of a member is that member again, not another Envoy: a
+ * gRPC client's every names change lowers its programmedThrough and counts as one (core
+ * envoy-count.ts), so counting states showed "0/11 Envoys" for 7. Nodes the count covers, less the
+ * members (tombstones included), bound the new ones; without the node count (an older gateway) every
+ * state counts, as before.
+ */
+function envoysInTransit(aggregate: LineageAggregate, missing: number): number {
+  if (aggregate.envoyNodesRecorded === undefined) return missing;
+  let members = 0;
+  for (const shard of aggregate.shards) members += Object.keys(shard.members).length;
+  return Math.min(missing, Math.max(0, aggregate.envoyNodesRecorded - members));
 }
 
 /**
@@ -385,7 +402,7 @@ export function evaluateFromAggregates(input: AggregateEvaluationInput): Converg
     const check = denominatorBlocker(aggregate);
     if (check !== undefined) {
       denominator.push(check.blocker);
-      inTransit += check.missing;
+      inTransit += check.newEnvoys;
     }
   }
   if (!watermark.observable) return unobservableConvergence(object, generation, watermark, total);
@@ -393,7 +410,7 @@ export function evaluateFromAggregates(input: AggregateEvaluationInput): Converg
   sortBlockers(blockers);
   const state = convergenceState(blockers, denominator.length > 0);
   // Envoys in transit count in the denominator (they are live: the gateway just wrote their state),
-  // never as programmed.
+  // never as programmed; a re-incarnation of a member is not counted twice (envoysInTransit).
   return { object, generation, state, programmed: total - blockers.length, total: total + inTransit, blockers: [...blockers, ...denominator] };
 }
 

@@ -32,6 +32,12 @@ export const lineageStateShape = {
    * denominator"). Absent: written by a gateway that does not count (treated as unknown).
    */
   envoysRecorded: z.number().int().nonnegative().optional(),
+  /**
+   * The distinct node ids `envoysRecorded` counts (written with it). Only for what a reader shows: a
+   * count ahead of the aggregates by re-incarnations of Envoys already there (a reconnect, a names hold
+   * that lowers programmedThrough) is not that many more Envoys. Absent: written by an older gateway.
+   */
+  envoyNodesRecorded: z.number().int().nonnegative().optional(),
   rev: z.number().int().nonnegative(),
 };
 export const LineageStateSchema = z.object(lineageStateShape);

@@ -252,10 +252,13 @@ export class AggregateSnapshot {
   }
 
   /** The LINEAGE item's count (the denominator) and heartbeat (vouches for its CONNECTED members). */
-  private async lineageItem(lineage: string): Promise<{ envoysRecorded: number | undefined; heartbeatAt?: number }> {
+  private async lineageItem(lineage: string): Promise<{ envoysRecorded: number | undefined; envoyNodesRecorded?: number; heartbeatAt?: number }> {
     const read = await this.deps.store.getLineageState(lineage);
     const heartbeatAt = read.status === 'found' ? { heartbeatAt: read.value.heartbeatAt } : {};
-    if (read.status === 'found' && read.value.envoysRecorded !== undefined) return { envoysRecorded: read.value.envoysRecorded, ...heartbeatAt };
+    if (read.status === 'found' && read.value.envoysRecorded !== undefined) {
+      const nodes = read.value.envoyNodesRecorded === undefined ? {} : { envoyNodesRecorded: read.value.envoyNodesRecorded };
+      return { envoysRecorded: read.value.envoysRecorded, ...nodes, ...heartbeatAt };
+    }
     // Unknown: nothing on this lineage can be Programmed until the gateway writes its count.
     this.deps.logger.warn({ lineage, item: read.status }, 'lineage has no Envoy count; its generations stay Pending');
     return { envoysRecorded: undefined, ...heartbeatAt };

@@ -385,6 +385,8 @@ describe('recorder: write-ahead of envoysRecorded', () => {
 
       const item = await store.getLineageState(LINEAGE);
       expect(item.status === 'found' ? item.value.envoysRecorded : undefined).toBe(4);
+      // Four incarnations of two Envoys: the item says both (a reader's total counts Envoys).
+      expect(item.status === 'found' ? item.value.envoyNodesRecorded : undefined).toBe(2);
       expect(recorder.envoysRecorded(LINEAGE)).toBe(4);
 
       // The expire function marks count-b EXPIRED behind our back; our next (live) state revives it:

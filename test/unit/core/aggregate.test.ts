@@ -206,6 +206,20 @@ describe('evaluateFromAggregates', () => {
       expect(result).toMatchObject({ state: 'Pending', programmed: 1, total: 3 });
       expect(result.blockers).toEqual([{ nodeId: `2 Envoy states of gateway lineage ${L1}`, reason: 'pending', typeUrls: [DENOMINATOR_IN_TRANSIT] }]);
     });
+    it('states in transit of Envoys already there count once: the total is Envoys, not incarnations', () => {
+      // a and b are members; the count is 2 ahead: two new incarnations (a reconnect, a names hold
+      // lowering programmedThrough) of those same two nodes. Counting states showed 0/4 for 2 Envoys.
+      const behind = member(envoy('b', { [CDS]: { acked: 3 } }, { programmedThrough: 4 }));
+      const reincarnated = { ...at({ a: programmedA(), b: behind }, L1, 4), envoyNodesRecorded: 2 };
+      expect(evaluate([reincarnated])).toMatchObject({ state: 'Pending', programmed: 1, total: 2 });
+      expect(evaluate([reincarnated]).blockers.at(-1)).toEqual({ nodeId: `2 Envoy states of gateway lineage ${L1}`, reason: 'pending', typeUrls: [DENOMINATOR_IN_TRANSIT] });
+      // One of the two is a node the aggregate has no member for yet: one more Envoy.
+      expect(evaluate([{ ...reincarnated, envoyNodesRecorded: 3 }])).toMatchObject({ state: 'Pending', total: 3 });
+      // Never more than the states in transit, whatever the node count says.
+      expect(evaluate([{ ...reincarnated, envoyNodesRecorded: 9 }])).toMatchObject({ total: 4 });
+      // An older gateway's item (no node count): every state counts, as before.
+      expect(evaluate([{ ...reincarnated, envoyNodesRecorded: undefined }])).toMatchObject({ total: 4 });
+    });
     it('nothing applied yet: Pending, not NoEnvoys', () => {
       expect(evaluate([at({}, L1, 1)])).toMatchObject({ state: 'Pending', programmed: 0, total: 1 });
     });

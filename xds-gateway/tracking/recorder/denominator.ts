@@ -68,6 +68,11 @@ export class EnvoyCounts {
     return this.entryOf(lineage).wanted;
   }
 
+  /** The distinct nodes the lineage's count covers (LINEAGE `envoyNodesRecorded`). */
+  nodes(lineage: string): number {
+    return this.entryOf(lineage).nodes.size;
+  }
+
   /** A LINEAGE item carrying `count` is stored. */
   confirm(lineage: string, count: number): void {
     const entry = this.entryOf(lineage);

@@ -134,8 +134,9 @@ export class LineagePipeline {
     // Every lineage write carries the count of nodes known so far (never less than a stored one:
     // the set only grows and our writes are sequential).
     const envoysRecorded = counts.wanted(ours.lineage);
+    const envoyNodesRecorded = counts.nodes(ours.lineage);
     for (let attempt = 0; attempt < 3; attempt++) {
-      const state = { ...ours, envoysRecorded, rev: (expectedRev ?? -1) + 1 };
+      const state = { ...ours, envoysRecorded, envoyNodesRecorded, rev: (expectedRev ?? -1) + 1 };
       const started = performanceSeconds();
       try {
         const result = await store.putLineageState(state, expectedRev);
