@@ -250,6 +250,11 @@ describe('local system, DynamoDB unreachable for 2 minutes during spec changes',
     // Nobody is blamed for answers the paused relay did not read (the tracker credits the unread time
     // to every wait in every state it writes meanwhile, disconnects included): no Stuck after the return.
     expect(observer.writes.filter((write) => write.at >= returnedAt && write.condition.reason === 'Stuck').map((write) => `${write.name}@${write.condition.observedGeneration}: ${write.condition.message}`)).toEqual([]);
+    // The totals count Envoys, never more than ever connected (envoys 0-5 and the new one): states in
+    // transit that re-incarnate a member are that member again (core envoysInTransit).
+    const envoysEver = ENVOYS + 1;
+    const overcounted = observer.writes.filter((write) => Number(/^\d+\/(\d+) Envoys/.exec(write.condition.message)?.[1] ?? 0) > envoysEver);
+    expect(overcounted.map((write) => `${write.name}@${write.condition.observedGeneration}: ${write.condition.message}`)).toEqual([]);
 
     // After: ready again, the relay running, every queue empty.
     await gateway.recorder.whenIdle();
