@@ -14,7 +14,10 @@
 // accepted CDS references, so the tracker holds EDS back (a reference hold, core reference-hold.ts),
 // the client never counts as programmed at the returned seq, and past the ACK timeout convergence says
 // Stuck — "has not asked for the EDS names its accepted config references", not "has not answered".
-// Ground truth is the client's own RPC, not the product's state.
+// Ground truth is the client's own RPC, not the product's state. The C-core and grpc-go clients of
+// the same node group (test/support/xds-peers.ts) get the same deletion and return: grpc-go fails its
+// RPCs while the cluster is gone and routes again after, C-core keeps routing; the gateway must count
+// both programmed at the returned seq (a hold that outlived the client's recovery would be a liveness bug).
 //
 // Between the relay and the tracker nothing is stored: the tracker's records go to an in-memory sink
 // (what is judged here is the tracker's reading of a real client, not how it is written).
@@ -35,8 +38,9 @@ import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
 import type { EnvoyRecords } from '../../../xds-gateway/tracking/recorder';
 import { eventually, sleep, startTestRelay } from '../gateway-relay/helpers';
 import { ScriptedUpstream } from '../gateway-relay/scripted-upstream';
+import { startXdsPeers, type XdsPeer } from '../../support/xds-peers';
 
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const NODE = 'grpc-deleted';
 const ACK_TIMEOUT_MS = 500;
@@ -62,6 +66,7 @@ describe('a real gRPC client whose cluster is deleted and returns unchanged', ()
   let tracker: EnvoyTracker;
   let relay: Relay;
   let client: RealXdsClient | undefined;
+  let peers: XdsPeer[] = [];
 
   beforeAll(async () => {
     upstream = new ScriptedUpstream();
@@ -83,6 +88,7 @@ describe('a real gRPC client whose cluster is deleted and returns unchanged', ()
 
   afterAll(async () => {
     client?.close();
+    await Promise.all(peers.map((peer) => peer.close()));
     await sleep(500);
     await relay?.control.close();
     tracker?.stop();
@@ -120,12 +126,22 @@ describe('a real gRPC client whose cluster is deleted and returns unchanged', ()
     await serve(upstream, 'u1', whole);
     await client.waitForReady(20_000);
     expect((await client.echo('before')).backend).toBe('blue');
+    // The other real clients, in the same node group: gRPC C-core and grpc-go.
+    peers = await startXdsPeers(
+      (['grpc-core', 'grpc-go'] as const).map((kind) => ({ kind, xdsServer: `127.0.0.1:${relay.port}`, nodeId: `${kind}-deleted`, nodeCluster: 'grpc', target: 'web', rpcIntervalMs: 100 })),
+    );
+    for (const peer of peers) await peer.waitFor((p) => p.rpcs().some((rpc) => rpc.ok), 20_000, 'an RPC through the first config');
 
     // A new upstream target (a new lineage, the client reconnects): its first CDS lacks the cluster
     // its route still names, then the cluster comes back with the same bytes.
+    const movedAt = Date.now();
     relay.control.setUpstreamTarget(`127.0.0.1:${next.port}`);
     await serve(next, 'v1', { ...whole, [CLUSTER_TYPE_URL]: [] });
     await eventually(async () => (await echoError())?.includes('does not exist'), 'the client to see its cluster deleted');
+    // grpc-go sees the deletion too (its RPCs fail: "resource … has been removed"); C-core keeps routing.
+    const go = peers.find((peer) => peer.kind === 'grpc-go');
+    await go?.waitFor((p) => p.rpcsSince(movedAt).some((rpc) => !rpc.ok && /has been removed/.test(rpc.details)), 20_000, 'grpc-go to see the cluster deleted');
+    const returnedAt = Date.now();
     next.respond(CLUSTER_TYPE_URL, 'v2', [resources.cluster]);
     const lineage = await eventually(() => relay.control.groups().find((group) => group.group === 'grpc')?.lineage, 'the group lineage');
     expect(lineage).not.toBe('gw-test.boot-1.grpc');
@@ -159,5 +175,19 @@ describe('a real gRPC client whose cluster is deleted and returns unchanged', ()
     }, 'a Stuck verdict');
     expect(convergence.blockers).toEqual([expect.objectContaining({ nodeId: NODE, reason: 'stuck', typeUrls: [CLUSTER_LOAD_ASSIGNMENT_TYPE_URL], unrequested: [CLUSTER_LOAD_ASSIGNMENT_TYPE_URL] })]);
     expect(buildCondition(convergence, {}, Date.now()).message).toMatch(/^0\/1 Envoys programmed at generation 2; grpc-deleted has not asked for the EDS names its accepted config references for \d+s$/);
+
+    expect(go).toBeDefined();
+    // C-core and grpc-go route again once the cluster is back (their own RPCs say so), and the gateway
+    // counts them programmed at the returned seq: the hold is the client's state, not the deletion's.
+    for (const peer of peers) {
+      await peer.waitFor((p) => p.rpcsSince(returnedAt).some((rpc) => rpc.ok), 20_000, 'an RPC through the returned cluster');
+      const reached = await eventually(() => {
+        const held = tracker.envoyState(peer.nodeId);
+        return held !== undefined && (held.programmedThrough ?? 0) >= returned ? held : undefined;
+      }, `${peer.nodeId} programmed at the returned seq`);
+      expect(reached.types[CLUSTER_LOAD_ASSIGNMENT_TYPE_URL]?.namesChange).toBeUndefined();
+      const verdict = computeConvergence({ object, generation: 2, watermark: { observable: true, lineages: { [lineage]: mark } }, envoys: [reached], now: Date.now(), policy: { ttlMs: 60_000, ackTimeoutMs: ACK_TIMEOUT_MS } });
+      expect(verdict).toMatchObject({ state: 'Programmed', programmed: 1, total: 1 });
+    }
   });
 });
