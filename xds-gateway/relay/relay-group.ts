@@ -85,6 +85,14 @@ export interface RelayGroupDeps {
    * default DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS.
    */
   makeBeforeBreakGraceMs?: number;
+  /**
+   * What the group this one replaces on a lineage move last served, per type. Make-before-break reads
+   * it as this group's served content until its own arrives: a resource it referenced and the new
+   * upstream lacks stays served until the clients answered the content that moves them off it, as
+   * within a lineage. Without it a client whose route still names a cluster the new upstream dropped
+   * got a CDS response without it first (docs/GATEWAY.md, "Make-before-break").
+   */
+  retainedFrom?: ReadonlyMap<string, readonly NamedResource[]>;
   /** Checked before each upstream response is cached (provenance mode); undefined: no check. */
   guard?: MonotonicityGuard;
   /**
@@ -129,7 +137,11 @@ export class RelayGroup {
   constructor(private readonly deps: RelayGroupDeps) {
     this.cache = new GroupCache(deps.group, deps.lineage);
     this.makeBeforeBreak = new MakeBeforeBreak({
-      served: (typeUrl) => this.cache.snapshot(typeUrl)?.resources.values(),
+      // Before its first data a type's served content is what the replaced group served (retainedFrom).
+      served: (typeUrl) => {
+        const snapshot = this.cache.snapshot(typeUrl);
+        return snapshot?.hasData === true ? snapshot.resources.values() : deps.retainedFrom?.get(typeUrl);
+      },
       answeredSeqs: (typeUrl) => [...(this.subscribers.get(typeUrl) ?? [])].map((subscriber) => subscriber.answeredSeq(typeUrl)),
       now: () => deps.clock.now(),
       graceMs: deps.makeBeforeBreakGraceMs ?? DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS,
@@ -138,6 +150,16 @@ export class RelayGroup {
     // Created for a stream that joins in the same turn; armed anyway so a group can never be left
     // without members and without a timer.
     this.armIdleTimer();
+  }
+
+  /** What the group serves now, per type with data (a lineage move hands it to the next group: retainedFrom). */
+  servedContent(): Map<string, NamedResource[]> {
+    const content = new Map<string, NamedResource[]>();
+    for (const typeUrl of this.cache.typeUrls()) {
+      const snapshot = this.cache.snapshot(typeUrl);
+      if (snapshot?.hasData === true) content.set(typeUrl, [...snapshot.resources.values()].map(({ name, resource }) => ({ name, resource })));
+    }
+    return content;
   }
 
   /** Streams currently identified on the group. */

@@ -37,6 +37,7 @@ import {
   type StreamRefusalReason,
 } from './downstream-common';
 import type { RelayControl, RelayObserver } from './observer';
+import type { NamedResource } from './make-before-break';
 import { RelayGroup, type MonotonicityGuard } from './relay-group';
 import { RequestError } from './request-error';
 import { SotwResponseEncoder, withSharedResponseEncoding, type ResponseEncodingStats } from './response-encoding';
@@ -256,6 +257,8 @@ const MAX_FIRST_LINEAGE_GROUP_IDS = 100_000;
 
 /** Move counts kept for lineageEpochs() (diagnostics), oldest forgotten first. */
 const MAX_EPOCH_ENTRIES = 10_000;
+/** Moved groups whose served content is kept for their next group (RelayGroupDeps.retainedFrom). */
+const MAX_MOVED_CONTENT = 256;
 
 /** Refusals of one reason are logged at most this often (a flood must not flood the log too). */
 const REFUSAL_LOG_INTERVAL_MS = 10_000;
@@ -370,6 +373,12 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   };
   /** group key → moves to a new lineage since the group was last created (diagnostics, bounded). */
   const lineageMoves = new Map<string, number>();
+  /**
+   * Group key → what its group served when it moved to a new lineage, until the group is created again
+   * (its Envoys reconnect at once) or `groupIdleMs` has passed. Bounded: a seed is only worth keeping
+   * for clients that are about to reconnect.
+   */
+  const movedContent = new Map<string, { at: number; content: Map<string, NamedResource[]> }>();
 
   const retireLineage = (group: RelayGroup, cause: LineageRetirement): void => {
     try {
@@ -392,6 +401,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     lineageMoves.set(group.group, moves);
     if (lineageMoves.size > MAX_EPOCH_ENTRIES) lineageMoves.delete(lineageMoves.keys().next().value as string);
     logger.warn({ group: group.group, lineage: group.lineage, reason }, 'relay: node group moves to a new lineage; its Envoys reconnect');
+    // The next group of this key starts its make-before-break from what this one served (RelayGroupDeps.retainedFrom).
+    movedContent.delete(group.group);
+    movedContent.set(group.group, { at: clock.now(), content: group.servedContent() });
+    if (movedContent.size > MAX_MOVED_CONTENT) movedContent.delete(movedContent.keys().next().value as string);
     group.retire(reason);
     retireLineage(group, 'moved');
   };
@@ -449,6 +462,9 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     const lineage = makeLineage(instanceId, bootPartFor(groupId), groupId);
     if (!lineage.ok) throw new RequestError(grpc.status.INTERNAL, lineage.error);
     const upstreamNode = options.upstream.node?.(key, node) ?? defaultUpstreamNode(instanceId, key, grouping, identity);
+    const moved = movedContent.get(key);
+    movedContent.delete(key);
+    const retainedFrom = moved !== undefined && clock.now() - moved.at < groupIdleMs ? moved.content : undefined;
     const group: RelayGroup = new RelayGroup({
       group: key,
       lineage: lineage.value,
@@ -464,6 +480,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       pushCoalesceMs: options.pushCoalesceMs ?? 0,
       ...(options.makeBeforeBreakGraceMs === undefined ? {} : { makeBeforeBreakGraceMs: options.makeBeforeBreakGraceMs }),
       ...(options.monotonicityGuard === undefined ? {} : { guard: options.monotonicityGuard }),
+      ...(retainedFrom === undefined ? {} : { retainedFrom }),
       requestNewLineage: (reason) => startNewLineage(group, reason),
       idleMs: groupIdleMs,
       onIdle: () => freeIdleGroup(group),

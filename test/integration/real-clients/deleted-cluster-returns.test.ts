@@ -1,26 +1,27 @@
-// A real @grpc/grpc-js-xds client (1.14) whose cluster is deleted while its route still uses it, then
-// comes back with the same bytes: the client ACKs the cluster again but never asks for its endpoints
-// again, and its RPCs keep failing with "Cluster resource … does not exist" (its XdsClient keeps a
-// deleted resource cached, and a returning resource equal to the cache notifies no watcher, so the
-// cluster's entry stays in its does-not-exist state). This is the state the truth checker met as
+// Real gRPC clients (grpc-js-xds 1.14 in this process; C-core and grpc-go as peers,
+// test/support/xds-peers.ts) in one node group behind the relay, and a cluster their route uses that
+// a new upstream does not have at first.
+//
+// grpc-js-xds mishandles a cluster that is deleted while its route still uses it and then comes back
+// with the same bytes: it ACKs the cluster again but never asks for its endpoints again, and its RPCs
+// keep failing with "Cluster resource … does not exist" (its XdsClient keeps a deleted resource cached,
+// and a returning resource equal to the cache notifies no watcher). The truth checker met that as
 // grpc-0's endless EDS hold after lineage moves (docs/RELIABILITY.md).
 //
-// Within one node group the relay never sends such a deletion (make-before-break keeps a cluster a
-// served route references). A new lineage starts from the new upstream's content alone, so here the
-// relay moves to a second, scripted upstream whose first CDS lacks the cluster its route names, and
-// which then sends the cluster back: the shortest way to put the client in that state.
-//
-// The gateway's verdict must match what the client can do: its EDS subscription lacks a name its
-// accepted CDS references, so the tracker holds EDS back (a reference hold, core reference-hold.ts),
-// the client never counts as programmed at the returned seq, and past the ACK timeout convergence says
-// Stuck — "has not asked for the EDS names its accepted config references", not "has not answered".
-// Ground truth is the client's own RPC, not the product's state. The C-core and grpc-go clients of
-// the same node group (test/support/xds-peers.ts) get the same deletion and return: grpc-go fails its
-// RPCs while the cluster is gone and routes again after, C-core keeps routing; the gateway must count
-// both programmed at the returned seq (a hold that outlived the client's recovery would be a liveness bug).
-//
-// Between the relay and the tracker nothing is stored: the tracker's records go to an in-memory sink
-// (what is judged here is the tracker's reading of a real client, not how it is written).
+// 1. A lineage move (another upstream target, the clients reconnect) must not delete a cluster a
+//    client's route still uses: the new group's make-before-break starts from what the old group
+//    served (RelayGroupDeps.retainedFrom), so the clients are moved off it by the new route before it
+//    goes. Here the new upstream sends its CDS (without the old cluster) before its RDS; before, that CDS
+//    reached the clients first and grpc-go failed its RPCs ("resource … has been removed").
+// 2. A gateway restart has no such memory: the deletion reaches the clients. Then the gateway's verdict
+//    must match what each client can do. grpc-js-xds cannot route: its EDS subscription lacks a name its
+//    accepted CDS references, the tracker holds EDS back (a reference hold, core reference-hold.ts), and
+//    past the ACK timeout convergence says Stuck — "has not asked for the EDS names its accepted config
+//    references", not "has not answered". grpc-go fails while the cluster is gone and routes again
+//    after, C-core keeps routing: both count as programmed at the returned seq.
+// Ground truth is each client's own RPCs, not the product's state. Between the relay and the tracker
+// nothing is stored: the tracker's records go to an in-memory sink (what is judged here is the
+// tracker's reading of real clients, not how it is written).
 import pino from 'pino';
 import {
   buildCondition,
@@ -31,163 +32,237 @@ import {
   type LineageWatermark,
 } from '../../../common/core';
 import { CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL, type AnyResource } from '../../../common/xds';
-import { grpcXdsResources } from '../../../infra/local/envoys/grpcXdsResources';
+import { grpcCluster, grpcClusterLoadAssignment, grpcListener, grpcRouteConfiguration } from '../../../infra/local/envoys/grpcXdsResources';
 import { RealXdsClient, startEchoBackend, type EchoBackend } from '../../../infra/local/envoys/realClient';
 import type { Relay } from '../../../xds-gateway/relay';
 import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
 import type { EnvoyRecords } from '../../../xds-gateway/tracking/recorder';
+import { startXdsPeers, type XdsPeer } from '../../support/xds-peers';
 import { eventually, sleep, startTestRelay } from '../gateway-relay/helpers';
 import { ScriptedUpstream } from '../gateway-relay/scripted-upstream';
-import { startXdsPeers, type XdsPeer } from '../../support/xds-peers';
 
 jest.setTimeout(120_000);
 
-const NODE = 'grpc-deleted';
+const GRPC_JS = 'grpc-js-client';
 const ACK_TIMEOUT_MS = 500;
-const TYPES = [LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL, CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL];
+const GROUP = 'grpc';
+const OBJECT = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'web' };
 
 /** The tracker's records, kept in memory (the store is not what this test is about). */
 class InMemoryRecords implements EnvoyRecords {
-  readonly lineages = new Map<string, LineageState>();
   enqueueEvent(_event: EnvoyEvent): void {}
   enqueueEnvoyState(_state: EnvoyState): void {}
-  enqueueLineageState(state: LineageState): void {
-    this.lineages.set(state.lineage, state);
-  }
+  enqueueLineageState(_state: LineageState): void {}
   forgetEnvoy(): boolean {
     return true;
   }
 }
 
-describe('a real gRPC client whose cluster is deleted and returns unchanged', () => {
-  let upstream: ScriptedUpstream;
-  let next: ScriptedUpstream;
-  let backend: EchoBackend;
-  let tracker: EnvoyTracker;
-  let relay: Relay;
-  let client: RealXdsClient | undefined;
-  let peers: XdsPeer[] = [];
+function newTracker(): EnvoyTracker {
+  return new EnvoyTracker({
+    recorder: new InMemoryRecords(),
+    logger: pino({ level: 'silent' }),
+    clock: { now: () => Date.now() },
+    ackTimeoutMs: ACK_TIMEOUT_MS,
+    stuckCheckIntervalMs: 100,
+    envoyHeartbeatMs: 200,
+    lineageHeartbeatMs: 3_600_000,
+  });
+}
+
+type Content = Record<string, AnyResource[]>;
+
+/** The web listener's routes to `cluster`, the cluster and its endpoints at `backend`. */
+function contentFor(cluster: string, backend: EchoBackend): Content {
+  return {
+    [LISTENER_TYPE_URL]: [grpcListener('web', 'web-routes')],
+    [ROUTE_CONFIGURATION_TYPE_URL]: [grpcRouteConfiguration('web-routes', cluster)],
+    [CLUSTER_TYPE_URL]: [grpcCluster(cluster)],
+    [CLUSTER_LOAD_ASSIGNMENT_TYPE_URL]: [grpcClusterLoadAssignment(cluster, [{ host: backend.host, port: backend.port }])],
+  };
+}
+
+/** Answers each type as the relay subscribes it upstream (on its first downstream demand), in `order`. */
+async function serve(upstream: ScriptedUpstream, version: string, content: Content, order: readonly string[]): Promise<void> {
+  for (const typeUrl of order) {
+    await eventually(() => upstream.subscribed(typeUrl, /^xds-gateway\.gw-test\./), `the relay subscribed ${typeUrl} upstream`);
+    upstream.respond(typeUrl, version, content[typeUrl] ?? []);
+  }
+}
+
+const ADS_ORDER = [LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL, CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL];
+/** Clusters before routes: a removal ahead of the route that stops using it, unless the relay holds it. */
+const CLUSTERS_FIRST = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, LISTENER_TYPE_URL];
+
+describe('real gRPC clients and a cluster their route uses that a new upstream lacks', () => {
+  let blue: EchoBackend;
+  let green: EchoBackend;
+  const upstreams: ScriptedUpstream[] = [];
+  const relays: Relay[] = [];
+  const trackers: EnvoyTracker[] = [];
+  const clients: RealXdsClient[] = [];
+  const peers: XdsPeer[] = [];
 
   beforeAll(async () => {
-    upstream = new ScriptedUpstream();
-    await upstream.start();
-    next = new ScriptedUpstream();
-    await next.start();
-    backend = await startEchoBackend('blue');
-    tracker = new EnvoyTracker({
-      recorder: new InMemoryRecords(),
-      logger: pino({ level: 'silent' }),
-      clock: { now: () => Date.now() },
-      ackTimeoutMs: ACK_TIMEOUT_MS,
-      stuckCheckIntervalMs: 100,
-      envoyHeartbeatMs: 200,
-      lineageHeartbeatMs: 3_600_000,
-    });
-    relay = await startTestRelay(`127.0.0.1:${upstream.port}`, tracker);
+    blue = await startEchoBackend('blue');
+    green = await startEchoBackend('green');
   });
 
   afterAll(async () => {
-    client?.close();
+    for (const client of clients) client.close();
     await Promise.all(peers.map((peer) => peer.close()));
     await sleep(500);
-    await relay?.control.close();
-    tracker?.stop();
-    upstream?.close();
-    next?.close();
-    await backend?.close();
+    for (const relay of relays) await relay.control.close();
+    for (const tracker of trackers) tracker.stop();
+    for (const upstream of upstreams) upstream.close();
+    await blue?.close();
+    await green?.close();
   });
 
-  const echoError = async (): Promise<string | undefined> => {
-    try {
-      await client?.echo('hello', 2000);
-      return undefined;
-    } catch (error) {
-      return error instanceof Error ? error.message : String(error);
-    }
+  const upstream = async (): Promise<ScriptedUpstream> => {
+    const started = new ScriptedUpstream();
+    await started.start();
+    upstreams.push(started);
+    return started;
   };
-
-  test('the client cannot route, and the gateway says Stuck on its missing request', async () => {
-    const resources = grpcXdsResources({ listenerName: 'web', routeConfigName: 'web-routes', clusterName: 'web-cluster', endpoints: [{ host: backend.host, port: backend.port }] });
-    client = new RealXdsClient({ xdsServerAddress: `127.0.0.1:${relay.port}`, node: { id: NODE, cluster: 'grpc' }, listenerName: 'web' });
+  const relayTo = async (target: ScriptedUpstream, tracker: EnvoyTracker, extra: Parameters<typeof startTestRelay>[2] = {}): Promise<Relay> => {
+    const relay = await startTestRelay(`127.0.0.1:${target.port}`, tracker, extra);
+    relays.push(relay);
+    return relay;
+  };
+  /** One grpc-js-xds client and the C-core and grpc-go peers, all in GROUP, routing through the relay at `port`. */
+  const startClients = async (port: number, suffix: string): Promise<{ client: RealXdsClient; go: XdsPeer; core: XdsPeer }> => {
+    const client = new RealXdsClient({ xdsServerAddress: `127.0.0.1:${port}`, node: { id: `${GRPC_JS}-${suffix}`, cluster: GROUP }, listenerName: 'web' });
+    clients.push(client);
     client.connect();
-    const serve = async (from: ScriptedUpstream, version: string, content: Record<string, AnyResource[]>): Promise<void> => {
-      // The relay subscribes upstream per type on its first downstream demand; answer each as it comes.
-      for (const typeUrl of TYPES) {
-        await eventually(() => from.subscribed(typeUrl, /^xds-gateway\.gw-test\./), `the relay subscribed ${typeUrl} upstream`);
-        from.respond(typeUrl, version, content[typeUrl] ?? []);
-      }
-    };
-    const whole = {
-      [LISTENER_TYPE_URL]: [resources.listener],
-      [ROUTE_CONFIGURATION_TYPE_URL]: [resources.routeConfiguration],
-      [CLUSTER_TYPE_URL]: [resources.cluster],
-      [CLUSTER_LOAD_ASSIGNMENT_TYPE_URL]: [resources.clusterLoadAssignment],
-    };
-    await serve(upstream, 'u1', whole);
-    await client.waitForReady(20_000);
-    expect((await client.echo('before')).backend).toBe('blue');
-    // The other real clients, in the same node group: gRPC C-core and grpc-go.
-    peers = await startXdsPeers(
-      (['grpc-core', 'grpc-go'] as const).map((kind) => ({ kind, xdsServer: `127.0.0.1:${relay.port}`, nodeId: `${kind}-deleted`, nodeCluster: 'grpc', target: 'web', rpcIntervalMs: 100 })),
+    const started = await startXdsPeers(
+      (['grpc-core', 'grpc-go'] as const).map((kind) => ({ kind, xdsServer: `127.0.0.1:${port}`, nodeId: `${kind}-${suffix}`, nodeCluster: GROUP, target: 'web', rpcIntervalMs: 50 })),
     );
-    for (const peer of peers) await peer.waitFor((p) => p.rpcs().some((rpc) => rpc.ok), 20_000, 'an RPC through the first config');
+    peers.push(...started);
+    const [core, go] = started as [XdsPeer, XdsPeer];
+    return { client, go, core };
+  };
+  const echoOutcome = (client: RealXdsClient): Promise<string> =>
+    client.echo('hello', 2000).then(
+      (reply) => `ok:${reply.backend}`,
+      (error: unknown) => `failed:${error instanceof Error ? error.message : String(error)}`,
+    );
 
-    // A new upstream target (a new lineage, the client reconnects): its first CDS lacks the cluster
-    // its route still names, then the cluster comes back with the same bytes.
+  test('a lineage move does not delete a cluster the clients still route to: they are moved off it first', async () => {
+    const [first, next] = [await upstream(), await upstream()];
+    const tracker = newTracker();
+    trackers.push(tracker);
+    const relay = await relayTo(first, tracker);
+    const { client, go, core } = await startClients(relay.port, 'move');
+    await serve(first, 'a1', contentFor('blue-cluster', blue), ADS_ORDER);
+    await client.waitForReady(20_000);
+    for (const peer of [go, core]) await peer.waitFor((p) => p.rpcs().some((rpc) => rpc.ok), 20_000, 'an RPC through the first config');
+
+    // grpc-js-xds is asked every 20 ms while the clients move; the peers log every RPC themselves.
+    const jsOutcomes: string[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        jsOutcomes.push(await echoOutcome(client));
+        await sleep(20);
+      }
+    })();
     const movedAt = Date.now();
     relay.control.setUpstreamTarget(`127.0.0.1:${next.port}`);
-    await serve(next, 'v1', { ...whole, [CLUSTER_TYPE_URL]: [] });
-    await eventually(async () => (await echoError())?.includes('does not exist'), 'the client to see its cluster deleted');
-    // grpc-go sees the deletion too (its RPCs fail: "resource … has been removed"); C-core keeps routing.
-    const go = peers.find((peer) => peer.kind === 'grpc-go');
-    await go?.waitFor((p) => p.rpcsSince(movedAt).some((rpc) => !rpc.ok && /has been removed/.test(rpc.details)), 20_000, 'grpc-go to see the cluster deleted');
+    // The new upstream moved the route to green and dropped blue. Its clusters, endpoints and listener
+    // arrive first and every client ACKs the new CDS, routing as before for a while; only then its routes.
+    const moved = contentFor('green-cluster', green);
+    await serve(next, 'b1', moved, CLUSTERS_FIRST);
+    const newLineage = await eventually(() => relay.control.groups().find((group) => group.group === GROUP && group.lineage !== `gw-test.boot-1.${GROUP}`)?.lineage, 'the new lineage');
+    for (const nodeId of [client.nodeId, go.nodeId, core.nodeId]) {
+      await eventually(() => {
+        const cds = tracker.envoyState(nodeId)?.types[CLUSTER_TYPE_URL];
+        return cds?.lineage === newLineage && cds.acked !== undefined;
+      }, `${nodeId} to ACK the new lineage's clusters`);
+    }
+    await sleep(500);
+    await serve(next, 'b1', moved, [ROUTE_CONFIGURATION_TYPE_URL]);
+    await eventually(async () => (await echoOutcome(client)) === 'ok:green', 'grpc-js-xds on green');
+    for (const peer of [go, core]) await peer.waitFor((p) => p.rpcsSince(movedAt).some((rpc) => rpc.ok && rpc.backend === 'green'), 20_000, 'an RPC to green');
+    // blue is removed once every client answered the route that moved them off it.
+    await eventually(() => relay.control.groups().find((group) => group.group === GROUP)?.pendingRemovals === 0, 'the old cluster released');
+    sampling = false;
+    await sampler;
+
+    // No client ever saw the cluster its route used go away.
+    expect(jsOutcomes.filter((outcome) => /does not exist/.test(outcome))).toEqual([]);
+    expect(go.rpcsSince(movedAt).filter((rpc) => !rpc.ok && /removed|does not exist/.test(rpc.details))).toEqual([]);
+    expect(core.rpcsSince(movedAt).filter((rpc) => !rpc.ok && /does not exist/.test(rpc.details))).toEqual([]);
+    // The move happened (a new lineage) and blue was served on it until released.
+    const lineage = relay.control.groups().find((group) => group.group === GROUP)?.lineage;
+    expect(lineage).not.toBe(`gw-test.boot-1.${GROUP}`);
+  });
+
+  test('after a gateway restart the deletion reaches the clients: grpc-js-xds cannot route and is Stuck on its missing request, the others recover and count', async () => {
+    const [first, next] = [await upstream(), await upstream()];
+    const tracker = newTracker();
+    trackers.push(tracker);
+    const before = await relayTo(first, tracker);
+    const port = before.port;
+    const { client, go, core } = await startClients(port, 'restart');
+    await serve(first, 'a1', contentFor('blue-cluster', blue), ADS_ORDER);
+    await client.waitForReady(20_000);
+    for (const peer of [go, core]) await peer.waitFor((p) => p.rpcs().some((rpc) => rpc.ok), 20_000, 'an RPC through the first config');
+
+    // A new gateway process on the same address, with nothing of the old one, in front of an upstream
+    // whose first CDS lacks the cluster the route still names; the cluster then returns unchanged.
+    await before.control.close();
+    const restartedTracker = newTracker();
+    trackers.push(restartedTracker);
+    const movedAt = Date.now();
+    const relay = await relayTo(next, restartedTracker, { listen: { host: '127.0.0.1', port }, bootId: 'boot-2' });
+    const whole = contentFor('blue-cluster', blue);
+    await serve(next, 'b1', { ...whole, [CLUSTER_TYPE_URL]: [] }, ADS_ORDER);
+    await eventually(async () => (await echoOutcome(client)).includes('does not exist'), 'grpc-js-xds to see its cluster deleted');
+    await go.waitFor((p) => p.rpcsSince(movedAt).some((rpc) => !rpc.ok && /has been removed/.test(rpc.details)), 20_000, 'grpc-go to see the cluster deleted');
     const returnedAt = Date.now();
-    next.respond(CLUSTER_TYPE_URL, 'v2', [resources.cluster]);
-    const lineage = await eventually(() => relay.control.groups().find((group) => group.group === 'grpc')?.lineage, 'the group lineage');
-    expect(lineage).not.toBe('gw-test.boot-1.grpc');
-    const cdsSeq = (): number | undefined => tracker.lineageState(lineage)?.typeHistory[CLUSTER_TYPE_URL]?.at(-1);
+    next.respond(CLUSTER_TYPE_URL, 'b2', whole[CLUSTER_TYPE_URL] ?? []);
+
+    const nodeId = client.nodeId;
+    const lineage = await eventually(() => relay.control.groups().find((group) => group.group === GROUP)?.lineage, 'the group lineage');
     const returned = await eventually(() => {
-      const seq = cdsSeq();
-      const cds = tracker.envoyState(NODE)?.types[CLUSTER_TYPE_URL];
-      return seq !== undefined && cds?.lineage === lineage && cds.acked !== undefined && cds.acked >= seq && seq > 1 ? seq : undefined;
-    }, 'the client to ACK the returned cluster');
+      const seq = restartedTracker.lineageState(lineage)?.typeHistory[CLUSTER_TYPE_URL]?.at(-1);
+      const cds = restartedTracker.envoyState(nodeId)?.types[CLUSTER_TYPE_URL];
+      return seq !== undefined && seq > 1 && cds?.lineage === lineage && cds.acked !== undefined && cds.acked >= seq ? seq : undefined;
+    }, 'grpc-js-xds to ACK the returned cluster');
 
-    // Ground truth: the client holds the cluster again (ACKed) yet still cannot route to it.
+    // Ground truth: grpc-js-xds holds the cluster again (ACKed) yet still cannot route to it.
     await sleep(1000);
-    expect(await echoError()).toMatch(/Cluster resource web-cluster does not exist/);
+    expect(await echoOutcome(client)).toMatch(/Cluster resource blue-cluster does not exist/);
+    const held = restartedTracker.envoyState(nodeId);
+    expect(held?.types[CLUSTER_LOAD_ASSIGNMENT_TYPE_URL]?.namesChange?.reference).toBe(true);
+    expect(held?.programmedThrough ?? 0).toBeLessThan(returned);
 
-    // The gateway's reading: EDS held back by reference, never programmed at the returned seq.
-    const state = tracker.envoyState(NODE);
-    expect(state?.types[CLUSTER_LOAD_ASSIGNMENT_TYPE_URL]?.namesChange?.reference).toBe(true);
-    expect(state?.programmedThrough ?? 0).toBeLessThan(returned);
-
-    // Convergence at a watermark on the current seqs says Stuck, on the Envoy's request.
-    const lineageState = tracker.lineageState(lineage);
+    // Convergence at a watermark on the current seqs.
+    const lineageState = restartedTracker.lineageState(lineage);
     if (lineageState === undefined) throw new Error('no lineage state');
     const types = Object.fromEntries(Object.entries(lineageState.typeHistory).map(([typeUrl, seqs]) => [typeUrl, seqs.at(-1) ?? 0]));
     const mark: LineageWatermark = { seq: lineageState.currentSeq, types, at: Date.now() };
-    const object = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'web' };
-    const convergence = await eventually(() => {
-      const held = tracker.envoyState(NODE);
-      if (held === undefined) return undefined;
-      const result = computeConvergence({ object, generation: 2, watermark: { observable: true, lineages: { [lineage]: mark } }, envoys: [held], now: Date.now(), policy: { ttlMs: 60_000, ackTimeoutMs: ACK_TIMEOUT_MS } });
-      return result.state === 'Stuck' ? result : undefined;
+    const verdictFor = (state: EnvoyState) =>
+      computeConvergence({ object: OBJECT, generation: 2, watermark: { observable: true, lineages: { [lineage]: mark } }, envoys: [state], now: Date.now(), policy: { ttlMs: 60_000, ackTimeoutMs: ACK_TIMEOUT_MS } });
+    const stuck = await eventually(() => {
+      const state = restartedTracker.envoyState(nodeId);
+      const result = state === undefined ? undefined : verdictFor(state);
+      return result?.state === 'Stuck' ? result : undefined;
     }, 'a Stuck verdict');
-    expect(convergence.blockers).toEqual([expect.objectContaining({ nodeId: NODE, reason: 'stuck', typeUrls: [CLUSTER_LOAD_ASSIGNMENT_TYPE_URL], unrequested: [CLUSTER_LOAD_ASSIGNMENT_TYPE_URL] })]);
-    expect(buildCondition(convergence, {}, Date.now()).message).toMatch(/^0\/1 Envoys programmed at generation 2; grpc-deleted has not asked for the EDS names its accepted config references for \d+s$/);
+    expect(stuck.blockers).toEqual([expect.objectContaining({ nodeId, reason: 'stuck', typeUrls: [CLUSTER_LOAD_ASSIGNMENT_TYPE_URL], unrequested: [CLUSTER_LOAD_ASSIGNMENT_TYPE_URL] })]);
+    expect(buildCondition(stuck, {}, Date.now()).message).toMatch(new RegExp(`^0/1 Envoys programmed at generation 2; ${nodeId} has not asked for the EDS names its accepted config references for \\d+s$`));
 
-    expect(go).toBeDefined();
-    // C-core and grpc-go route again once the cluster is back (their own RPCs say so), and the gateway
-    // counts them programmed at the returned seq: the hold is the client's state, not the deletion's.
-    for (const peer of peers) {
+    // grpc-go and C-core route again once the cluster is back (their own RPCs say so), and count as
+    // programmed at the returned seq: the hold is grpc-js-xds's state, not the deletion's.
+    for (const peer of [go, core]) {
       await peer.waitFor((p) => p.rpcsSince(returnedAt).some((rpc) => rpc.ok), 20_000, 'an RPC through the returned cluster');
       const reached = await eventually(() => {
-        const held = tracker.envoyState(peer.nodeId);
-        return held !== undefined && (held.programmedThrough ?? 0) >= returned ? held : undefined;
+        const state = restartedTracker.envoyState(peer.nodeId);
+        return state !== undefined && (state.programmedThrough ?? 0) >= returned ? state : undefined;
       }, `${peer.nodeId} programmed at the returned seq`);
       expect(reached.types[CLUSTER_LOAD_ASSIGNMENT_TYPE_URL]?.namesChange).toBeUndefined();
-      const verdict = computeConvergence({ object, generation: 2, watermark: { observable: true, lineages: { [lineage]: mark } }, envoys: [reached], now: Date.now(), policy: { ttlMs: 60_000, ackTimeoutMs: ACK_TIMEOUT_MS } });
-      expect(verdict).toMatchObject({ state: 'Programmed', programmed: 1, total: 1 });
+      expect(verdictFor(reached)).toMatchObject({ state: 'Programmed', programmed: 1, total: 1 });
     }
   });
 });
