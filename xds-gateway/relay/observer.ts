@@ -64,6 +64,13 @@ export interface UpstreamAppliedEvent {
   /** Increments each time the group's upstream streams are (re)opened; 1 for the first. */
   upstreamEpoch: number;
   resources: readonly UpstreamResource[];
+  /**
+   * Names among `resources` this lineage never had from its own upstream: carried over from the
+   * lineage it replaced by make-before-break (RelayGroupDeps.retainedFrom) while clients still use
+   * them. Watermarks must not take them as an object's appearance on this lineage (its upstream never
+   * sent them), only as what it still serves. Absent: none.
+   */
+  inherited?: readonly string[];
   at: number;
 }
 

@@ -114,6 +114,8 @@ export class RelayGroup {
   readonly cache: GroupCache;
   private readonly upstreams = new Map<string, UpstreamTypeStream>();
   private readonly subscribers = new Map<string, Set<TypeSubscriber>>();
+  /** Per type, every name this lineage's own upstream sent (only tracked with retainedFrom). */
+  private readonly ownNames = new Map<string, Set<string>>();
   private readonly dirty = new Set<string>();
   private flushScheduled: { cancel(): void } | undefined;
   private epoch = 1;
@@ -297,6 +299,12 @@ export class RelayGroup {
     // X@G and every later seq must too. A response that would take an object with a watermark on this
     // lineage back (another or a restarted control-plane replica that is behind) is never given a seq
     // here; the group is replaced by one on a new lineage whose watermarks come from its own content.
+    if (this.deps.retainedFrom !== undefined) {
+      // What this lineage's own upstream sent, ever: a kept resource outside it was carried over.
+      let own = this.ownNames.get(typeUrl);
+      if (own === undefined) this.ownNames.set(typeUrl, (own = new Set()));
+      for (const resource of incoming) own.add(resource.name);
+    }
     const served = this.makeBeforeBreak.contentFor(typeUrl, incoming);
     const refusal = this.checkMonotone(typeUrl, served, arrival);
     if (refusal !== undefined) {
@@ -332,6 +340,7 @@ export class RelayGroup {
         // The cache's objects: an unchanged resource keeps its bytes object across seqs, so listeners
         // that decode (references, provenance) can cache by it.
         resources: [...(this.cache.snapshot(typeUrl)?.resources.values() ?? [])].map(({ name, resource }) => ({ name, value: resource.value as Buffer })),
+        ...this.inheritedOf(typeUrl, served),
         at,
       });
     } catch (error) {
@@ -342,6 +351,14 @@ export class RelayGroup {
     this.makeBeforeBreak.parentChanged(typeUrl, seq, referencedBefore);
     this.markDirty(typeUrl);
     this.releaseDue();
+  }
+
+  /** The served names of `typeUrl` this lineage's own upstream never sent (UpstreamAppliedEvent.inherited). */
+  private inheritedOf(typeUrl: string, served: readonly NamedResource[]): { inherited?: string[] } {
+    if (this.deps.retainedFrom === undefined) return {};
+    const own = this.ownNames.get(typeUrl);
+    const inherited = served.filter((resource) => own?.has(resource.name) !== true).map((resource) => resource.name);
+    return inherited.length === 0 ? {} : { inherited };
   }
 
   /** Applies the removals make-before-break says are due, and arms the timer for the next deadline. */

@@ -27,6 +27,8 @@ export interface ProvenanceWatermarksOptions {
 interface LineageCache {
   /** typeUrl → resource name → the sources its metadata names. */
   byType: Map<string, Map<string, string[]>>;
+  /** typeUrl → the cached names carried over from the lineage this one replaced (UpstreamAppliedEvent.inherited). */
+  inherited: Map<string, ReadonlySet<string>>;
   /** object ref → highest generation whose watermark this lineage recorded. */
   recorded: Map<string, number>;
 }
@@ -63,6 +65,8 @@ export class ProvenanceWatermarks {
       if (sources !== undefined) resources.set(resource.name, sources);
     }
     cache.byType.set(e.typeUrl, resources);
+    if (e.inherited === undefined || e.inherited.length === 0) cache.inherited.delete(e.typeUrl);
+    else cache.inherited.set(e.typeUrl, new Set(e.inherited));
     this.recordSettled(e.lineage, cache);
   }
 
@@ -155,23 +159,29 @@ export class ProvenanceWatermarks {
   private cacheOf(lineage: string): LineageCache {
     let cache = this.lineages.get(lineage);
     if (cache === undefined) {
-      cache = { byType: new Map(), recorded: new Map() };
+      cache = { byType: new Map(), inherited: new Map(), recorded: new Map() };
       this.lineages.set(lineage, cache);
     }
     return cache;
   }
 
   private recordSettled(lineage: string, cache: LineageCache): void {
-    // object → the generations the whole cache carries for it.
-    const generations = new Map<string, { ref: ObjectRef; generations: Set<number> }>();
-    for (const resources of cache.byType.values()) {
-      for (const sources of resources.values()) {
+    // object → the generations the whole cache carries for it, and those this lineage's own upstream
+    // sent. A resource carried over from the replaced lineage (inherited) still holds back an object's
+    // newer generation while it is served, but is no appearance: alone it would record a watermark the
+    // new upstream never earned (and might never: a replica behind that lacks the object).
+    const generations = new Map<string, { ref: ObjectRef; generations: Set<number>; own: Set<number> }>();
+    for (const [typeUrl, resources] of cache.byType) {
+      const inherited = cache.inherited.get(typeUrl);
+      for (const [name, sources] of resources) {
+        const carried = inherited?.has(name) === true;
         for (const text of sources) {
           const parsed = parseSourceRef(text);
           if (!parsed.ok) continue;
           const key = formatObjectRef(parsed.value.object);
-          const entry = generations.get(key) ?? { ref: parsed.value.object, generations: new Set<number>() };
+          const entry = generations.get(key) ?? { ref: parsed.value.object, generations: new Set<number>(), own: new Set<number>() };
           entry.generations.add(parsed.value.generation);
+          if (!carried) entry.own.add(parsed.value.generation);
           generations.set(key, entry);
         }
       }
@@ -179,9 +189,10 @@ export class ProvenanceWatermarks {
     const state = this.options.lineageState(lineage);
     if (state === undefined) return;
     const now = this.options.clock.now();
-    for (const [key, { ref, generations: seen }] of generations) {
+    for (const [key, { ref, generations: seen, own }] of generations) {
       if (seen.size !== 1) continue; // still mixed: some resource carries an older generation
       const generation = [...seen][0] as number;
+      if (!own.has(generation)) continue; // only carried-over resources name it here
       if ((cache.recorded.get(key) ?? 0) >= generation) continue;
       cache.recorded.set(key, generation);
       this.options.recorder.enqueueWatermark(ref, generation, lineage, currentWatermark(state, now));

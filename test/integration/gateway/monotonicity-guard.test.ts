@@ -90,3 +90,30 @@ test('an undecodable resource does not throw and does not hide a regression else
   expect(() => watermarks.regressionOf(content(CDS_TYPE_URL, [garbage]))).not.toThrow();
   expect(watermarks.regressionOf(content(CDS_TYPE_URL, [garbage, ...cds([[app(1)]])]))).toBeDefined();
 });
+
+test('a resource carried over from the replaced lineage is no appearance: it records no watermark alone, and holds back a newer one while served', () => {
+  const recorded: Array<{ ref: ObjectRef; generation: number }> = [];
+  const recorder = { enqueueWatermark: (ref: ObjectRef, generation: number) => recorded.push({ ref, generation }) } as unknown as Recorder;
+  let state: LineageState = lineageStateFor(LINEAGE, 'edge', 0);
+  const watermarks = new ProvenanceWatermarks({ recorder, logger: pino({ level: 'silent' }), clock: { now: () => 1 }, lineageState: () => state });
+  const apply = (seq: number, typeUrl: string, resources: Array<{ name: string; value: Buffer }>, inherited?: string[]): void => {
+    state = recordTypeChange(state, typeUrl, seq, 1);
+    watermarks.upstreamApplied({ group: 'edge', lineage: LINEAGE, typeUrl, seq, changed: true, upstreamVersion: String(seq), upstreamEpoch: 1, resources, ...(inherited === undefined ? {} : { inherited }), at: 1 });
+  };
+  // The new lineage's first CDS: the old lineage's cluster of app@5, kept because the clients' routes
+  // still use it; the new upstream (a replica behind) has nothing of app yet.
+  apply(1, CDS_TYPE_URL, [stamped(CDS_TYPE_URL, 'app-old', [app(5)])], ['app-old']);
+  expect(recorded).toEqual([]);
+  // Its routes arrive at app@4 with their own cluster; the carried-over one still names app@5: mixed.
+  apply(2, RDS_TYPE_URL, [stamped(RDS_TYPE_URL, 'routes', [app(4)])]);
+  apply(3, CDS_TYPE_URL, [stamped(CDS_TYPE_URL, 'app-new', [app(4)]), stamped(CDS_TYPE_URL, 'app-old', [app(5)])], ['app-old']);
+  expect(recorded).toEqual([]);
+  // Released: the lineage's own content alone, app@4.
+  apply(4, CDS_TYPE_URL, [stamped(CDS_TYPE_URL, 'app-new', [app(4)])]);
+  expect(recorded).toEqual([{ ref: APP, generation: 4 }]);
+  // Counted as the lineage's own, the carried-over cluster would have recorded W(app, 5) at seq 1.
+  const counted: Array<{ ref: ObjectRef; generation: number }> = [];
+  const plain = new ProvenanceWatermarks({ recorder: { enqueueWatermark: (ref: ObjectRef, generation: number) => counted.push({ ref, generation }) } as unknown as Recorder, logger: pino({ level: 'silent' }), clock: { now: () => 1 }, lineageState: () => state });
+  plain.upstreamApplied({ group: 'edge', lineage: LINEAGE, typeUrl: CDS_TYPE_URL, seq: 1, changed: true, upstreamVersion: '1', upstreamEpoch: 1, resources: [stamped(CDS_TYPE_URL, 'app-old', [app(5)])], at: 1 });
+  expect(counted).toEqual([{ ref: APP, generation: 5 }]);
+});

@@ -35,6 +35,7 @@ import { CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, LISTENER_TYPE_URL, 
 import { grpcCluster, grpcClusterLoadAssignment, grpcListener, grpcRouteConfiguration } from '../../../infra/local/envoys/grpcXdsResources';
 import { RealXdsClient, startEchoBackend, type EchoBackend } from '../../../infra/local/envoys/realClient';
 import type { Relay } from '../../../xds-gateway/relay';
+import type { RelayObserver, RequestClassifiedEvent, ResponseSentEvent, StreamClosedEvent, StreamOpenedEvent, UpstreamAppliedEvent, UpstreamStateEvent } from '../../../xds-gateway/relay/observer';
 import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
 import type { EnvoyRecords } from '../../../xds-gateway/tracking/recorder';
 import { startXdsPeers, type XdsPeer } from '../../support/xds-peers';
@@ -55,6 +56,31 @@ class InMemoryRecords implements EnvoyRecords {
   enqueueLineageState(_state: LineageState): void {}
   forgetEnvoy(): boolean {
     return true;
+  }
+}
+
+/** The tracker, and every upstreamApplied the relay reported (what it served per seq, carried-over names too). */
+class TrackerAndApplied implements RelayObserver {
+  readonly applied: UpstreamAppliedEvent[] = [];
+  constructor(readonly tracker: EnvoyTracker) {}
+  streamOpened(e: StreamOpenedEvent): void {
+    this.tracker.streamOpened(e);
+  }
+  requestClassified(e: RequestClassifiedEvent): void {
+    this.tracker.requestClassified(e);
+  }
+  responseSent(e: ResponseSentEvent): void {
+    this.tracker.responseSent(e);
+  }
+  streamClosed(e: StreamClosedEvent): void {
+    this.tracker.streamClosed(e);
+  }
+  upstreamApplied(e: UpstreamAppliedEvent): void {
+    this.applied.push(e);
+    this.tracker.upstreamApplied(e);
+  }
+  upstreamState(e: UpstreamStateEvent): void {
+    this.tracker.upstreamState(e);
   }
 }
 
@@ -125,7 +151,7 @@ describe('real gRPC clients and a cluster their route uses that a new upstream l
     upstreams.push(started);
     return started;
   };
-  const relayTo = async (target: ScriptedUpstream, tracker: EnvoyTracker, extra: Parameters<typeof startTestRelay>[2] = {}): Promise<Relay> => {
+  const relayTo = async (target: ScriptedUpstream, tracker: RelayObserver, extra: Parameters<typeof startTestRelay>[2] = {}): Promise<Relay> => {
     const relay = await startTestRelay(`127.0.0.1:${target.port}`, tracker, extra);
     relays.push(relay);
     return relay;
@@ -152,7 +178,8 @@ describe('real gRPC clients and a cluster their route uses that a new upstream l
     const [first, next] = [await upstream(), await upstream()];
     const tracker = newTracker();
     trackers.push(tracker);
-    const relay = await relayTo(first, tracker);
+    const observer = new TrackerAndApplied(tracker);
+    const relay = await relayTo(first, observer);
     const { client, go, core } = await startClients(relay.port, 'move');
     await serve(first, 'a1', contentFor('blue-cluster', blue), ADS_ORDER);
     await client.waitForReady(20_000);
@@ -193,9 +220,15 @@ describe('real gRPC clients and a cluster their route uses that a new upstream l
     expect(jsOutcomes.filter((outcome) => /does not exist/.test(outcome))).toEqual([]);
     expect(go.rpcsSince(movedAt).filter((rpc) => !rpc.ok && /removed|does not exist/.test(rpc.details))).toEqual([]);
     expect(core.rpcsSince(movedAt).filter((rpc) => !rpc.ok && /does not exist/.test(rpc.details))).toEqual([]);
-    // The move happened (a new lineage) and blue was served on it until released.
+    // The move happened (a new lineage), and blue was served on it, reported as carried over (its
+    // watermarks must not take it as an appearance: ProvenanceWatermarks), until released.
     const lineage = relay.control.groups().find((group) => group.group === GROUP)?.lineage;
     expect(lineage).not.toBe(`gw-test.boot-1.${GROUP}`);
+    const clustersOnNew = observer.applied.filter((e) => e.lineage === lineage && e.typeUrl === CLUSTER_TYPE_URL && e.changed);
+    expect(clustersOnNew.map((e) => ({ served: e.resources.map((r) => r.name).sort(), inherited: e.inherited ?? [] }))).toEqual([
+      { served: ['blue-cluster', 'green-cluster'], inherited: ['blue-cluster'] },
+      { served: ['green-cluster'], inherited: [] },
+    ]);
   });
 
   test('after a gateway restart the deletion reaches the clients: grpc-js-xds cannot route and is Stuck on its missing request, the others recover and count', async () => {
