@@ -237,7 +237,7 @@ export class AggregateSnapshot {
       // A live lineage without an item (its gateway runs without --progress, or has not written yet)
       // reads as unknown: nothing on it can be Programmed (core evaluateFromProgress).
       // Read twice at least: one consistent snapshot, so a node moving between lineages is counted (progress-snapshot.ts).
-      this.progressReads = await readProgressSnapshot(this.deps.progress, live, this.deps.logger);
+      this.progressReads = await this.progressSnapshot(live, now);
       return [];
     }
     return Promise.all(
@@ -249,6 +249,33 @@ export class AggregateSnapshot {
         return { lineage, shards, ...(await this.lineageItem(lineage)) };
       }),
     );
+  }
+
+  /**
+   * The PROGRESS items of `live`, and of any lineage registered while they were read. A node leaves its
+   * old lineage's item once an item of its new lineage counts it, and a gateway writes a lineage's item
+   * only after registering it (progress-publisher.ts `registered`): items read after such a move
+   * (the node gone from the old item) with the registry read before the new lineage's registration
+   * would count the node nowhere, a false True (truth checker seed 70676, docs/RELIABILITY.md). The
+   * registry read again after the items names every lineage registered before they were read; a new
+   * one means reading again with it. Up to PROGRESS_REGISTRY_READS times, then the new lineages are
+   * read as unknown (their generations stay Pending).
+   */
+  private async progressSnapshot(live: readonly string[], now: number): Promise<LineageProgressRead[]> {
+    const progress = this.deps.progress;
+    if (progress === undefined) return [];
+    let lineages = [...live];
+    for (let attempt = 1; ; attempt++) {
+      const reads = await readProgressSnapshot(progress, lineages, this.deps.logger);
+      const again = await this.deps.aggregates.getLineageRegistry();
+      const added = liveLineages(again.lineages, now, this.deps.policy.ttlMs, this.tableClock).filter((lineage) => !lineages.includes(lineage));
+      if (added.length === 0) return reads;
+      if (attempt >= PROGRESS_REGISTRY_READS) {
+        this.deps.logger.warn({ added, attempts: attempt }, 'lineages keep being registered while PROGRESS is read; reading the new ones as unknown');
+        return [...reads, ...added.map((lineage) => ({ lineage, progress: undefined }))];
+      }
+      lineages = [...lineages, ...added];
+    }
   }
 
   /** The LINEAGE item's count (the denominator) and heartbeat (vouches for its CONNECTED members). */
@@ -334,6 +361,9 @@ export function recentSameVerdict(stored: Decision | undefined, fresh: Decision,
 function isResolving(decision: Decision): boolean {
   return decision.state === 'Programmed' || decision.state === 'GenerationNotObservable' || decision.state === 'Invalid';
 }
+
+/** How often the PROGRESS items are read again when the registry gained a lineage meanwhile (AggregateSnapshot.progressSnapshot). */
+const PROGRESS_REGISTRY_READS = 3;
 
 /** Generations read, newest first, when a candidate is evaluated: its own item is almost always among them. */
 const NEWEST_GENERATIONS_READ = 3;

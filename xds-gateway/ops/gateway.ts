@@ -201,6 +201,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
         policy: { ttlMs: config.envoyTtlMs, ackTimeoutMs: config.ackTimeoutMs },
         requiredTypeUrls: config.requiredTypeUrls,
         timing: { heartbeatMs: config.lineageHeartbeatMs },
+        // A lineage's item only once readers look at it (the registry): else a node could be in no read item.
+        registered: (lineage) => recorder.lineageRegistered(lineage),
       })
     : undefined;
   // --state-writes class-changes: the recorder writes an Envoy's state only when its class changes

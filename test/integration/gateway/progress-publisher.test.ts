@@ -172,3 +172,34 @@ test('a retired lineage is written while members are left on it, then dropped', 
     table.close();
   }
 });
+
+test('an item of a lineage not yet registered is not written: a node moving onto it stays counted where readers look', async () => {
+  const tableName = await fixture.newTable();
+  const table = fixture.openTable(tableName, captureLogs().logger);
+  const { store, stored } = recordingStore(table.progress);
+  const registered = new Set<string>([L1]);
+  const publisher = new ProgressPublisher({ store, logger: pino({ level: 'silent' }), clock: { now: () => Date.now() }, policy: { ttlMs: 60_000, ackTimeoutMs: 30_000 }, requiredTypeUrls: [], retryBaseMs: 10, retryMaxMs: 20, registered: (lineage) => registered.has(lineage) });
+  try {
+    const now = Date.now();
+    publisher.noteEnvoyState(connected('a', 3, L1, now));
+    publisher.noteEnvoyState(connected('b', 3, L1, now));
+    await publisher.whenIdle();
+    // b moves to L2, which the registry does not name yet: no L2 item, and L1 keeps b.
+    publisher.noteEnvoyState(connected('b', 1, L2, now + 1));
+    // Several flushes (retried every 10-20 ms) go by without an L2 write.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(stored.some((item) => item.lineage === L2)).toBe(false);
+    const l1 = await table.progress.getProgress(L1);
+    expect(l1.status === 'found' && l1.value.listed.some(([nodeId]) => nodeId === 'b')).toBe(true);
+    // Registered: L2's item is written, then L1 lets b go.
+    registered.add(L2);
+    await eventually(async () => {
+      const read = await table.progress.getProgress(L1);
+      return read.status === 'found' && read.value.members === 1;
+    }, 'b leaves L1 once registered L2 counts it');
+    expect(stored.findIndex((item) => item.lineage === L2)).toBeGreaterThan(-1);
+  } finally {
+    await publisher.close();
+    table.close();
+  }
+});

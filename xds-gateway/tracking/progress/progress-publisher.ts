@@ -60,6 +60,9 @@ export const DEFAULT_PROGRESS_TIMING: ProgressTiming = { refreshMs: 10_000, hear
  */
 export const DEFAULT_BUILD_WINDOW_MS = 1_000;
 
+/** How soon an item held back for its lineage's registration is tried again (the recorder registers at its next lineage flush). */
+const REGISTRATION_RECHECK_MS = 50;
+
 export interface ProgressPublisherOptions {
   store: ProgressStore;
   logger: Logger;
@@ -78,6 +81,13 @@ export interface ProgressPublisherOptions {
   retryBaseMs?: number;
   retryMaxMs?: number;
   random?: () => number;
+  /**
+   * Whether `lineage` is in the convergence registry yet (the recorder registers each lineage
+   * write-ahead). A lineage's item is written only once it is: evaluation reads the items of the
+   * registry's lineages, so an item of an unregistered lineage counting a node that then leaves its old
+   * lineage's item would leave the node in no item any reader looks at. Absent: no gate.
+   */
+  registered?: (lineage: string) => boolean;
 }
 
 export interface ProgressPublisherStats {
@@ -389,6 +399,11 @@ export class ProgressPublisher {
     for (const [lineage, entry] of this.lineages) {
       if (!entry.dirty && (entry.dueAt === undefined || entry.dueAt > now)) continue;
       entry.dirty = false;
+      if (this.options.registered?.(lineage) === false) {
+        // Not a lineage readers look at yet (options.registered): its item waits, checked again shortly.
+        entry.dueAt = now + REGISTRATION_RECHECK_MS;
+        continue;
+      }
       this.counters.builds++;
       // Members that arrived from another lineage: once this item is stored, that lineage lets them go.
       // (No node in transit, the usual case: no scan.)

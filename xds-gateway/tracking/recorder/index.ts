@@ -223,6 +223,11 @@ export class Recorder implements EnvoyRecords, ObjectRecords {
     this.events.onPressureChange(listener);
   }
 
+  /** `lineage` is in the convergence registry (written ahead of its LINEAGE item), or needs no registration. */
+  lineageRegistered(lineage: string): boolean {
+    return this.lineages.isRegistered(lineage);
+  }
+
   /** envoysRecorded confirmed by the stored LINEAGE item of `lineage` (tests and diagnostics). */
   envoysRecorded(lineage: string): number {
     return this.counts.confirmed(lineage);

@@ -94,6 +94,11 @@ export class LineagePipeline {
     return ok;
   }
 
+  /** Whether `lineage` was registered in the convergence registry by this pipeline (or needs no registration). */
+  isRegistered(lineage: string): boolean {
+    return this.options.registerLineage === undefined || this.registered.has(lineage);
+  }
+
   /** Writes every queued lineage state; false if any must be retried (kept queued). */
   async flush(): Promise<boolean> {
     if (this.queue.size === 0) return true;
