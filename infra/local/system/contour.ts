@@ -391,9 +391,8 @@ export async function startContourComponent(opts: ContourComponentOptions): Prom
       ...(opts.logDir === undefined ? {} : { logFile: join(opts.logDir, `${name}.log`) }),
     });
     opts.logger.info({ component: 'contour', replica: name, pid: process.pid, xds: process.xdsAddress }, 'contour serves xDS');
-    const replica = { name, xdsAddress: process.xdsAddress, process };
-    replicas[index] = replica;
-    return replica;
+    // onSpawn already put this process in its slot.
+    return replicas[index] as ContourReplica;
   };
   try {
     // Settled, not all: close() below must not run while another replica is still being started.

@@ -59,21 +59,16 @@ describe("Contour whose xDS port is taken before it binds it", () => {
     if (!kube || !dir) throw new Error('the local API server did not start');
     return kube.kubeconfigPath(dir);
   };
+  /** A replica without leader election whose xDS port is `taken`, recording each process spawned. */
+  const startOn = (taken: number, portChoice: 'free' | 'fixed', onSpawn: (process: ContourProcess) => void, logger?: typeof log.logger): Promise<ContourProcess> =>
+    startServingContourProcess({ binary: install.binary, kubeconfig: kubeconfig(), extraArgs: ['--disable-leader-election'], xdsPort: taken, portChoice, onSpawn, ...(logger === undefined ? {} : { logger }) });
 
   it('a free port choice moves to another free port and serves there', async () => {
     const blocker = await listen();
     blockers.push(blocker);
     const taken = portOf(blocker);
     const spawned: ContourProcess[] = [];
-    const contour = await startServingContourProcess({
-      binary: install.binary,
-      kubeconfig: kubeconfig(),
-      extraArgs: ['--disable-leader-election'],
-      xdsPort: taken,
-      portChoice: 'free',
-      logger: log.logger,
-      onSpawn: (process) => spawned.push(process),
-    });
+    const contour = await startOn(taken, 'free', (process) => spawned.push(process), log.logger);
     processes.push(contour);
     expect(spawned).toHaveLength(2);
     expect(spawned[0]?.log()).toContain('address already in use');
@@ -86,17 +81,10 @@ describe("Contour whose xDS port is taken before it binds it", () => {
     const blocker = await listen();
     const taken = portOf(blocker);
     const spawned: ContourProcess[] = [];
-    const contour = await startServingContourProcess({
-      binary: install.binary,
-      kubeconfig: kubeconfig(),
-      extraArgs: ['--disable-leader-election'],
-      xdsPort: taken,
-      portChoice: 'fixed',
-      // The port comes free while the second attempt waits: the address the gateway knows still holds.
-      onSpawn: (process) => {
-        spawned.push(process);
-        if (spawned.length === 1) void process.exited.then(() => blocker.close());
-      },
+    // The port comes free while the second attempt waits: the address the gateway knows still holds.
+    const contour = await startOn(taken, 'fixed', (process) => {
+      spawned.push(process);
+      if (spawned.length === 1) void process.exited.then(() => blocker.close());
     });
     processes.push(contour);
     expect(spawned).toHaveLength(2);
