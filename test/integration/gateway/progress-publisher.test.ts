@@ -198,6 +198,16 @@ test('an item of a lineage not yet registered is not written: a node moving onto
       return read.status === 'found' && read.value.members === 1;
     }, 'b leaves L1 once registered L2 counts it');
     expect(stored.findIndex((item) => item.lineage === L2)).toBeGreaterThan(-1);
+
+    // The recorder forgets a lineage it retires (its registration with it): L1's item, stored long
+    // since, is still written as its members leave, not held for a registration that never comes.
+    registered.delete(L1);
+    publisher.retireLineage(L1);
+    publisher.noteEnvoyState(connected('a', 1, L2, now + 2));
+    await eventually(async () => {
+      const read = await table.progress.getProgress(L1);
+      return read.status === 'found' && read.value.members === 0;
+    }, 'a leaves retired L1, whose registration the recorder forgot, once L2 counts it');
   } finally {
     await publisher.close();
     table.close();

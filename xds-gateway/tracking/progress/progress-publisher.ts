@@ -85,7 +85,11 @@ export interface ProgressPublisherOptions {
    * Whether `lineage` is in the convergence registry yet (the recorder registers each lineage
    * write-ahead). A lineage's item is written only once it is: evaluation reads the items of the
    * registry's lineages, so an item of an unregistered lineage counting a node that then leaves its old
-   * lineage's item would leave the node in no item any reader looks at. Absent: no gate.
+   * lineage's item would leave the node in no item any reader looks at. Asked only before a lineage's
+   * first item: once one is stored the lineage was registered, and the registry keeps it while it has
+   * live members (core prunableLineages), whereas the recorder forgets a lineage it retires, and a
+   * retired lineage's later writes (its members leaving) must not wait for a registration that will
+   * never come again. Absent: no gate.
    */
   registered?: (lineage: string) => boolean;
 }
@@ -399,8 +403,8 @@ export class ProgressPublisher {
     for (const [lineage, entry] of this.lineages) {
       if (!entry.dirty && (entry.dueAt === undefined || entry.dueAt > now)) continue;
       entry.dirty = false;
-      if (this.options.registered?.(lineage) === false) {
-        // Not a lineage readers look at yet (options.registered): its item waits, checked again shortly.
+      if (entry.written === undefined && this.options.registered?.(lineage) === false) {
+        // Not a lineage readers look at yet (options.registered): its first item waits, checked again shortly.
         entry.dueAt = now + REGISTRATION_RECHECK_MS;
         continue;
       }
