@@ -336,7 +336,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       fleetProcess: options.fleetProcess ?? 'child',
       gatewayProcess: options.gatewayProcess ?? 'child',
       gatewayReplicas: options.gateways ?? Math.ceil(options.envoys / E2E_ENVOYS_PER_GATEWAY),
-      ...(options.progressPath === true ? { progressPath: true } : {}),
+      progressPath: options.progressPath === true,
       ...(options.ackTimeoutMs === undefined ? {} : { ackTimeoutMs: options.ackTimeoutMs }),
     },
     { logger, processMetrics: false },

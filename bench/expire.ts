@@ -38,7 +38,7 @@ async function measure(deadLineages: number, members: number, repeat: number): P
   try {
     for (let round = 0; round < repeat; round++) {
       const tableName = `expire-bench-${round}-${Math.random().toString(36).slice(2, 8)}`;
-      const env = { TABLE_NAME: tableName, AWS_REGION: dynamo.region, DYNAMODB_ENDPOINT: dynamo.endpoint, ENVOY_TTL_MS: String(TTL_MS), AGGREGATE_SHARDS: String(SHARDS), LOG_LEVEL: 'silent' };
+      const env = { TABLE_NAME: tableName, AWS_REGION: dynamo.region, DYNAMODB_ENDPOINT: dynamo.endpoint, ENVOY_TTL_MS: String(TTL_MS), AGGREGATE_SHARDS: String(SHARDS), PROGRESS_EVALUATION: 'false', LOG_LEVEL: 'silent' };
       const table = openTable({ tableName, logger, client: { region: dynamo.region, endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } });
       await table.ensureTable();
       const now = Date.now();

@@ -354,11 +354,11 @@ export function parseSoakArgs(argv: string[]): SoakOptions {
     .option('--resync-every-ms <n>', "the resync function's schedule (it repairs drift the recount should see)", positiveInteger, 900_000)
     .option('--start-timeout-ms <n>', 'upper bound for the initial convergence', positiveInteger, 600_000)
     .option('--out <file>', 'JSON result (default .cache/soak/soak-<timestamp>.json)')
-    .option('--progress-path', 'the fleet-size path: PROGRESS decides, the gateway writes Envoy states on class changes only', false)
+    .option('--shard-path', 'the shard path: every Envoy state written, the shards decide (default: the fleet-size path, PROGRESS decides)', false)
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<Omit<SoakOptions, 'out'> & { out?: string }>();
-  return { ...opts, ...(opts.out === undefined ? {} : { out: opts.out }) };
+  const { shardPath, ...opts } = program.opts<Omit<SoakOptions, 'out' | 'progressPath'> & { out?: string; shardPath: boolean }>();
+  return { ...opts, progressPath: !shardPath, ...(opts.out === undefined ? {} : { out: opts.out }) };
 }
 
 export async function run(argv: string[]): Promise<void> {

@@ -21,7 +21,7 @@ export interface TargetRow {
 /** Why a target is missed, for the README (the mechanism, not an excuse; see docs/bench/README.md). */
 /** Why the fleet-size targets are missed on the shard path: the path that meets them is the fleet-size path, measured beside it. */
 const SCALE_WHY =
-  'these rows are the shard path (the default), in which every Envoy that reaches a change costs a STATE write, a stream record and a shard update, all on the path to the True, so critical-path writes, CPU and latency grow with the fleet. The fleet-size path (docs/ARCHITECTURE.md, "Design: work per change proportional to gateways, not Envoys": a PROGRESS item per lineage written by its gateway, per-Envoy STATE only on a change of class) is built behind `--progress-path` and judged in the "(fleet-size path)" rows below, from the same report runs.';
+  'these rows are the shard path (`--progress false`, `PROGRESS_EVALUATION=false`; the default until the fleet-size path replaced it), in which every Envoy that reaches a change costs a STATE write, a stream record and a shard update, all on the path to the True, so critical-path writes, CPU and latency grow with the fleet. The fleet-size path (docs/ARCHITECTURE.md, "Design: work per change proportional to gateways, not Envoys": a PROGRESS item per lineage written by its gateway, per-Envoy STATE only on a change of class), now the default of the gateway, the functions and `npm start`, is measured with the bench\'s `--progress-path` and judged in the "(fleet-size path)" rows below, from the same report runs.';
 
 const SCALE_SEE_ABOVE = 'as for the first fleet-size target above: the shard path; see the same target on the fleet-size path.';
 

@@ -74,6 +74,9 @@ export const typeReportSchema = z
     sent: z.object({ seq: z.number(), version: z.string(), at: z.number().optional() }).passthrough().nullable().optional(),
     ackedVersion: z.string().nullable().optional(),
     nack: nackSchema.nullable().optional(),
+    // SYNCED on the word of the lineage's PROGRESS item (the fleet-size path's states are written on
+    // class changes only, so `acked` and `sent` can be older than what the Envoy runs).
+    fromProgress: z.literal(true).optional(),
   })
   .passthrough();
 

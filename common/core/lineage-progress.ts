@@ -14,7 +14,8 @@
 // in `blockersOmitted`). Where it differs, by design:
 //  - no denominator in transit: the counts and the members come from one snapshot of the gateway,
 //    so "N Envoy states … not yet in the aggregates" cannot arise; a live lineage without an item is
-//    Pending ("gateway Envoy count unknown"), as a lineage without a count is today;
+//    Pending (PROGRESS_MISSING: no item yet, or its gateway writes none), as a lineage without a
+//    count is on the shard path;
 //  - a watermark that is not one of the item's anchors (the gateway did not know it as open when it
 //    wrote) is judged conservatively: `programmed` may be lower and Stuck may show as Pending, never
 //    the other way, until the next write names it;
@@ -26,7 +27,7 @@
 //    as unblamed NACKs (Rejected rather than Blocked) or as split members blocking whatever.
 import type { Blocker } from './blocker';
 import { blamesOtherObjectsOnly, latestPerNode, noEnvoysConvergence, sortBlockers, stateOfReasons, unobservableConvergence, type Convergence, type ConvergencePolicy } from './convergence';
-import { incarnationOf, isLiveMember, memberBlocker, memberFromEnvoyState, splitLiveElsewhere, unknownCountBlocker } from './aggregate';
+import { incarnationOf, isLiveMember, memberBlocker, memberFromEnvoyState, splitLiveElsewhere } from './aggregate';
 import { MAX_BLAMED } from './nack-blame';
 import { NOT_PROGRAMMED, type Member } from './aggregate-shard';
 import type { EnvoyState } from './envoy-record';
@@ -303,6 +304,17 @@ function countsAt(tally: ProgressTally, mark: LineageWatermark | undefined, atAn
   return { programmed, stuck, noWatermark: 0, pending: members - programmed - stuck };
 }
 
+/**
+ * Blocker text of a live lineage without a PROGRESS item: for a moment after its gateway registers it,
+ * or for as long as its gateway runs with --progress false (the shard path) while the functions decide
+ * from PROGRESS; the condition names the likely cause (docs/OPERATIONS.md, "Moving between the paths").
+ */
+export const PROGRESS_MISSING = 'no PROGRESS item yet; a gateway run with --progress false writes none';
+
+function missingProgressBlocker(lineage: string): Blocker {
+  return { nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [PROGRESS_MISSING] };
+}
+
 /** Convergence of X@G from the live lineages' PROGRESS items; same answer as evaluateFromAggregates (file comment). */
 export function evaluateFromProgress(input: ProgressEvaluationInput): ProgressConvergence {
   const { object, generation, watermark, now, policy } = input;
@@ -316,7 +328,7 @@ export function evaluateFromProgress(input: ProgressEvaluationInput): ProgressCo
   let programmed = 0;
   for (const { lineage, progress } of input.lineages) {
     if (progress === undefined) {
-      unknown.push(unknownCountBlocker(lineage));
+      unknown.push(missingProgressBlocker(lineage));
       continue;
     }
     // Every member's lastSeenAt is at most the gateway's heartbeat: past heartbeat + TTL none is live.

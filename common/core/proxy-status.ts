@@ -17,9 +17,23 @@ export interface TypeSyncReport {
   acked?: number;
   current?: number;
   nackMessage?: string;
+  /** SYNCED on the word of the lineage's PROGRESS item, not of the Envoy's own (older) state. */
+  fromProgress?: true;
 }
 
-export function typeSyncReports(envoy: EnvoyState, lineages: ReadonlyMap<string, LineageState>): TypeSyncReport[] {
+/**
+ * What the Envoy's lineage's PROGRESS item says of it (progress-member-view.ts): programmed through at
+ * least this seq of `lineage`. On the fleet-size path a state is written only when its class changes,
+ * so its ACKed versions can be waves behind; programmed through S means every subscribed type is ACKed
+ * at or past its version at S (programmed-through.ts), so a type whose current version on that lineage
+ * is at most S runs it.
+ */
+export interface ProgressVouch {
+  lineage: string;
+  programmedThroughAtLeast: number;
+}
+
+export function typeSyncReports(envoy: EnvoyState, lineages: ReadonlyMap<string, LineageState>, vouch?: ProgressVouch): TypeSyncReport[] {
   const reports: TypeSyncReport[] = [];
   for (const [typeUrl, type] of Object.entries(envoy.types)) {
     if (!type.subscribed) continue;
@@ -30,6 +44,7 @@ export function typeSyncReports(envoy: EnvoyState, lineages: ReadonlyMap<string,
     if (isUnresolvedNack(type.nack, type.acked)) report = { ...base, status: 'NACKED', nackMessage: type.nack.message };
     else if (current === undefined) report = { ...base, status: 'UNKNOWN' };
     else if (type.acked !== undefined && type.acked >= current) report = { ...base, status: 'SYNCED' };
+    else if (vouch !== undefined && vouch.lineage === type.lineage && current <= vouch.programmedThroughAtLeast) report = { ...base, status: 'SYNCED', fromProgress: true };
     else if (type.pending !== undefined) report = { ...base, status: 'STALE' };
     else report = { ...base, status: 'NOT_SENT' };
     reports.push(report);

@@ -48,11 +48,13 @@ const VARIABLES = {
     .transform((value) => (value ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0))
     .refine((urls) => urls.every(isValidTypeUrl), { message: 'REQUIRED_TYPE_URLS has an invalid type URL' }),
   /**
-   * "true": decide from the gateways' PROGRESS items (the gateway's --progress) instead of the
-   * aggregate shards (functions/lib/evaluate.ts; docs/ARCHITECTURE.md, build step 4). Every gateway
-   * writing to the table must run with --progress: a live lineage without an item stays Pending.
+   * "true" (the default): decide from the gateways' PROGRESS items (the gateway's --progress, on by
+   * default) instead of the aggregate shards (functions/lib/evaluate.ts; docs/CONVERGENCE.md,
+   * "Deciding from PROGRESS"). Every gateway writing to the table must publish PROGRESS: a live
+   * lineage without an item stays Pending, and its blocker says so. "false": the shard path, for
+   * gateways run with --progress false.
    */
-  PROGRESS_EVALUATION: trueOrFalse('false'),
+  PROGRESS_EVALUATION: trueOrFalse('true'),
   /** Count-only decision rewrites at most this often per generation (functions/lib/evaluate.ts). */
   DECISION_REFRESH_MS: z.coerce.number().int().min(0).max(600_000).default(DEFAULT_DECISION_REFRESH_MS),
   // The status writer (status, convergence's handoff, resync): one rule so they cannot drift apart.

@@ -146,6 +146,7 @@ function sentView(type: TypeState) {
 /** One row of the fleet view. */
 export function envoySummary(envoy: EnvoyState, lineages: ReadonlyMap<string, LineageState>, context: Pick<ViewContext, 'now' | 'policy' | 'tableClock'>, progress: ReadonlyMap<string, LineageProgress> = new Map()) {
   const gateway = lineages.get(envoy.lineage);
+  const vouched = progressView(envoy, progress);
   return {
     nodeId: envoy.nodeId,
     cluster: envoy.cluster,
@@ -155,12 +156,14 @@ export function envoySummary(envoy: EnvoyState, lineages: ReadonlyMap<string, Li
     lineage: envoy.lineage,
     gateway: gateway === undefined ? null : { instanceId: gateway.instanceId, currentSeq: gateway.currentSeq, heartbeatAt: gateway.heartbeatAt },
     programmedThrough: envoy.programmedThrough ?? null,
-    progress: progressView(envoy, progress),
+    progress: vouched,
     connectedAt: envoy.connectedAt,
     lastSeenAt: envoy.lastSeenAt,
-    types: typeSyncReports(envoy, lineages).map((report) => {
+    types: typeSyncReports(envoy, lineages, vouched ?? undefined).map((report) => {
       const state = envoy.types[report.typeUrl];
-      return { type: shortTypeName(report.typeUrl), ...report, ...(state === undefined ? {} : sentView(state)) };
+      // Vouched by PROGRESS: the type's current version is ACKed, so nothing newer can be out on it,
+      // whatever the (older) state recorded as sent.
+      return { type: shortTypeName(report.typeUrl), ...report, ...(state === undefined ? {} : sentView(state)), ...(report.fromProgress === true ? { sync: 'SYNCED' as const } : {}) };
     }),
   };
 }

@@ -42,7 +42,7 @@ interface StartFlags {
   stateDir?: string;
   logLevel: string;
   ackTimeoutMs: number;
-  progressPath: boolean;
+  shardPath: boolean;
 }
 
 function program(): Command {
@@ -62,7 +62,7 @@ function program(): Command {
         .choices(['reference', 'contour'])
         .default('reference'),
     )
-    .option('--progress-path', 'the fleet-size path: the gateway publishes PROGRESS and writes Envoy states on class changes only; the functions decide from PROGRESS (docs/GATEWAY.md, "PROGRESS")', false)
+    .option('--shard-path', 'the shard path: the gateway writes every Envoy state and the functions decide from the aggregate shards (default: the fleet-size path, PROGRESS decides; docs/GATEWAY.md, "PROGRESS")', false)
     .option('--no-ui', 'plain log lines instead of the live view (CI)')
     .option('--port-base <port>', 'fixed ports from here (kube +0, dynamo +1, query +2, gateway xDS +3, ops +4, control planes +11..); 0 = random', integer(0, 65_000), 0)
     .option('--state-dir <dir>', 'where the kubeconfig, env.sh and logs go (default: a new temporary directory)')
@@ -157,7 +157,7 @@ async function main(): Promise<void> {
       controlPlane: flags.controlPlane,
       portBase: flags.portBase,
       ackTimeoutMs: flags.ackTimeoutMs,
-      progressPath: flags.progressPath,
+      progressPath: !flags.shardPath,
       stateDir,
     },
     { logger, processMetrics: true, onStep: (step) => progress.step(step) },

@@ -95,7 +95,7 @@ export async function runContourTruth(options: ContourTruthOptions): Promise<Tru
       // Invariant 5 must see drift, so the resync timer must not repair it first.
       resyncEveryMs: 3_600_000,
       controlPlaneLease: TRUTH_LEASE_TIMINGS,
-      ...(options.progressPath === true ? { progressPath: true } : {}),
+      progressPath: options.progressPath === true,
     },
     { logger },
   );

@@ -54,11 +54,11 @@ export function truthGatewayArgs(opts: { listenPort: number; opsPort: number; up
     'flush-timeout-ms': '3000',
     // PROGRESS beside the shards (docs/GATEWAY.md, "PROGRESS").
     // Judged as the functions judge members: their TTL and REQUIRED_TYPE_URLS (the local system's default).
-    ...(opts.progress === true ? { progress: 'true', 'envoy-ttl-ms': String(opts.timings.envoyTtlMs), 'required-type-urls': DEFAULT_REQUIRED_TYPE_URLS.join(',') } : {}),
+    ...(opts.progress === true ? { progress: 'true', 'envoy-ttl-ms': String(opts.timings.envoyTtlMs), 'required-type-urls': DEFAULT_REQUIRED_TYPE_URLS.join(',') } : { progress: 'false' }),
     // Demoted Envoy states (docs/GATEWAY.md, "PROGRESS"), their answers in the version log as on the
     // local fleet-size path ("The version log"); refreshed every two heartbeats so that schedules see
     // refresh writes too, not only class changes.
-    ...(opts.stateWrites === 'class-changes' ? { 'state-writes': 'class-changes', 'event-log-mode': 'chunks', 'state-refresh-ms': String(2 * opts.timings.envoyHeartbeatMs) } : {}),
+    ...(opts.stateWrites === 'class-changes' ? { 'state-writes': 'class-changes', 'event-log-mode': 'chunks', 'state-refresh-ms': String(2 * opts.timings.envoyHeartbeatMs) } : { 'state-writes': 'every', 'event-log-mode': 'carried' }),
   };
 }
 

@@ -25,6 +25,8 @@ export function recountEnv(args: { storeEnv: Readonly<Record<string, string>>; e
     CONDITION_TYPE: args.conditionType,
     TRACKED_KINDS: JSON.stringify([HTTPPROXY_TRACKED_KIND]),
     KUBECONFIG_PATH: args.kubeconfigPath,
+    // The recount reads the shards and the Envoy states, whichever path decided.
+    PROGRESS_EVALUATION: 'false',
   };
 }
 

@@ -163,7 +163,7 @@ describe('truth checks on hand-made ground truth', () => {
   });
 });
 
-describe('truth checker against the in-process system (small budget)', () => {
+describe('truth checker against the in-process system on its default path (small budget)', () => {
   it('finds no violation over seeded fault schedules, and every object recovers after the heal', async () => {
     const report = await runTruth({
       schedules: 5,
@@ -179,6 +179,9 @@ describe('truth checker against the in-process system (small budget)', () => {
       // Real clients nobody here wrote, judged by their own CSDS dumps as well (client-content.ts).
       peers: { core: 2, go: 1 },
       realClients: 1,
+      // The product's default, the fleet-size path (PROGRESS decides, states on class changes only);
+      // the checker's other tests here run the shard path.
+      progressEvaluation: true,
       logger: pino({ level: process.env['LOG_LEVEL'] ?? 'silent' }),
     });
     const failures = report.schedules.filter((s) => s.violations.length > 0).map((s) => ({ seed: s.seed, steps: s.steps, violations: s.violations }));

@@ -98,13 +98,13 @@ const configSchema = z
     ackTimeoutMs: positiveMs,
     eventRetentionHours: z.coerce.number().positive(),
     flushIntervalMs: positiveMs,
-    eventLogMode: z.enum(['carried', 'items', 'chunks']),
+    eventLogMode: z.enum(['carried', 'items', 'chunks']).optional(),
     queueHighWater: positiveMs,
     queueLowWater: z.coerce.number().int().nonnegative().optional(),
     pauseOnBackpressure: flag,
     streamAdmission: flag,
     progress: flag,
-    stateWrites: z.enum(STATE_WRITES),
+    stateWrites: z.enum(STATE_WRITES).optional(),
     stateRefreshMs: positiveMs,
     envoyTtlMs: positiveMs,
     requiredTypeUrls: z
@@ -190,6 +190,13 @@ const configSchema = z
     if (config.leaderLease !== undefined && !kube) {
       ctx.addIssue({ code: 'custom', path: ['leaderLease'], message: '--leader-lease needs --kubeconfig or --in-cluster' });
     }
+  })
+  // The fleet-size path is the default (docs/ARCHITECTURE.md, "Design: work per change proportional to
+  // gateways"): with PROGRESS published, states are written on class changes and the answers go to the
+  // version log unless said otherwise; --progress false alone gives the shard path whole.
+  .transform((config) => {
+    const stateWrites = config.stateWrites ?? (config.progress ? 'class-changes' : 'every');
+    return { ...config, stateWrites, eventLogMode: config.eventLogMode ?? (stateWrites === 'class-changes' ? 'chunks' : 'carried') };
   });
 
 export type GatewayConfig = z.output<typeof configSchema>;
@@ -200,6 +207,8 @@ interface FlagSpec {
   env: string;
   description: string;
   default?: string;
+  /** A default that depends on other options (resolved after parsing), for help and docs only. */
+  defaultNote?: string;
 }
 
 /** One row per option: the flag, its environment variable, its default. */
@@ -248,13 +257,13 @@ export const FLAGS: readonly FlagSpec[] = [
   { key: 'ackTimeoutMs', flags: '--ack-timeout-ms <ms>', env: 'ACK_TIMEOUT_MS', description: 'unanswered response → STUCK after this', default: '30000' },
   { key: 'eventRetentionHours', flags: '--event-retention-hours <h>', env: 'EVENT_RETENTION_HOURS', description: 'ttl of ACK/NACK/STUCK events', default: '168' },
   { key: 'flushIntervalMs', flags: '--flush-interval-ms <ms>', env: 'FLUSH_INTERVAL_MS', description: 'recorder flush window (state writes coalesce within it)', default: '100' },
-  { key: 'eventLogMode', flags: '--event-log-mode <mode>', env: 'EVENT_LOG_MODE', description: 'carried: ACK/NACK/STUCK events ride in the Envoy\'s STATE write and move to log items in groups (≤ 1 item write per ACK); items: one EVENT item per event (the earlier layout; use it while older gateways or expire functions still run); chunks: as carried, but the ACK and STUCK events of Envoys with no state write to carry them go into their lineage\'s version log, one item per type, seq and second (docs/GATEWAY.md, "The version log"; for --state-writes class-changes)', default: 'carried' },
+  { key: 'eventLogMode', flags: '--event-log-mode <mode>', env: 'EVENT_LOG_MODE', description: 'carried: ACK/NACK/STUCK events ride in the Envoy\'s STATE write and move to log items in groups (≤ 1 item write per ACK); items: one EVENT item per event (the earlier layout; use it while older gateways or expire functions still run); chunks: as carried, but the ACK and STUCK events of Envoys with no state write to carry them go into their lineage\'s version log, one item per type, seq and second (docs/GATEWAY.md, "The version log"; for --state-writes class-changes)', defaultNote: 'chunks with --state-writes class-changes, else carried' },
   { key: 'queueHighWater', flags: '--queue-high-water <n>', env: 'QUEUE_HIGH_WATER', description: 'queued events above which the gateway reports not ready', default: '50000' },
   { key: 'queueLowWater', flags: '--queue-low-water <n>', env: 'QUEUE_LOW_WATER', description: 'queued events at or below which paused streams resume; default: half the high-water mark' },
   { key: 'pauseOnBackpressure', flags: '--pause-on-backpressure <bool>', env: 'PAUSE_ON_BACKPRESSURE', description: 'pause downstream reads and responses above the high-water mark', default: 'true' },
   { key: 'streamAdmission', flags: '--stream-admission <bool>', env: 'STREAM_ADMISSION', description: 'hold a new stream\'s first response until the Envoy is durably counted (false: config flows even while DynamoDB is unwritable, and an Envoy can be uncounted for one flush)', default: 'true' },
-  { key: 'progress', flags: '--progress <bool>', env: 'PROGRESS', description: 'also publish each lineage\'s PROGRESS item (docs/GATEWAY.md, "PROGRESS"); the functions decide from it with PROGRESS_EVALUATION=true', default: 'false' },
-  { key: 'stateWrites', flags: '--state-writes <mode>', env: 'STATE_WRITES', description: 'every: each Envoy state change is written; class-changes: only connects, disconnects, NACKs, STUCK, subscription changes and a refresh (needs --progress and PROGRESS_EVALUATION=true on the functions; docs/GATEWAY.md, "PROGRESS")', default: 'every' },
+  { key: 'progress', flags: '--progress <bool>', env: 'PROGRESS', description: 'publish each lineage\'s PROGRESS item (docs/GATEWAY.md, "PROGRESS"), from which the functions decide (PROGRESS_EVALUATION, on by default); false: the shard path, for functions with PROGRESS_EVALUATION=false', default: 'true' },
+  { key: 'stateWrites', flags: '--state-writes <mode>', env: 'STATE_WRITES', description: 'every: each Envoy state change is written; class-changes: only connects, disconnects, NACKs, STUCK, subscription changes and a refresh (needs --progress and PROGRESS_EVALUATION=true on the functions; docs/GATEWAY.md, "PROGRESS")', defaultNote: 'class-changes with --progress, else every' },
   { key: 'stateRefreshMs', flags: '--state-refresh-ms <ms>', env: 'STATE_REFRESH_MS', description: 'with --state-writes class-changes: longest time an Envoy state that only moved progress waits for its write', default: '900000' },
   { key: 'envoyTtlMs', flags: '--envoy-ttl-ms <ms>', env: 'ENVOY_TTL_MS', description: 'the convergence functions\' ENVOY_TTL_MS: PROGRESS counts a disconnected Envoy this long', default: '300000' },
   { key: 'requiredTypeUrls', flags: '--required-type-urls <list>', env: 'REQUIRED_TYPE_URLS', description: 'the convergence functions\' REQUIRED_TYPE_URLS (comma-separated), for PROGRESS', default: '' },
@@ -336,6 +345,6 @@ export function parseGatewayConfig(argv: readonly string[], env: Record<string, 
 }
 
 function helpText(command: Command): string {
-  const rows = FLAGS.map((f) => `  ${f.flags.padEnd(34)} ${f.description} [env ${f.env}${f.default === undefined ? '' : `, default ${f.default}`}]`);
+  const rows = FLAGS.map((f) => `  ${f.flags.padEnd(34)} ${f.description} [env ${f.env}${(f.default ?? f.defaultNote) === undefined ? '' : `, default ${f.default ?? f.defaultNote}`}]`);
   return `${command.description()}\n\nUsage: xds-gateway [options]\n\nOptions:\n${rows.join('\n')}\n  -h, --help                         this text\n`;
 }

@@ -131,7 +131,8 @@ export async function startFunctionsComponent(opts: FunctionsComponentOptions): 
     TRACKED_KINDS: JSON.stringify(opts.trackedKinds),
     CONDITION_TYPE: opts.conditionType,
     KUBECONFIG_PATH: opts.kubeconfigPath,
-    ...(opts.progressEvaluation === true ? { PROGRESS_EVALUATION: 'true' } : {}),
+    // Said either way: the functions' own default is the fleet-size path.
+    PROGRESS_EVALUATION: opts.progressEvaluation === true ? 'true' : 'false',
   };
   const log = (name: string): Logger => opts.logger.child({ component: 'functions', function: name });
   // One context per function, as each Lambda function has its own containers.

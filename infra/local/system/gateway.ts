@@ -126,7 +126,7 @@ export async function startGatewayComponent(opts: GatewayComponentOptions): Prom
     'flush-timeout-ms': '5000',
     ...(opts.queueHighWater === undefined ? {} : { 'queue-high-water': String(opts.queueHighWater) }),
     ...(opts.progress === undefined
-      ? {}
+      ? { progress: 'false' }
       : { progress: 'true', 'state-writes': 'class-changes', 'event-log-mode': 'chunks', 'envoy-ttl-ms': String(opts.progress.envoyTtlMs), 'required-type-urls': opts.progress.requiredTypeUrls.join(',') }),
   };
   const argv = Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]);

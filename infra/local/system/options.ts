@@ -129,9 +129,9 @@ export const localSystemOptionsSchema = z
      * The fleet-size path (docs/ARCHITECTURE.md, "Design: work per change proportional to gateways"):
      * the gateway publishes PROGRESS and writes Envoy states on class changes only (--progress,
      * --state-writes class-changes) and the functions decide from PROGRESS (PROGRESS_EVALUATION).
-     * Off by default: the shards decide.
+     * On by default; false: the shard path (every Envoy state written, the shards decide).
      */
-    progressPath: z.boolean().default(false),
+    progressPath: z.boolean().default(true),
   })
   .strict()
   .refine((options) => !options.gatewayApi || options.controlPlane === 'contour', { message: 'gatewayApi needs controlPlane: contour', path: ['gatewayApi'] });

@@ -62,6 +62,8 @@ export async function startWorld(prefix: string, ttlMs = 60_000): Promise<World>
     ENVOY_TTL_MS: String(ttlMs),
     ACK_TIMEOUT_MS: '30000',
     AGGREGATE_SHARDS: String(SHARDS),
+    // The shard path, which these worlds feed (Envoy states); a test of PROGRESS sets 'true'.
+    PROGRESS_EVALUATION: 'false',
     LOG_LEVEL: 'silent',
   };
   return {

@@ -91,7 +91,8 @@ describe('query function', () => {
     await store.putEvents([{ nodeId: 'envoy-0025', outcome: 'NACK', lineage: fleet.lineage, seq: 5, typeUrl: RDS, at: NOW - 500, message: fleet.nackMessage, ttl: NOW / 1000 + 3600 }]);
     await store.putWatermark(widgetRef('w1'), 3, fleet.lineage, { ...fleet.watermark, at: NOW - 10_000 });
     await rawItems.setAttributes(objectGenerationKey(widgetRef('w1'), 3), { decision: decisions.rejected });
-    query = createQueryHandler({ env: { TABLE_NAME: tableName, AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: fixture.endpoint }, logger: silentLogger, now: () => NOW });
+    // The shard path: this fleet is written as Envoy states, every one current (no PROGRESS items).
+    query = createQueryHandler({ env: { TABLE_NAME: tableName, AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: fixture.endpoint, PROGRESS_EVALUATION: 'false' }, logger: silentLogger, now: () => NOW });
   });
   afterAll(async () => {
     await fixture.close();
@@ -155,7 +156,7 @@ describe('query function', () => {
     // Ten TTLs later with no expire tick since NOW: on wall time envoy-0025 is long gone; the table
     // clock stood still from the last tick on (core table-clock.ts), so it is as live as at NOW.
     const later = NOW + 10 * 300_000;
-    const env = { TABLE_NAME: tableName, AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: fixture.endpoint };
+    const env = { TABLE_NAME: tableName, AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: fixture.endpoint, PROGRESS_EVALUATION: 'false' };
     const asOf = async (): Promise<unknown> => JSON.parse((await createQueryHandler({ env, logger: silentLogger, now: () => later })(get('/envoys/envoy-0025'))).body);
     expect(await asOf()).toMatchObject({ nodeId: 'envoy-0025', live: false });
     const { aggregates } = fixture.openTable(tableName, silentLogger);

@@ -12,6 +12,10 @@ import {
   type EnvoyState,
   type EventStore,
   type LineageState,
+  type VersionChunk,
+  type VersionLog,
+  memberAnswerEvent,
+  memberAnswers,
 } from '../../../common/core';
 
 import { startControlPlane, type ControlPlane } from '../../../infra/local/control-plane/control-plane';
@@ -43,7 +47,9 @@ export function endpoints(name: string, ip: string, port = 8080): Record<string,
 }
 
 export function gatewayConfig(args: Record<string, string>): GatewayConfig {
-  const argv = Object.entries(args).flatMap(([key, value]) => [`--${key}`, value]);
+  // The shard path unless the test asks for PROGRESS: these tests pin what each Envoy state write
+  // carries, and the fleet-size path (the gateway's default) writes states on class changes only.
+  const argv = Object.entries({ progress: 'false', ...args }).flatMap(([key, value]) => [`--${key}`, value]);
   const parsed = parseGatewayConfig(argv, {});
   if (parsed.kind !== 'ok') throw new Error(parsed.kind === 'error' ? parsed.message : 'help');
   return parsed.config;
@@ -122,6 +128,31 @@ export async function envoyEvents(store: EventStore, nodeId: string): Promise<En
   return events;
 }
 
+/**
+ * Every answer of `nodeId` the table holds: its event log, and on the fleet-size path (answers of
+ * demoted states in the version log, docs/GATEWAY.md "The version log") every chunk of every lineage
+ * it was a member of, read whole (a test's reader, unlike the query function's bounded one).
+ */
+export async function envoyAnswers(store: EventStore, versionLog: VersionLog, nodeId: string, typeUrls: readonly string[]): Promise<EnvoyEvent[]> {
+  const answers = await envoyEvents(store, nodeId);
+  for await (const membership of pages((cursor) => versionLog.listMembers(nodeId, cursor === undefined ? {} : { cursor }))) {
+    for (const typeUrl of typeUrls) {
+      const chunks: VersionChunk[] = [];
+      for await (const chunk of pages((cursor) => versionLog.listChunks(membership.lineage, { typeUrl, fromSeq: 0, toSeq: Number.MAX_SAFE_INTEGER }, cursor === undefined ? { consistent: true } : { cursor, consistent: true }))) chunks.push(chunk);
+      for (const answer of memberAnswers(chunks, membership.lineage, membership.member)) answers.push(memberAnswerEvent(nodeId, membership.lineage, answer));
+    }
+  }
+  return answers;
+}
+
+async function* pages<T>(read: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string }>): AsyncGenerator<T> {
+  let cursor: string | undefined;
+  do {
+    const page = await read(cursor);
+    yield* page.items;
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+}
 
 export function lastOf(history: readonly number[] | undefined): number | undefined {
   return history === undefined ? undefined : history[history.length - 1];
@@ -146,7 +177,8 @@ export interface GatewayProcess {
 /** Runs xds-gateway/main.ts as its own OS process (node --import tsx); resolves once it prints its ports. */
 export function spawnGateway(args: string[], env: Record<string, string> = {}): Promise<GatewayProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    // The shard path unless asked otherwise, as gatewayConfig.
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...(args.includes('--progress') || 'PROGRESS' in env ? [] : ['--progress', 'false']), ...args], {
       cwd: path.join(__dirname, '..', '..', '..'),
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/tmp', ...env },

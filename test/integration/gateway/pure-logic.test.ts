@@ -162,9 +162,13 @@ describe('parseGatewayConfig', () => {
     expect(off.kind === 'ok' && off.config.streamAdmission).toBe(false);
   });
 
-  test('event log mode: carried by default, items on request, anything else refused', () => {
+  test('event log mode: chunks by default (with the demoted states), carried on the shard path, items on request, anything else refused', () => {
     const byDefault = parseGatewayConfig(required, {});
-    expect(byDefault.kind === 'ok' && byDefault.config.eventLogMode).toBe('carried');
+    expect(byDefault.kind === 'ok' && byDefault.config.eventLogMode).toBe('chunks');
+    const shardPath = parseGatewayConfig([...required, '--progress', 'false'], {});
+    expect(shardPath.kind === 'ok' && shardPath.config.eventLogMode).toBe('carried');
+    const everyState = parseGatewayConfig([...required, '--state-writes', 'every'], {});
+    expect(everyState.kind === 'ok' && [everyState.config.progress, everyState.config.eventLogMode]).toEqual([true, 'carried']);
     const items = parseGatewayConfig(required, { EVENT_LOG_MODE: 'items' });
     expect(items.kind === 'ok' && items.config.eventLogMode).toBe('items');
     const bad = parseGatewayConfig([...required, '--event-log-mode', 'both'], {});
@@ -172,12 +176,14 @@ describe('parseGatewayConfig', () => {
     expect(bad.kind === 'error' && bad.message).toContain('--event-log-mode');
   });
 
-  test('state writes: every by default; class-changes only with --progress', () => {
+  test('the fleet-size path by default (PROGRESS, class-changes); every with --progress false; class-changes only with --progress', () => {
     const byDefault = parseGatewayConfig(required, {});
-    expect(byDefault.kind === 'ok' && byDefault.config.stateWrites).toBe('every');
+    expect(byDefault.kind === 'ok' && [byDefault.config.progress, byDefault.config.stateWrites]).toEqual([true, 'class-changes']);
+    const shardPath = parseGatewayConfig(required, { PROGRESS: 'false' });
+    expect(shardPath.kind === 'ok' && [shardPath.config.progress, shardPath.config.stateWrites]).toEqual([false, 'every']);
     const demoted = parseGatewayConfig([...required, '--progress', 'true', '--state-writes', 'class-changes', '--state-refresh-ms', '60000'], {});
     expect(demoted.kind === 'ok' && [demoted.config.stateWrites, demoted.config.stateRefreshMs]).toEqual(['class-changes', 60_000]);
-    const alone = parseGatewayConfig([...required, '--state-writes', 'class-changes'], {});
+    const alone = parseGatewayConfig([...required, '--progress', 'false', '--state-writes', 'class-changes'], {});
     expect(alone.kind).toBe('error');
     expect(alone.kind === 'error' && alone.message).toContain('--state-writes class-changes needs --progress true');
   });

@@ -23,7 +23,7 @@ import { checkTrueWrites, type Violation } from '../../truth/checker';
 import { tapFleetResponses } from '../../truth/content';
 import { ConditionObserver } from '../../truth/observer';
 import { checkAggregatesMatchRecount, recountEnv } from '../../truth/recount';
-import { envoyEvents, eventually } from '../gateway/helpers';
+import { envoyAnswers, eventually } from '../gateway/helpers';
 
 /** The requirement: DynamoDB unreachable for two minutes. */
 const OUTAGE_MS = 120_000;
@@ -264,11 +264,12 @@ describe('local system, DynamoDB unreachable for 2 minutes during spec changes',
     // The new Envoy got config once it was recorded, and no stream error on the way.
     expect(system.fleet.sim.truth.envoyTruth(joining.id)?.connections.map((event) => event.kind)).toEqual(['connected']);
 
-    // Nothing lost: every ACK an Envoy sent is an ACK event in the table (the one that left: every
-    // ACK it sent before the outage; an ACK it sent while its stream was paused was never read).
+    // Nothing lost: every ACK an Envoy sent is an ACK in the table, in its event log or its lineage's
+    // version log (the one that left: every ACK it sent before the outage; an ACK it sent while its
+    // stream was paused was never read).
     const missing: string[] = [];
     for (const envoy of [...sims, joining]) {
-      const stored = await envoyEvents(gateway.store, envoy.id);
+      const stored = await envoyAnswers(gateway.store, gateway.versionLog, envoy.id, TYPES);
       const has = new Set(stored.filter((event) => event.outcome === 'ACK').map((event) => `${event.typeUrl}|${event.lineage}|${event.seq}`));
       for (const typeUrl of TYPES) {
         for (const accepted of system.fleet.sim.truth.acceptedVersions(envoy.id, typeUrl)) {

@@ -4,7 +4,7 @@
 import {
   applyMember,
   DENOMINATOR_IN_TRANSIT,
-  DENOMINATOR_UNKNOWN,
+  PROGRESS_MISSING,
   emptyShard,
   evaluateFromAggregates,
   evaluateFromProgress,
@@ -132,7 +132,7 @@ describe('evaluateFromProgress', () => {
   });
 
   it('a live lineage without PROGRESS is Pending, never NoEnvoys nor Programmed', () => {
-    const unknown = { nodeId: `Envoys of gateway lineage ${L2}`, reason: 'pending', typeUrls: [DENOMINATOR_UNKNOWN] };
+    const unknown = { nodeId: `Envoys of gateway lineage ${L2}`, reason: 'pending', typeUrls: [PROGRESS_MISSING] };
     expect(decide([{ lineage: L2, progress: undefined }], on({ [L1]: mark(1) }))).toMatchObject({ state: 'Pending', total: 0, blockers: [unknown] });
     const result = decide([{ lineage: L1, progress: build([at('a', 1)], [mark(1)]) }, { lineage: L2, progress: undefined }], on({ [L1]: mark(1) }));
     expect(result).toMatchObject({ state: 'Pending', programmed: 1, total: 1, blockers: [unknown], blockersOmitted: 0 });

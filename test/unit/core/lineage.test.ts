@@ -137,4 +137,18 @@ describe('typeSyncReports (proxy-status view)', () => {
     const [report] = typeSyncReports(envoy('e', { [CDS]: { acked: 1, nack: { seq: 3, message: 'bad', at: T0 } } }), lineages);
     expect(report).toEqual({ typeUrl: CDS, status: 'NACKED', acked: 1, current: 3, nackMessage: 'bad' });
   });
+
+  // The fleet-size path writes a state on class changes only: the lineage's PROGRESS item vouches for
+  // a member programmed through at least S, so every type whose current version is at most S runs it.
+  it('a state behind, vouched by PROGRESS: SYNCED where the current version is within the bound, never over a NACK or another lineage', () => {
+    const behind = envoy('e', { [CDS]: { acked: 1, pending: { seq: 3, sentAt: T0 } }, [RDS]: { acked: 1 } });
+    const statuses = (vouch: { lineage: string; programmedThroughAtLeast: number } | undefined) =>
+      typeSyncReports(behind, lineages, vouch).map((r) => `${r.typeUrl === CDS ? 'CDS' : 'RDS'} ${r.status}${r.fromProgress === true ? ' (progress)' : ''}`);
+    expect(statuses(undefined)).toEqual(['CDS STALE', 'RDS NOT_SENT']);
+    expect(statuses({ lineage: lineage.lineage, programmedThroughAtLeast: 2 })).toEqual(['CDS STALE', 'RDS SYNCED (progress)']);
+    expect(statuses({ lineage: lineage.lineage, programmedThroughAtLeast: 3 })).toEqual(['CDS SYNCED (progress)', 'RDS SYNCED (progress)']);
+    expect(statuses({ lineage: 'gw-other.b.c', programmedThroughAtLeast: 9 })).toEqual(['CDS STALE', 'RDS NOT_SENT']);
+    const nacked = envoy('e', { [CDS]: { acked: 1, nack: { seq: 3, message: 'bad', at: T0 } } });
+    expect(typeSyncReports(nacked, lineages, { lineage: lineage.lineage, programmedThroughAtLeast: 3 }).map((r) => r.status)).toEqual(['NACKED']);
+  });
 });

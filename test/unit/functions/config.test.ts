@@ -19,7 +19,7 @@ import {
 describe('FunctionsConfig', () => {
   it('applies the documented defaults', () => {
     const config = FunctionsConfig.fromEnv({ TABLE_NAME: 'events' });
-    expect(config.slice(AGGREGATE_SETTINGS)).toEqual({ TABLE_NAME: 'events', ENVOY_TTL_MS: 300_000, ACK_TIMEOUT_MS: 30_000, AGGREGATE_SHARDS: 16, REQUIRED_TYPE_URLS: [], PROGRESS_EVALUATION: false });
+    expect(config.slice(AGGREGATE_SETTINGS)).toEqual({ TABLE_NAME: 'events', ENVOY_TTL_MS: 300_000, ACK_TIMEOUT_MS: 30_000, AGGREGATE_SHARDS: 16, REQUIRED_TYPE_URLS: [], PROGRESS_EVALUATION: true });
     expect(config.slice(HANDOFF_SETTINGS)).toEqual({
       STATUS_HANDOFF: true,
       STATUS_HANDOFF_CONCURRENCY: 8,
@@ -30,7 +30,7 @@ describe('FunctionsConfig', () => {
       STATUS_MESSAGE_REFRESH_MS: 10_000,
     });
     expect(config.slice(CONDITION_RESYNC_SETTINGS)).toMatchObject({ RESYNC_MAX_OBJECTS: 500, RESYNC_MAX_SCANNED_ITEMS: 50_000, DELETED_OBJECT_RETENTION_MS: 3_600_000 });
-    expect(config.slice(QUERY_SETTINGS)).toEqual({ TABLE_NAME: 'events', ENVOY_TTL_MS: 300_000, ACK_TIMEOUT_MS: 30_000, QUERY_MAX_FLEET_SCAN: 20_000, QUERY_NAMESPACES: undefined, PROGRESS_EVALUATION: false, REQUIRED_TYPE_URLS: [] });
+    expect(config.slice(QUERY_SETTINGS)).toEqual({ TABLE_NAME: 'events', ENVOY_TTL_MS: 300_000, ACK_TIMEOUT_MS: 30_000, QUERY_MAX_FLEET_SCAN: 20_000, QUERY_NAMESPACES: undefined, PROGRESS_EVALUATION: true, REQUIRED_TYPE_URLS: [] });
     expect(config.slice(['TRACKED_KINDS', 'DECISION_REFRESH_MS'])).toEqual({ TRACKED_KINDS: undefined, DECISION_REFRESH_MS: 0 });
   });
 
