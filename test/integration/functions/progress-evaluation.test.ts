@@ -3,7 +3,7 @@
 // part played by hand (its LINEAGE item, its watermarks, and the PROGRESS items built by the core's
 // progressFromStates from Envoy states it holds). A PROGRESS write alone (no Envoy record, no expire
 // tick) re-evaluates its lineage's pending generations; a live lineage without an item stays Pending.
-import { applyAck, applySent, progressFromStates, withProgrammedThrough, type EnvoyState, type LineageWatermark } from '../../../common/core';
+import { applyAck, applySent, progressFromStates, PROGRESS_MISSING, withProgrammedThrough, type EnvoyState, type LineageWatermark } from '../../../common/core';
 import { decisionOf, FakeEnvoy, FakeGateway, LDS, objectRef, startHandClockedWorld, waitForDecision, type HandClockedWorld } from './convergence-support';
 
 const TTL_MS = 60_000;
@@ -38,11 +38,12 @@ describe('convergence with PROGRESS_EVALUATION', () => {
     const publish = (v: number, states: EnvoyState[]) =>
       world.table.progress.putProgress(progressFromStates({ lineage: gateway.lineage, v, heartbeatAt: clock.now, states, openWatermarks: [mark], requiredTypeUrls: [], policy }));
 
-    // No PROGRESS item yet: the lineage's Envoys cannot be counted.
+    // No PROGRESS item yet, while the Envoys' states are stored (as a gateway run with --progress false
+    // writes them): the lineage's Envoys cannot be counted, and the blocker says why.
     await gateway.watermark(ref, 2, t0);
     const unknown = await waitForDecision(world, ref, 2, () => true, 'generation 2 decided');
     expect(unknown.state).toBe('Pending');
-    expect(unknown.blockers).toEqual([expect.objectContaining({ nodeId: `Envoys of gateway lineage ${gateway.lineage}` })]);
+    expect(unknown.blockers).toEqual([expect.objectContaining({ nodeId: `Envoys of gateway lineage ${gateway.lineage}`, typeUrls: [PROGRESS_MISSING] })]);
 
     expect(await publish(1, [a.state, b.state])).toBe('written');
     const pending = await waitForDecision(world, ref, 2, (d) => d.total === 2, 'generation 2 decided from the item');
