@@ -45,7 +45,8 @@ async function main(): Promise<void> {
     .option('--write-bound <n>', 'invariant 4: max condition writes per object per generation', positiveInt, 6)
     .option('--recovery-budget-ms <n>', 'invariant 3: heal → every object True (default: TTL + 5 s = 9000)', positiveInt)
     .option('--gateway-kill', 'run the gateway as a child process and SIGKILL + restart it in schedules', false)
-    .option('--progress-evaluation', 'the gateway publishes PROGRESS and writes Envoy states on class changes only (--state-writes class-changes), and the functions decide from PROGRESS (PROGRESS_EVALUATION)', false)
+    .option('--shard-path', 'the shard path: the gateway writes every Envoy state (--progress false) and the functions decide from the aggregate shards (default: the fleet-size path, as the product: PROGRESS, states on class changes only, PROGRESS_EVALUATION)', false)
+    .option('--progress-evaluation', 'the fleet-size path (the default; kept so that recorded commands run unchanged)', false)
     .option('--fleet-sizes <list>', 'fleet sizes to cycle through on the one system, e.g. "6,12,24" (the fleet scales before each block of schedules)', (value: string) => value.split(',').map((part) => positiveInt(part)))
     .option('--fleet-size-every <n>', 'schedules per fleet size (with --fleet-sizes)', positiveInt, 10)
     .option('--no-leader-change', 'leave control-plane leader changes (leaderKill, leaderStepDown) out of the schedules')
@@ -57,21 +58,22 @@ async function main(): Promise<void> {
     .option('--gateway-log <file>', 'with --gateway-kill: append the gateway process\'s warnings and errors to this file')
     .option('--control-plane <mode>', 'reference, or unmodified Contour (content ground truth from route prefixes; no real gRPC clients, no tamper, no gateway kill)', controlPlaneMode, 'reference')
     .parse();
-  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; progressEvaluation: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; coreClients: number; goClients: number; logLevel: string; controlPlane: 'reference' | 'contour'; fleetSizes?: number[]; fleetSizeEvery: number; gatewayLog?: string }>();
+  const opts = program.opts<{ schedules: number; seed: number; envoys: number; objects: number; steps: number; durationMs: number; writeBound: number; recoveryBudgetMs?: number; gatewayKill: boolean; shardPath: boolean; leaderChange: boolean; fleetMix: FleetMix; realClients: number; coreClients: number; goClients: number; logLevel: string; controlPlane: 'reference' | 'contour'; fleetSizes?: number[]; fleetSizeEvery: number; gatewayLog?: string }>();
   process.stdout.write(`truth: ${opts.schedules} schedules from seed ${opts.seed}, ${opts.envoys} Envoys, ${opts.objects} objects, ${opts.steps} steps each\n`);
   const started = Date.now();
+  const progressEvaluation = !opts.shardPath;
   const onSchedule = (result: ScheduleResult): void => {
     process.stdout.write(
       `${result.seed < 0 ? 'NACK probe' : `seed ${result.seed}`}${result.resized === undefined ? '' : ` (fleet ${result.resized.change > 0 ? '+' : ''}${result.resized.change} → ${result.resized.envoys})`}: ${result.faultsInjected} faults, ${result.nacksSeen} NACKs, ${result.trueWritesChecked} True writes checked (${result.clientContentChecked} ${opts.controlPlane === 'contour' ? "× Envoys by held content" : "against real clients' CSDS"}), ` +
         `recovery ${result.recoveryMs} ms, max writes/gen ${result.maxWritesPerGeneration}, known races ${result.knownRaces.length}, violations ${result.violations.length}\n`,
     );
-    if (result.violations.length > 0) printFailure(result, `${opts.controlPlane === 'contour' ? ' --control-plane contour' : ''}${opts.progressEvaluation ? ' --progress-evaluation' : ''}`);
+    if (result.violations.length > 0) printFailure(result, `${opts.controlPlane === 'contour' ? ' --control-plane contour' : ''}${progressEvaluation ? '' : ' --shard-path'}`);
   };
   const logger = pino({ level: opts.logLevel });
   const shape = { schedules: opts.schedules, seed: opts.seed, envoys: opts.envoys, objects: opts.objects, stepsPerSchedule: opts.steps, scheduleDurationMs: opts.durationMs, writeBound: opts.writeBound };
   const budget = opts.recoveryBudgetMs === undefined ? {} : { recoveryBudgetMs: opts.recoveryBudgetMs };
   const report = opts.controlPlane === 'contour'
-    ? await runContourTruth({ ...shape, ...budget, leaderChange: opts.leaderChange, fleetMix: opts.fleetMix, progressPath: opts.progressEvaluation, logger, onSchedule })
+    ? await runContourTruth({ ...shape, ...budget, leaderChange: opts.leaderChange, fleetMix: opts.fleetMix, progressPath: progressEvaluation, logger, onSchedule })
     : await runTruth({
     schedules: opts.schedules,
     seed: opts.seed,
@@ -82,7 +84,7 @@ async function main(): Promise<void> {
     writeBound: opts.writeBound,
     gatewayKill: opts.gatewayKill,
     ...(opts.gatewayLog === undefined ? {} : { gatewayLogFile: opts.gatewayLog }),
-    progressEvaluation: opts.progressEvaluation,
+    progressEvaluation,
     leaderChange: opts.leaderChange,
     fleetMix: opts.fleetMix,
     realClients: opts.realClients,
