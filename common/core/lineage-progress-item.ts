@@ -13,7 +13,7 @@
 import { z } from 'zod';
 import { MemberSchema } from './aggregate-shard';
 import { NackBlameSchema } from './envoy-record';
-import { epochMsSchema, lineageSchema, nodeIdSchema, seqSchema } from './record-fields';
+import { epochMsSchema, lineageSchema, nodeIdSchema, seqSchema, typeUrlSchema } from './record-fields';
 import { MAX_DECISION_BLOCKERS } from './stored-decision';
 
 /**
@@ -23,6 +23,8 @@ import { MAX_DECISION_BLOCKERS } from './stored-decision';
 export const MAX_PROGRESS_ANCHORS = 9;
 /** Members listed by summary: as many as a stored decision lists blockers (stored-decision.ts). */
 export const MAX_PROGRESS_LISTED = MAX_DECISION_BLOCKERS;
+/** Required types an item names (the four Envoy types and then some). */
+export const MAX_PROGRESS_REQUIRED_TYPES = 16;
 /** Distinct blames NACK members are counted by; members beyond them count as unblamed (Rejected: the safe side). */
 export const MAX_PROGRESS_BLAME_GROUPS = 8;
 /** Distinct lineage sets split members are counted by; the rest share one group under the union of their sets. */
@@ -101,6 +103,13 @@ export const lineageProgressShape = {
    * the rest are only counted.
    */
   listed: z.array(z.tuple([nodeIdSchema, MemberSchema])).max(MAX_PROGRESS_LISTED),
+  /**
+   * The REQUIRED_TYPE_URLS the gateway judged its members with (sorted; absent: none). The counts
+   * above say "programmed" of a member only if it subscribed to these, and evaluation cannot
+   * re-judge the members it only counts, so it reads an item judged with fewer types than its own
+   * list as unknown (lineage-progress.ts evaluateFromProgress).
+   */
+  required: z.array(typeUrlSchema).max(MAX_PROGRESS_REQUIRED_TYPES).optional(),
 };
 
 /** Members a tally accounts for. */

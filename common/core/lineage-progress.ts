@@ -31,6 +31,7 @@ import { incarnationOf, isLiveMember, memberBlocker, memberFromEnvoyState, split
 import { MAX_BLAMED } from './nack-blame';
 import { NOT_PROGRAMMED, type Member } from './aggregate-shard';
 import type { EnvoyState } from './envoy-record';
+import { shortTypeName } from './type-urls';
 import type { ObjectRef } from './identity';
 import {
   MAX_PROGRESS_ANCHORS,
@@ -250,7 +251,17 @@ export function progressFromStates(input: ProgressBuildInput): LineageProgress {
     nacks: nackGroupsOf(blames),
     split: splitGroupsOf(split, anchors),
     listed: candidates.slice(0, maxListed).map(({ nodeId, member }) => [nodeId, member]),
+    ...(input.requiredTypeUrls.length === 0 ? {} : { required: [...new Set(input.requiredTypeUrls)].sort() }),
   };
+}
+
+/**
+ * The functions' required types the item's gateway did not judge its members with (lineage-progress-item.ts
+ * `required`): with any, a member the item counts as programmed may lack one of them.
+ */
+export function requiredTypesMissing(item: LineageProgress, required: readonly string[] | undefined): string[] {
+  const judged = new Set(item.required ?? []);
+  return (required ?? []).filter((typeUrl) => !judged.has(typeUrl));
 }
 
 // --- evaluation (the convergence function)
@@ -311,6 +322,11 @@ function countsAt(tally: ProgressTally, mark: LineageWatermark | undefined, atAn
  */
 export const PROGRESS_MISSING = 'no PROGRESS item yet; a gateway run with --progress false writes none';
 
+/** Blocker text of an item judged without some of the functions' REQUIRED_TYPE_URLS. */
+export function requiredMismatchText(missing: readonly string[]): string {
+  return `its gateway's --required-type-urls lack ${missing.map(shortTypeName).join(', ')} of the functions' REQUIRED_TYPE_URLS`;
+}
+
 function missingProgressBlocker(lineage: string): Blocker {
   return { nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [PROGRESS_MISSING] };
 }
@@ -329,6 +345,14 @@ export function evaluateFromProgress(input: ProgressEvaluationInput): ProgressCo
   for (const { lineage, progress } of input.lineages) {
     if (progress === undefined) {
       unknown.push(missingProgressBlocker(lineage));
+      continue;
+    }
+    // Judged with fewer required types than ours: its "programmed" may count an Envoy that has not
+    // subscribed to one of them (the false True REQUIRED_TYPE_URLS exists to prevent), so it counts as
+    // unknown, and the blocker names the setting to align.
+    const missingRequired = requiredTypesMissing(progress, policy.requiredTypeUrls);
+    if (missingRequired.length > 0) {
+      unknown.push({ nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [requiredMismatchText(missingRequired)] });
       continue;
     }
     // Every member's lastSeenAt is at most the gateway's heartbeat: past heartbeat + TTL none is live.

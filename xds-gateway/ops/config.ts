@@ -4,7 +4,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { STATE_WRITES } from '../tracking/progress/state-demotion';
 import { z } from 'zod';
-import { isValidTypeUrl } from '../../common/core';
+import { CDS_TYPE_URL, EDS_TYPE_URL, isValidTypeUrl, LDS_TYPE_URL, RDS_TYPE_URL } from '../../common/core';
 import { describeTrackedKindIssues } from '../../common/tracked-kinds';
 import { HTTPPROXY_KIND, HTTPROUTE_KIND, TrackedKindsSchema, type TrackedKind } from '../tracking/tracked-kinds';
 
@@ -266,7 +266,9 @@ export const FLAGS: readonly FlagSpec[] = [
   { key: 'stateWrites', flags: '--state-writes <mode>', env: 'STATE_WRITES', description: 'every: each Envoy state change is written; class-changes: only connects, disconnects, NACKs, STUCK, subscription changes and a refresh (needs --progress and PROGRESS_EVALUATION=true on the functions; docs/GATEWAY.md, "PROGRESS")', defaultNote: 'class-changes with --progress, else every' },
   { key: 'stateRefreshMs', flags: '--state-refresh-ms <ms>', env: 'STATE_REFRESH_MS', description: 'with --state-writes class-changes: longest time an Envoy state that only moved progress waits for its write', default: '900000' },
   { key: 'envoyTtlMs', flags: '--envoy-ttl-ms <ms>', env: 'ENVOY_TTL_MS', description: 'the convergence functions\' ENVOY_TTL_MS: PROGRESS counts a disconnected Envoy this long', default: '300000' },
-  { key: 'requiredTypeUrls', flags: '--required-type-urls <list>', env: 'REQUIRED_TYPE_URLS', description: 'the convergence functions\' REQUIRED_TYPE_URLS (comma-separated), for PROGRESS', default: '' },
+  // The same four types serverless.yml gives the functions: an item judged with fewer is read as
+  // unknown by them (core requiredTypesMissing), so the two defaults must agree.
+  { key: 'requiredTypeUrls', flags: '--required-type-urls <list>', env: 'REQUIRED_TYPE_URLS', description: 'the convergence functions\' REQUIRED_TYPE_URLS (comma-separated; "" for none), for PROGRESS: an item judged with fewer types than the functions require is read as unknown', default: [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL].join(',') },
   { key: 'stateWriteConcurrency', flags: '--state-write-concurrency <n>', env: 'STATE_WRITE_CONCURRENCY', description: 'parallel conditional Envoy state writes per flush', default: '64' },
   { key: 'stateHoldMs', flags: '--state-hold-ms <ms>', env: 'STATE_HOLD_MS', description: 'how long an Envoy state may wait for the answers still due from that Envoy (other types sent, not yet ACKed) so that one write records them all; at most half the ACK timeout; 0: never held', default: '8000' },
   { key: 'lineageHeartbeatMs', flags: '--lineage-heartbeat-ms <ms>', env: 'LINEAGE_HEARTBEAT_MS', description: 'LINEAGE item heartbeat period', default: '5000' },

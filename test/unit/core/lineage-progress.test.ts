@@ -5,6 +5,7 @@ import {
   applyMember,
   DENOMINATOR_IN_TRANSIT,
   PROGRESS_MISSING,
+  requiredMismatchText,
   emptyShard,
   evaluateFromAggregates,
   evaluateFromProgress,
@@ -50,8 +51,8 @@ function build(states: readonly EnvoyState[], open: readonly LineageWatermark[] 
   return progressFromStates({ lineage: L1, v: 1, heartbeatAt: T0, states, openWatermarks: open, requiredTypeUrls: [], policy, ...extra });
 }
 
-function decide(lineages: readonly LineageProgressRead[], watermark: Watermark, extra: { now?: number; deadLineages?: ReadonlySet<string>; decided?: typeof object } = {}) {
-  return evaluateFromProgress({ object: extra.decided ?? object, generation: 2, watermark, lineages, now: extra.now ?? T0, policy, ...(extra.deadLineages === undefined ? {} : { deadLineages: extra.deadLineages }) });
+function decide(lineages: readonly LineageProgressRead[], watermark: Watermark, extra: { now?: number; deadLineages?: ReadonlySet<string>; decided?: typeof object; requiredTypeUrls?: readonly string[] } = {}) {
+  return evaluateFromProgress({ object: extra.decided ?? object, generation: 2, watermark, lineages, now: extra.now ?? T0, policy: { ...policy, ...(extra.requiredTypeUrls === undefined ? {} : { requiredTypeUrls: extra.requiredTypeUrls }) }, ...(extra.deadLineages === undefined ? {} : { deadLineages: extra.deadLineages }) });
 }
 
 /** The shards the convergence function would hold for the same states (one shard, L1, all applied). */
@@ -136,6 +137,21 @@ describe('evaluateFromProgress', () => {
     expect(decide([{ lineage: L2, progress: undefined }], on({ [L1]: mark(1) }))).toMatchObject({ state: 'Pending', total: 0, blockers: [unknown] });
     const result = decide([{ lineage: L1, progress: build([at('a', 1)], [mark(1)]) }, { lineage: L2, progress: undefined }], on({ [L1]: mark(1) }));
     expect(result).toMatchObject({ state: 'Pending', programmed: 1, total: 1, blockers: [unknown], blockersOmitted: 0 });
+  });
+
+  it('an item judged with fewer required types than the functions require is unknown: Pending, naming the setting', () => {
+    // a has subscribed to CDS only: with no required types its gateway counts it programmed.
+    const lax = build([at('a', 1)], [mark(1)]);
+    expect(lax.required).toBeUndefined();
+    expect(decide([{ lineage: L1, progress: lax }], on({ [L1]: mark(1) }))).toMatchObject({ state: 'Programmed', programmed: 1, total: 1 });
+    const strict = decide([{ lineage: L1, progress: lax }], on({ [L1]: mark(1) }), { requiredTypeUrls: [CDS, LDS] });
+    expect(strict).toMatchObject({ state: 'Pending', programmed: 0, total: 0 });
+    expect(strict.blockers).toEqual([{ nodeId: `Envoys of gateway lineage ${L1}`, reason: 'pending', typeUrls: [requiredMismatchText([CDS, LDS])] }]);
+    // Judged with the same list (or more) it is read as usual: a lacks LDS, so it is not programmed.
+    const aligned = build([at('a', 1)], [mark(1)], { requiredTypeUrls: [LDS, CDS] });
+    expect(aligned.required).toEqual([CDS, LDS].sort());
+    expect(decide([{ lineage: L1, progress: aligned }], on({ [L1]: mark(1) }), { requiredTypeUrls: [CDS, LDS] })).toMatchObject({ state: 'Pending', programmed: 0, total: 1 });
+    expect(decide([{ lineage: L1, progress: aligned }], on({ [L1]: mark(1) }), { requiredTypeUrls: [CDS] })).toMatchObject({ programmed: 0, total: 1 });
   });
 
   it('a NACK blocks until an ACK at or past its seq, with its message (capped as in the shards)', () => {
