@@ -110,6 +110,13 @@ export const lineageProgressShape = {
    * list as unknown (lineage-progress.ts evaluateFromProgress).
    */
   required: z.array(typeUrlSchema).max(MAX_PROGRESS_REQUIRED_TYPES).optional(),
+  /**
+   * The ENVOY_TTL_MS the gateway judged liveness with: `members` leaves out a disconnected Envoy once
+   * that long has passed, so an item judged with a shorter TTL than the reader's may have dropped an
+   * Envoy the reader still counts (read as unknown, as for `required`). Absent: an item from before
+   * the field, read as judged with no TTL at all.
+   */
+  ttlMs: positive.optional(),
 };
 
 /** Members a tally accounts for. */

@@ -252,6 +252,7 @@ export function progressFromStates(input: ProgressBuildInput): LineageProgress {
     split: splitGroupsOf(split, anchors),
     listed: candidates.slice(0, maxListed).map(({ nodeId, member }) => [nodeId, member]),
     ...(input.requiredTypeUrls.length === 0 ? {} : { required: [...new Set(input.requiredTypeUrls)].sort() }),
+    ttlMs: policy.ttlMs,
   };
 }
 
@@ -322,6 +323,11 @@ function countsAt(tally: ProgressTally, mark: LineageWatermark | undefined, atAn
  */
 export const PROGRESS_MISSING = 'no PROGRESS item yet; a gateway run with --progress false writes none';
 
+/** Blocker text of an item judged with a shorter TTL than the functions' ENVOY_TTL_MS. */
+export function ttlMismatchText(itemTtlMs: number | undefined, ttlMs: number): string {
+  return `its gateway's --envoy-ttl-ms (${itemTtlMs === undefined ? 'not stated' : itemTtlMs}) is below the functions' ENVOY_TTL_MS (${ttlMs})`;
+}
+
 /** Blocker text of an item judged without some of the functions' REQUIRED_TYPE_URLS. */
 export function requiredMismatchText(missing: readonly string[]): string {
   return `its gateway's --required-type-urls lack ${missing.map(shortTypeName).join(', ')} of the functions' REQUIRED_TYPE_URLS`;
@@ -353,6 +359,11 @@ export function evaluateFromProgress(input: ProgressEvaluationInput): ProgressCo
     const missingRequired = requiredTypesMissing(progress, policy.requiredTypeUrls);
     if (missingRequired.length > 0) {
       unknown.push({ nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [requiredMismatchText(missingRequired)] });
+      continue;
+    }
+    // Judged with a shorter TTL than ours: it may have dropped a disconnected Envoy we still count.
+    if ((progress.ttlMs ?? 0) < policy.ttlMs) {
+      unknown.push({ nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [ttlMismatchText(progress.ttlMs, policy.ttlMs)] });
       continue;
     }
     // Every member's lastSeenAt is at most the gateway's heartbeat: past heartbeat + TTL none is live.

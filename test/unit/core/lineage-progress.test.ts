@@ -6,6 +6,7 @@ import {
   DENOMINATOR_IN_TRANSIT,
   PROGRESS_MISSING,
   requiredMismatchText,
+  ttlMismatchText,
   emptyShard,
   evaluateFromAggregates,
   evaluateFromProgress,
@@ -152,6 +153,16 @@ describe('evaluateFromProgress', () => {
     expect(aligned.required).toEqual([CDS, LDS].sort());
     expect(decide([{ lineage: L1, progress: aligned }], on({ [L1]: mark(1) }), { requiredTypeUrls: [CDS, LDS] })).toMatchObject({ state: 'Pending', programmed: 0, total: 1 });
     expect(decide([{ lineage: L1, progress: aligned }], on({ [L1]: mark(1) }), { requiredTypeUrls: [CDS] })).toMatchObject({ programmed: 0, total: 1 });
+  });
+
+  it('an item judged with a shorter TTL than the functions use is unknown: Pending, naming the setting', () => {
+    const short = build([at('a', 1)], [mark(1)], { policy: { ...policy, ttlMs: policy.ttlMs - 1 } });
+    expect(short.ttlMs).toBe(policy.ttlMs - 1);
+    const result = decide([{ lineage: L1, progress: short }], on({ [L1]: mark(1) }));
+    expect(result).toMatchObject({ state: 'Pending', programmed: 0, total: 0 });
+    expect(result.blockers).toEqual([{ nodeId: `Envoys of gateway lineage ${L1}`, reason: 'pending', typeUrls: [ttlMismatchText(policy.ttlMs - 1, policy.ttlMs)] }]);
+    // The same TTL or a longer one (only stricter: it keeps disconnected Envoys longer) is read as usual.
+    expect(decide([{ lineage: L1, progress: build([at('a', 1)], [mark(1)], { policy: { ...policy, ttlMs: 2 * policy.ttlMs } }) }], on({ [L1]: mark(1) }))).toMatchObject({ state: 'Programmed', programmed: 1, total: 1 });
   });
 
   it('a NACK blocks until an ACK at or past its seq, with its message (capped as in the shards)', () => {
