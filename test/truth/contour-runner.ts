@@ -135,7 +135,7 @@ class ContourRun {
   ) {
     this.observer = new ConditionObserver(system.endpoints.kubeUrl, CONDITION_TYPE);
     this.resync = buildFunctionContext(
-      recountEnv({ storeEnv: system.dynamo.storeEnv, envoyTtlMs: DEFAULT_TIMINGS.envoyTtlMs, ackTimeoutMs: DEFAULT_TIMINGS.ackTimeoutMs, conditionType: CONDITION_TYPE, kubeconfigPath: system.kube.kubeconfigPath }),
+      recountEnv({ storeEnv: system.dynamo.storeEnv, envoyTtlMs: DEFAULT_TIMINGS.envoyTtlMs, ackTimeoutMs: DEFAULT_TIMINGS.ackTimeoutMs, conditionType: CONDITION_TYPE, kubeconfigPath: system.kube.kubeconfigPath, progressEvaluation: options.progressPath === true }),
       logger.child({ component: 'truth-recount' }),
     );
     for (let index = 0; index < options.objects; index++) {

@@ -16,7 +16,7 @@ import type { Violation } from './checker';
  * Envoy has not subscribed to, comes from REQUIRED_TYPE_URLS): recomputed without them, every member
  * of an Envoy missing a required type looked like drift.
  */
-export function recountEnv(args: { storeEnv: Readonly<Record<string, string>>; envoyTtlMs: number; ackTimeoutMs: number; conditionType: string; kubeconfigPath: string }): Record<string, string> {
+export function recountEnv(args: { storeEnv: Readonly<Record<string, string>>; envoyTtlMs: number; ackTimeoutMs: number; conditionType: string; kubeconfigPath: string; progressEvaluation?: boolean }): Record<string, string> {
   return {
     ...args.storeEnv,
     ENVOY_TTL_MS: String(args.envoyTtlMs),
@@ -25,8 +25,9 @@ export function recountEnv(args: { storeEnv: Readonly<Record<string, string>>; e
     CONDITION_TYPE: args.conditionType,
     TRACKED_KINDS: JSON.stringify([HTTPPROXY_TRACKED_KIND]),
     KUBECONFIG_PATH: args.kubeconfigPath,
-    // The recount reads the shards and the Envoy states, whichever path decided.
-    PROGRESS_EVALUATION: 'false',
+    // As the system under test decides (the resync pass re-evaluates with it); the recount itself
+    // reads the shards and the Envoy states whichever path decided.
+    PROGRESS_EVALUATION: args.progressEvaluation === true ? 'true' : 'false',
   };
 }
 

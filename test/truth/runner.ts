@@ -137,7 +137,7 @@ export async function runTruth(options: TruthRunOptions): Promise<TruthRunReport
   const system = await startTruthSystem({ objects: options.objects, envoys: 0, timings, gatewayAsProcess: options.gatewayKill ?? false, ...(options.gatewayLogFile === undefined ? {} : { gatewayLogFile: options.gatewayLogFile }), fleetMix: options.fleetMix ?? DEFAULT_FLEET_MIX, mixSeed: options.seed, ...(options.progressEvaluation === true ? { progress: true, progressEvaluation: true, stateWrites: 'class-changes' as const } : {}), logger });
   const observer = new ConditionObserver(system.kube.url, CONDITION_TYPE);
   const resyncContext = buildFunctionContext(
-    recountEnv({ storeEnv: system.dynamo.storeEnv, envoyTtlMs: timings.envoyTtlMs, ackTimeoutMs: timings.ackTimeoutMs, conditionType: CONDITION_TYPE, kubeconfigPath: system.kube.kubeconfigPath }),
+    recountEnv({ storeEnv: system.dynamo.storeEnv, envoyTtlMs: timings.envoyTtlMs, ackTimeoutMs: timings.ackTimeoutMs, conditionType: CONDITION_TYPE, kubeconfigPath: system.kube.kubeconfigPath, progressEvaluation: options.progressEvaluation === true }),
     logger.child({ component: 'truth-resync' }),
   );
   const harness = new Harness(system, observer, contents, options.objects, logger);
