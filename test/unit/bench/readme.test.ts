@@ -203,8 +203,22 @@ describe('the fleet-size targets on both paths', () => {
     const both = evaluateTargets({ machine: 'test', runs: [sizeRun(1000, 100, { e2e: { ...shard, dynamo: { ...shard.dynamo, itemWrites: 1500 } }, e2eProgressPath: fleetSize })] });
     const shardRow = both.find((t) => t.id === 'writes-per-envoy-change-1000');
     const fleetRow = both.find((t) => t.id === 'writes-per-envoy-change-1000-fleet-size');
-    expect(shardRow?.target).not.toContain('fleet-size path');
-    expect(fleetRow?.target).toContain('(fleet-size path)');
+    expect(shardRow?.target).toContain('(shard path)');
+    expect(fleetRow?.target).toContain('(fleet-size path, the default)');
+    // The default path's rows come first.
+    expect(both.indexOf(fleetRow!)).toBeLessThan(both.indexOf(shardRow!));
     expect(fleetRow?.measured).not.toBe(shardRow?.measured);
+  });
+
+  it('judges last ACK → True at the anchor on the default path too, first, where the anchor measured it', () => {
+    const shard = e2e(1000, 1000, 900, 2, 1);
+    const fleetSize: E2eResult = { ...e2e(1000, 1000, 200, 2, 0.3), progressPath: true };
+    const shardOnly = evaluateTargets({ machine: 'test', runs: [sizeRun(1000, 1000, { e2e: shard })] });
+    expect(shardOnly.find((t) => t.id === 'ack-to-true-fleet-size')).toBeUndefined();
+    const both = evaluateTargets({ machine: 'test', runs: [sizeRun(1000, 1000, { e2e: shard, e2eProgressPath: fleetSize })] });
+    expect(both[0]?.id).toBe('ack-to-true-fleet-size');
+    expect(both[1]?.id).toBe('ack-to-true');
+    expect(both[0]?.measured).toBe(`${fleetSize.lastAckToTrueMs.p99} ms`);
+    expect(both[0]?.measured).not.toBe(both[1]?.measured);
   });
 });
