@@ -14,12 +14,13 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, relative } from 'node:path';
 
+import type { VersionLog } from '../../../common/core';
 import { openTable, type DynamoEventStore } from '../../../common/store';
 import type { ControlPlane } from '../../../infra/local/control-plane/control-plane';
 import type { InMemoryRouteSource } from '../../../infra/local/control-plane/route-source';
 import type { LocalDynamo } from '../../../infra/local/dynamo';
 import type { Fleet } from '../../../infra/local/envoys';
-import { ALL_TYPES, adsSpec, envoyState, eventually, newFleet, startDynamoAndControlPlane, testLogger } from '../gateway/helpers';
+import { ALL_TYPES, adsSpec, envoyAnswers, eventually, newFleet, startDynamoAndControlPlane, testLogger } from '../gateway/helpers';
 import { ROOT, dockerignore, parseCopy, readDockerfile, runtimeImage, type RuntimeImage, type Stage } from './dockerfile';
 
 const TABLE = 'gw-image';
@@ -202,6 +203,7 @@ describe('the gateway image (Dockerfile), built and run without a Docker engine'
     let source: InMemoryRouteSource;
     let controlPlane: ControlPlane;
     let store: DynamoEventStore;
+    let versionLog: VersionLog;
     let destroyStore: () => void;
     let fleet: Fleet | undefined;
     let gateway: ChildProcess | undefined;
@@ -211,6 +213,7 @@ describe('the gateway image (Dockerfile), built and run without a Docker engine'
       ({ dynamo, source, controlPlane } = await startDynamoAndControlPlane());
       const table = openTable({ tableName: TABLE, client: { region: 'us-east-1', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'l', secretAccessKey: 'l' } }, logger: testLogger });
       store = table.store;
+      versionLog = table.versionLog;
       destroyStore = () => table.close();
       // Configuration by environment, as gateway.yaml gives it; local addresses and plaintext
       // instead of the cluster's Services and Secrets. Ops on all interfaces, as in the pod.
@@ -261,9 +264,11 @@ describe('the gateway image (Dockerfile), built and run without a Docker engine'
       fleet = newFleet(ports.xdsPort);
       fleet.addMany(1, adsSpec({ node: () => ({ id: 'image-envoy', cluster: 'edge' }) }), 0);
       fleet.connectAll();
+      // With the image's defaults (the fleet-size path) the Envoy's state is written on its connect and
+      // its ACKs go to the lineage's version log: an ACK of every type, wherever the table keeps it.
       await eventually(async () => {
-        const state = await envoyState(store, 'image-envoy');
-        return state !== undefined && ALL_TYPES.every((type) => state.types[type]?.acked !== undefined);
+        const acked = new Set((await envoyAnswers(store, versionLog, 'image-envoy', ALL_TYPES)).filter((answer) => answer.outcome === 'ACK').map((answer) => answer.typeUrl));
+        return ALL_TYPES.every((type) => acked.has(type));
       }, 'the Envoy served through the image\'s gateway, its ACKs recorded in dynalite');
       await eventually(async () => (await fetch(`http://127.0.0.1:${ports.opsPort}/readyz`)).status === 200, 'the gateway ready');
 
