@@ -373,8 +373,8 @@ function envoysInTransit(aggregate: LineageAggregate, missing: number): number {
  * The lineage's Envoys cannot be counted (its count item is missing, corrupt or has none): nothing on
  * it can be Programmed. Also what a live lineage without a PROGRESS item gives (lineage-progress.ts).
  */
-export function unknownCountBlocker(lineage: Lineage): Blocker {
-  return { nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [DENOMINATOR_UNKNOWN] };
+export function unknownCountBlocker(lineage: Lineage, why: string = DENOMINATOR_UNKNOWN): Blocker {
+  return { nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [why] };
 }
 
 /** Blocker texts of the denominator check (shown as "waiting for <n> Envoy states of … (<text>)"). */

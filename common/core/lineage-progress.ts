@@ -27,7 +27,7 @@
 //    as unblamed NACKs (Rejected rather than Blocked) or as split members blocking whatever.
 import type { Blocker } from './blocker';
 import { blamesOtherObjectsOnly, latestPerNode, noEnvoysConvergence, sortBlockers, stateOfReasons, unobservableConvergence, type Convergence, type ConvergencePolicy } from './convergence';
-import { incarnationOf, isLiveMember, memberBlocker, memberFromEnvoyState, splitLiveElsewhere } from './aggregate';
+import { incarnationOf, isLiveMember, memberBlocker, memberFromEnvoyState, splitLiveElsewhere, unknownCountBlocker } from './aggregate';
 import { MAX_BLAMED } from './nack-blame';
 import { NOT_PROGRAMMED, type Member } from './aggregate-shard';
 import type { EnvoyState } from './envoy-record';
@@ -317,7 +317,7 @@ function countsAt(tally: ProgressTally, mark: LineageWatermark | undefined, atAn
 }
 
 /**
- * Blocker text of a live lineage without a PROGRESS item: for a moment after its gateway registers it,
+ * Blocker text (unknownCountBlocker) of a live lineage without a PROGRESS item: for a moment after its gateway registers it,
  * or for as long as its gateway runs with --progress false (the shard path) while the functions decide
  * from PROGRESS; the condition names the likely cause (docs/OPERATIONS.md, "Moving between the paths").
  */
@@ -333,9 +333,6 @@ export function requiredMismatchText(missing: readonly string[]): string {
   return `its gateway's --required-type-urls lack ${missing.map(shortTypeName).join(', ')} of the functions' REQUIRED_TYPE_URLS`;
 }
 
-function missingProgressBlocker(lineage: string): Blocker {
-  return { nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [PROGRESS_MISSING] };
-}
 
 /** Convergence of X@G from the live lineages' PROGRESS items; same answer as evaluateFromAggregates (file comment). */
 export function evaluateFromProgress(input: ProgressEvaluationInput): ProgressConvergence {
@@ -350,7 +347,7 @@ export function evaluateFromProgress(input: ProgressEvaluationInput): ProgressCo
   let programmed = 0;
   for (const { lineage, progress } of input.lineages) {
     if (progress === undefined) {
-      unknown.push(missingProgressBlocker(lineage));
+      unknown.push(unknownCountBlocker(lineage, PROGRESS_MISSING));
       continue;
     }
     // Judged with fewer required types than ours: its "programmed" may count an Envoy that has not
@@ -358,12 +355,12 @@ export function evaluateFromProgress(input: ProgressEvaluationInput): ProgressCo
     // unknown, and the blocker names the setting to align.
     const missingRequired = requiredTypesMissing(progress, policy.requiredTypeUrls);
     if (missingRequired.length > 0) {
-      unknown.push({ nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [requiredMismatchText(missingRequired)] });
+      unknown.push(unknownCountBlocker(lineage, requiredMismatchText(missingRequired)));
       continue;
     }
     // Judged with a shorter TTL than ours: it may have dropped a disconnected Envoy we still count.
     if ((progress.ttlMs ?? 0) < policy.ttlMs) {
-      unknown.push({ nodeId: `Envoys of gateway lineage ${lineage}`, reason: 'pending', typeUrls: [ttlMismatchText(progress.ttlMs, policy.ttlMs)] });
+      unknown.push(unknownCountBlocker(lineage, ttlMismatchText(progress.ttlMs, policy.ttlMs)));
       continue;
     }
     // Every member's lastSeenAt is at most the gateway's heartbeat: past heartbeat + TTL none is live.

@@ -119,12 +119,7 @@ export async function lineageState(store: EventStore, lineage: string): Promise<
 
 export async function envoyEvents(store: EventStore, nodeId: string): Promise<EnvoyEvent[]> {
   const events: EnvoyEvent[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await store.listEnvoyEvents(nodeId, cursor === undefined ? {} : { cursor });
-    events.push(...page.items);
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
+  for await (const event of pages((cursor) => store.listEnvoyEvents(nodeId, cursor === undefined ? {} : { cursor }))) events.push(event);
   return events;
 }
 
