@@ -27,6 +27,7 @@
 //     end a tracked object's spec change becomes True and the reference Envoys run the current config.
 // FUZZ_RUNS raises the number of runs (default 10); FUZZ_SEED replays one; FUZZ_EXAMPLE=<file> plays a printed counterexample first.
 import { readFileSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import fc from 'fast-check';
 import pino from 'pino';
@@ -62,6 +63,8 @@ const GROUP = 'ingress';
 /** The truth system's gateway runs with the default per-stream rate (xds-gateway/ops/config.ts). */
 const RATE = { perSecond: 100, burst: 200 };
 const QUIET_MS = 250;
+/** How long a settled client may take to hold the current config of its final names. */
+const HOLD_MS = 5000;
 const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
 
 // ---------------------------------------------------------------- arbitraries
@@ -450,33 +453,46 @@ async function playChurn(scenario: Extract<Scenario, { kind: 'sotw-churn' | 'del
   checkRecorded(nodeId, ledgers, `${what} (settled)`);
 
   // What the client holds is the current config for its subscription, on every type it did not NACK.
+  // Judged until it holds (HOLD_MS): silence is not proof the last answer is in (a loaded machine
+  // can hold a response, or the client's last request, longer than the quiet period), so a
+  // mismatch fails only once the gateway had time to answer the final names.
   const reference = protocol === 'sotw' ? refSotw : refDelta;
-  for (const typeUrl of TYPES) {
+  /** What the client holds on a type against what it should, or undefined when there is nothing to compare. */
+  const holding = async (typeUrl: string): Promise<{ actual: object; expected: object } | undefined> => {
     const last = latest(typeUrl);
     const ledger = ledgers.get(typeUrl)!;
     if (last === undefined) throw new Error(`${what}: no ${typeUrl} response at all; sent ${JSON.stringify(ledger.sent)}`);
-    if (ledger.answered.get(last.nonce ?? '') !== 'ack') continue;
+    if (ledger.answered.get(last.nonce ?? '') !== 'ack') return undefined;
     const version = versionOf(last);
     // The tracker's record: the last ACK, nothing pending.
     await eventually(() => gateway().tracker.envoyState(nodeId)?.types[typeUrl]?.acked === seqOf(version), `${what}: the tracker records the ACK of ${typeUrl} ${version}`, 5000);
-    if (ledger.nacked.size > 0) continue; // a NACKed seq is not served again (delta-downstream.ts): content may lag by design
+    if (ledger.nacked.size > 0) return undefined; // a NACKed seq is not served again (delta-downstream.ts): content may lag by design
     await eventually(() => reference.acceptedVersion(typeUrl) === version, `${what}: the reference at ${typeUrl} ${version}`, 5000).catch(() => undefined);
-    if (reference.acceptedVersion(typeUrl) !== version) continue; // the config moved meanwhile: nothing to compare with
+    if (reference.acceptedVersion(typeUrl) !== version) return undefined; // the config moved meanwhile: nothing to compare with
     const all = reference.heldResources(typeUrl);
     const wanted = finalNames.get(typeUrl)!;
     const interest = (name: string): boolean => wanted.includes('*') || wanted.includes(name);
     if (protocol === 'sotw') {
       const got = ((last as DiscoveryResponse).resources ?? []).map((any) => sotwResourceName(any).name).sort();
       const expected = [...all.keys()].filter(interest).sort();
-      coverage.sotwCompared += 1;
-      expect({ what, typeUrl, names: wanted, got }).toEqual({ what, typeUrl, names: wanted, got: expected });
-    } else {
-      const held = model.get(typeUrl)!.held;
-      const got = Object.fromEntries([...held].sort(([a], [b]) => (a < b ? -1 : 1)));
-      const expected = Object.fromEntries([...all].filter(([name]) => interest(name)).sort(([a], [b]) => (a < b ? -1 : 1)));
-      coverage.deltaCompared += 1;
-      expect({ what, typeUrl, names: wanted, held: got }).toEqual({ what, typeUrl, names: wanted, held: expected });
+      return { actual: { what, typeUrl, names: wanted, got }, expected: { what, typeUrl, names: wanted, got: expected } };
     }
+    const held = model.get(typeUrl)!.held;
+    const got = Object.fromEntries([...held].sort(([a], [b]) => (a < b ? -1 : 1)));
+    const expected = Object.fromEntries([...all].filter(([name]) => interest(name)).sort(([a], [b]) => (a < b ? -1 : 1)));
+    return { actual: { what, typeUrl, names: wanted, held: got }, expected: { what, typeUrl, names: wanted, held: expected } };
+  };
+  for (const typeUrl of TYPES) {
+    const deadline = Date.now() + HOLD_MS;
+    let compared = await holding(typeUrl);
+    while (compared !== undefined && !isDeepStrictEqual(compared.actual, compared.expected) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      compared = await holding(typeUrl);
+    }
+    if (compared === undefined) continue;
+    if (protocol === 'sotw') coverage.sotwCompared += 1;
+    else coverage.deltaCompared += 1;
+    expect(compared.actual).toEqual(compared.expected);
   }
   // The table says what the tracker says (the recorder wrote it).
   await eventually(async () => {
