@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { Clock, VersionLog } from '../../common/core';
 import { describeError } from '../../common/describe-error';
 import { openTable, registerLineageHeartbeats, type DynamoEventStore, type StoreClientSeams } from '../../common/store';
-import { AdmissionRefused, DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS, startRelay, type Relay, type RelayListenTls, type RelayUpstreamTls } from '../relay';
+import { AdmissionRefused, DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS, ownsLineage, startRelay, type Relay, type RelayListenTls, type RelayUpstreamTls } from '../relay';
 import { nodeGroupingFromSpec } from '../relay/relay';
 import type { UpstreamContent } from '../relay/relay-group';
 import { ObservedGenerationBarrier } from '../tracking/barrier';
@@ -181,7 +181,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     pendingStateHoldMs: Math.min(config.stateHoldMs, config.ackTimeoutMs / 2),
     highWaterEvents: config.queueHighWater,
     stateWriteConcurrency: config.stateWriteConcurrency,
-    mergeEnvoyState,
+    // This process's own lineages are told apart from other gateways' (envoy-state-merge.ts).
+    mergeEnvoyState: (ours, stored) => mergeEnvoyState(ours, stored, (lineage) => ownsLineage(lineage, config.instanceId, bootId)),
     metrics: metrics.recorder,
     // Write-ahead registration of each new lineage in the convergence registry (docs/CONVERGENCE.md).
     registerLineage: (lineage, heartbeatAt) => registerLineageHeartbeats(lineageRegistry, new Map([[lineage, heartbeatAt]])),

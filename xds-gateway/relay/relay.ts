@@ -39,6 +39,7 @@ import {
 import type { RelayControl, RelayObserver } from './observer';
 import type { NamedResource } from './make-before-break';
 import { RelayGroup, type MonotonicityGuard } from './relay-group';
+import { lineageBootPart } from './lineage-boot-part';
 import { RequestError } from './request-error';
 import { SotwResponseEncoder, withSharedResponseEncoding, type ResponseEncodingStats } from './response-encoding';
 import { SotwDownstream } from './sotw-downstream';
@@ -365,11 +366,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const bootPartFor = (groupId: string): string => {
     if (!firstLineageUsed.has(groupId) && firstLineageUsed.size < MAX_FIRST_LINEAGE_GROUP_IDS) {
       firstLineageUsed.add(groupId);
-      return bootId;
+      return lineageBootPart(bootId, undefined);
     }
     lastEpoch += 1;
-    const suffix = `-l${lastEpoch}`;
-    return `${bootId.slice(0, 63 - suffix.length)}${suffix}`;
+    return lineageBootPart(bootId, lastEpoch);
   };
   /** group key → moves to a new lineage since the group was last created (diagnostics, bounded). */
   const lineageMoves = new Map<string, number>();

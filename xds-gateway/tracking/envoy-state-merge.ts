@@ -7,12 +7,21 @@
 //    lineage's until the Envoy subscribes again on ours — the LINEAGE heartbeat tells readers
 //    whether that old lineage is still alive, and evaluation stops counting it once it is not);
 //  - if we have no open stream left but the stored state is another gateway's live connection,
-//    that gateway owns the Envoy now: keep the stored state.
+//    that gateway owns the Envoy now: keep the stored state;
+//  - but a CONNECTED state stored on another lineage of this same process is a connection this
+//    process ended itself (a node-id takeover from another node group: the relay ends the older
+//    connection's streams, and the tracker follows the newer one, whose state `ours` is): ours
+//    wins. Kept, that state stayed CONNECTED in the table with no stream behind it, vouched by the
+//    old group's heartbeat, and every object waited for it.
 import type { EnvoyState } from '../../common/core';
 
-export function mergeEnvoyState(ours: EnvoyState, stored: EnvoyState | undefined): EnvoyState {
+/**
+ * `ownsLineage` says whether a lineage is this process's (relay lineage-boot-part.ts); without it
+ * every other lineage is taken for another gateway's.
+ */
+export function mergeEnvoyState(ours: EnvoyState, stored: EnvoyState | undefined, ownsLineage: (lineage: string) => boolean = () => false): EnvoyState {
   if (stored === undefined) return ours;
-  if (ours.status !== 'CONNECTED' && stored.lineage !== ours.lineage && stored.status === 'CONNECTED') {
+  if (ours.status !== 'CONNECTED' && stored.lineage !== ours.lineage && stored.status === 'CONNECTED' && !ownsLineage(stored.lineage)) {
     return { ...stored, rev: ours.rev };
   }
   const types = { ...ours.types };

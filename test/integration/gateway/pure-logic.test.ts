@@ -3,6 +3,7 @@
 import fc from 'fast-check';
 import { CDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, newEnvoyState, programmedThrough, typeVersionAt, type EnvoyState } from '../../../common/core';
 import { parseGatewayConfig } from '../../../xds-gateway/ops/config';
+import { lineageBootPart, ownsLineage } from '../../../xds-gateway/relay/lineage-boot-part';
 import { mergeEnvoyState } from '../../../xds-gateway/tracking/envoy-state-merge';
 import { targetForHolder } from '../../../xds-gateway/tracking/leader-follower';
 import { lineageStateFor, recordTypeChange } from '../../../xds-gateway/tracking/lineage-mirror';
@@ -80,6 +81,17 @@ describe('mergeEnvoyState', () => {
     const merged = mergeEnvoyState(mine, theirs);
     expect(merged.status).toBe('CONNECTED');
     expect(merged.lineage).toBe('gw2.b9.edge');
+  });
+
+  test('a disconnect overrides a CONNECTED state of another lineage of this same process (a takeover from another node group)', () => {
+    // The relay ended that connection itself when the node id moved to our group; kept, it stayed
+    // CONNECTED in the table with no stream behind it (the hostile-node fuzz: every object waited).
+    const mine = { ...ours(), status: 'DISCONNECTED' as const, rev: 2 };
+    const previousGroup = { ...stored(), lineage: 'gw.b2.other', status: 'CONNECTED' as const };
+    const merged = mergeEnvoyState(mine, previousGroup, (lineage) => lineage.startsWith('gw.b2.'));
+    expect({ status: merged.status, lineage: merged.lineage, rev: merged.rev }).toEqual({ status: 'DISCONNECTED', lineage: 'gw.b2.edge', rev: 2 });
+    // Another process's live connection still wins.
+    expect(mergeEnvoyState(mine, { ...previousGroup, lineage: 'gw.b9.other' }, (lineage) => lineage.startsWith('gw.b2.')).status).toBe('CONNECTED');
   });
 
   test('an EXPIRED mark from the expire function is overridden while we hold a stream', () => {
@@ -223,5 +235,19 @@ describe('parseGatewayConfig', () => {
     if (parsed.kind !== 'ok') return;
     expect(parsed.config.trackedKinds[0]?.signal).toEqual({ type: 'none' });
     expect(parsed.config.leaderTargets).toEqual({ 'contour-0': '10.0.0.1:8001' });
+  });
+});
+
+describe('ownsLineage', () => {
+  const boot = '4ab48296d41d';
+  test.each([
+    ['the first lineage of a group', `gw.${boot}.edge`, true],
+    ['a later lineage of a group (epoch suffix)', `gw.${lineageBootPart(boot, 12)}.edge`, true],
+    ['another boot of the same instance', 'gw.000000000000.edge', false],
+    ['another boot with an epoch suffix', 'gw.000000000000-l3.edge', false],
+    ['another instance', `gw2.${boot}.edge`, false],
+    ['not a lineage', `gw.${boot}`, false],
+  ])('%s', (_name, lineage, expected) => {
+    expect(ownsLineage(lineage, 'gw', boot)).toBe(expected);
   });
 });
