@@ -164,6 +164,35 @@ describe('node id takeover (gateway: the tracker sees a disconnect, then a new c
     expect(metricsText).toMatch(/^xds_programmed_gateway_node_id_takeovers_total 1$/m);
   });
 
+  test('a takeover from another node group whose connection ends before its state is stored: the table says DISCONNECTED, not the old group\'s CONNECTED', async () => {
+    const old = clients.askClusters(clients.connection(gateway.xdsPort), { id: 'mover', cluster: 'group-a' });
+    ack(old, await old.next());
+    const before = await eventuallyStored(async () => {
+      const read = await envoyState(gateway.store, 'mover');
+      return read?.status === 'CONNECTED' && read.types[CLUSTER_TYPE_URL]?.acked !== undefined ? read : undefined;
+    }, 'the first connection\'s state stored');
+    // Writes held back: the newer connection's connect and its disconnect reach the table as one
+    // state, written over the first connection's CONNECTED on the other group's lineage.
+    dynamo.faults.setHook((request) => (['PutItem', 'UpdateItem', 'BatchWriteItem', 'TransactWriteItems'].includes(request.operation) ? 'throttle' : 'none'));
+    let lineage: string | undefined;
+    try {
+      const newer = clients.askClusters(clients.connection(gateway.xdsPort), { id: 'mover', cluster: 'group-b' });
+      await endedReplaced(old);
+      await eventually(() => gateway.tracker.envoyState('mover')?.lineage !== before.lineage, 'the tracker follows the newer connection');
+      newer.close();
+      await eventually(() => gateway.tracker.envoyState('mover')?.status === 'DISCONNECTED', 'the newer connection gone');
+      lineage = gateway.tracker.envoyState('mover')?.lineage;
+    } finally {
+      dynamo.faults.setHook(undefined);
+    }
+    // Kept CONNECTED, the state had no stream behind it and held its group's objects Pending.
+    const stored = await eventuallyStored(async () => {
+      const read = await envoyState(gateway.store, 'mover');
+      return read?.status === 'DISCONNECTED' ? read : undefined;
+    }, 'the disconnect stored', 10_000);
+    expect({ status: stored.status, lineage: stored.lineage }).toEqual({ status: 'DISCONNECTED', lineage });
+  });
+
   test('the caps are wired from flags: refusals are counted by reason on /metrics', async () => {
     const capped = await startTestGateway({
       upstream: controlPlane.address,
