@@ -236,7 +236,7 @@ export class AggregateSnapshot {
     if (this.deps.progress !== undefined) {
       // A live lineage without an item (its gateway runs without --progress, or has not written yet)
       // reads as unknown: nothing on it can be Programmed (core evaluateFromProgress).
-      // Read twice at least: one consistent snapshot, so a node moving between lineages is counted (progress-snapshot.ts).
+      // One consistent snapshot (read twice when there are several items), so a node moving between lineages is counted (progress-snapshot.ts).
       this.progressReads = await this.progressSnapshot(live, now);
       return [];
     }

@@ -11,6 +11,12 @@
 // by a third, and so on; if the items still move after MAX_PROGRESS_READS reads, the lineages that
 // moved are returned without an item, which evaluation reads as an unknown count (Pending): never a
 // decision from a mixed read.
+//
+// One lineage needs no second read: a node can only move between two items, and one item's read is
+// atomic (GetItem), so the first read is already a moment the table held. That is the common case of
+// every evaluation on a one-gateway fleet, and of the decisive one after a push: the second read was
+// a sequential round trip on the way to the True, and while the gateway was still writing the item
+// (its last ACKs arriving) the reads kept differing and the evaluation gave up as Pending.
 import type { Logger } from 'pino';
 import type { Lineage, LineageProgressRead, ProgressStore } from '../../common/core';
 
@@ -22,7 +28,7 @@ function versionOf(read: LineageProgressRead): number {
 
 export async function readProgressSnapshot(store: Pick<ProgressStore, 'getProgresses'>, lineages: readonly Lineage[], logger: Logger): Promise<LineageProgressRead[]> {
   let previous = await store.getProgresses(lineages);
-  if (previous.length === 0) return previous;
+  if (new Set(lineages).size <= 1) return previous;
   for (let reads = 2; ; reads++) {
     const again = await store.getProgresses(lineages);
     const moved = new Set(again.filter((read, index) => versionOf(read) !== versionOf(previous[index] as LineageProgressRead)).map((read) => read.lineage));
