@@ -30,9 +30,12 @@ export function processRssMiB(pid: number): number | undefined {
   }
 }
 
-/** The local system's processes besides this one (which hosts the system: control plane, functions, front). */
-export type ChildProcessName = 'gateway' | 'fleet' | 'dynalite';
-export const CHILD_PROCESSES: readonly ChildProcessName[] = ['gateway', 'fleet', 'dynalite'];
+/**
+ * The local system's processes besides this one (which hosts the functions and the DynamoDB front,
+ * and the API server and control plane unless `cluster` runs them).
+ */
+export type ChildProcessName = 'gateway' | 'fleet' | 'dynalite' | 'cluster';
+export const CHILD_PROCESSES: readonly ChildProcessName[] = ['gateway', 'fleet', 'dynalite', 'cluster'];
 /** Per kind, its process, or its processes (several gateway replicas): their CPU is summed. */
 export type ChildPids = Partial<Record<ChildProcessName, number | readonly number[]>>;
 
@@ -63,6 +66,7 @@ export interface ProcessCpuPercent {
   gateway?: number;
   fleet?: number;
   dynalite?: number;
+  cluster?: number;
 }
 
 export type CpuReading = { at: number; system: number } & Partial<Record<ChildProcessName, number>>;

@@ -11,11 +11,15 @@ import { writeKubeconfig } from '../kube/kubeconfig';
 import { startKubeApiServer, type KubeApiServer } from '../kube/server';
 import type { Component } from './component';
 
-export interface KubeComponent extends Component {
-  server: KubeApiServer;
+/** Where the API server is, for HTTP, kubectl and in-process clients, wherever it runs. */
+export interface KubeEndpointsComponent extends Component {
   url: string;
   kubeconfigPath: string;
   kubeConfig: KubeConfig;
+}
+
+export interface KubeComponent extends KubeEndpointsComponent {
+  server: KubeApiServer;
 }
 
 async function installCrd(url: string, crd: object): Promise<void> {

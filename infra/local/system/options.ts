@@ -26,8 +26,11 @@ export const localSystemOptionsSchema = z
      * provenance; 'contour' runs unmodified `contour serve` replicas (installed by `npm run
      * contour:install`) and puts the gateway in barrier mode, following Contour's Lease
      * (docs/CONTOUR.md). Contour serves no API listeners, so no gRPC clients are started with it.
+     * 'reference-child' is the reference control plane with the API server in a child process of
+     * their own (cluster-process.ts: the e2e bench's layout), without the in-process replicas tests
+     * reach into.
      */
-    controlPlane: z.enum(['reference', 'contour']).default('reference'),
+    controlPlane: z.enum(['reference', 'reference-child', 'contour']).default('reference'),
     /**
      * With `controlPlane: 'contour'`: Gateway API too. The Gateway API CRDs Contour's go.mod pins are
      * registered, a GatewayClass and the Gateway `projectcontour/contour` (one HTTP listener, routes

@@ -21,12 +21,13 @@ import { closeAll, type Component } from './component';
 import { CONTOUR_GATEWAY_CONTROLLER, CONTOUR_LEASE, contourInstall, startContourComponent, yamlObjects, type ContourComponent } from './contour';
 import { HTTPPROXY_KIND, HTTPROUTE_KIND } from '../../../xds-gateway/tracking/tracked-kinds';
 import { HTTPROUTE_TRACKED_KIND, REFERENCE_CONTROLLER_NAME } from '../control-plane/gateway-api';
-import { DEFAULT_LEASE_TIMINGS, LEASE_NAME, LEASE_NAMESPACE, startControlPlaneComponent, type ControlPlaneComponent } from './control-plane';
+import { DEFAULT_LEASE_TIMINGS, LEASE_NAME, LEASE_NAMESPACE, startControlPlaneComponent, type ControlPlaneComponent, type ServiceEndpoint } from './control-plane';
 import { startDynamoComponent, type DynamoComponent } from './dynamo';
 import { startBackendComponent, startFleetComponentIn, type FleetComponentOf, type FleetProcessMode } from './fleet';
 import { DEFAULT_REQUIRED_TYPE_URLS, startFunctionsComponent, type FunctionsComponent } from './functions';
 import { startGatewayComponent, type GatewayComponent } from './gateway';
-import { startKubeComponent, type KubeComponent } from './kube';
+import { startKubeComponent, type KubeEndpointsComponent } from './kube';
+import { startClusterProcess, type ChildControlPlaneComponent } from './cluster-process';
 import { localEnvoyHeartbeatMs, localSystemOptionsSchema, portLayout, type LocalSystemOptions, type ResolvedSystemOptions } from './options';
 import { applySampleBackends, applySamples, SAMPLE_NAMESPACE, sampleCanaryService, sampleService } from './samples';
 
@@ -61,10 +62,10 @@ export interface StartupStep {
 }
 
 /** Which control plane runs (options.controlPlane). */
-export type ControlPlaneMode = 'reference' | 'contour';
+export type ControlPlaneMode = 'reference' | 'reference-child' | 'contour';
 
 /** The component of a control-plane mode; a mode not known statically gets the union. */
-export type ControlPlaneComponentOf<C extends ControlPlaneMode> = C extends 'contour' ? ContourComponent : ControlPlaneComponent;
+export type ControlPlaneComponentOf<C extends ControlPlaneMode> = C extends 'contour' ? ContourComponent : C extends 'reference-child' ? ChildControlPlaneComponent : ControlPlaneComponent;
 
 /**
  * P: where the simulated Envoys run (options.fleetProcess). With the default ('inline') `fleet.sim`
@@ -79,7 +80,7 @@ export interface LocalSystem<P extends FleetProcessMode = 'inline', C extends Co
   steps: StartupStep[];
   objects: string[];
   dynamo: DynamoComponent;
-  kube: KubeComponent;
+  kube: KubeEndpointsComponent;
   controlPlane: ControlPlaneComponentOf<C>;
   /** The first gateway (fixed ports, the real clients' server). */
   gateway?: GatewayComponent;
@@ -139,8 +140,33 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
 
   try {
     const dynamo = ready(await startDynamoComponent({ port: ports.dynamo, tableName: options.tableName, logger, dynaliteProcess: options.dynaliteProcess }));
-    const kube = ready(
-      await startKubeComponent({
+    const backend = ready(await startBackendComponent());
+    const sampleEndpoints = (): ServiceEndpoint[] =>
+      Array.from({ length: options.objects }, (_, index) =>
+        [sampleService(index), sampleCanaryService(index)].map((service) => ({ service, namespace: SAMPLE_NAMESPACE, ip: backend.backend.host, port: backend.backend.port })),
+      ).flat();
+    // The API server and the reference control plane in a process of their own (cluster-process.ts).
+    const cluster =
+      options.controlPlane === 'reference-child'
+        ? ready(
+            await startClusterProcess(
+              {
+                kubePort: ports.kube,
+                controlPlanePortBase: ports.controlPlane(0),
+                stateDir,
+                replicas: options.controlPlaneReplicas,
+                lease,
+                endpoints: sampleEndpoints(),
+                logLevel: logger.level === 'silent' ? 'error' : logger.level,
+              },
+              logger,
+            ),
+          )
+        : undefined;
+    const kube: KubeEndpointsComponent =
+      cluster?.kube ??
+      ready(
+        await startKubeComponent({
         port: ports.kube,
         stateDir,
         logger,
@@ -149,22 +175,19 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
           : { ingressControllerKinds: true, crds: [...yamlObjects(contour.contourCrds), ...(options.gatewayApi ? contour.gatewayApiCrds.experimental.flatMap(yamlObjects) : [])] }),
       }),
     );
-    const backend = ready(await startBackendComponent());
-    let controlPlane: ControlPlaneComponent | ContourComponent;
+    let controlPlane: ControlPlaneComponent | ChildControlPlaneComponent | ContourComponent;
     let contourReplicas: ContourComponent | undefined;
     let upstream: string;
     let referenceBarrier: { kubeconfigPath: string; leaderLease: string; leaderTargets: Record<string, string>; trackedKinds: string } | undefined;
     if (contour === undefined) {
-      const endpoints = Array.from({ length: options.objects }, (_, index) =>
-        [sampleService(index), sampleCanaryService(index)].map((service) => ({ service, namespace: SAMPLE_NAMESPACE, ip: backend.backend.host, port: backend.backend.port })),
-      ).flat();
-      const reference = ready(
-        await startControlPlaneComponent({ replicas: options.controlPlaneReplicas, port: ports.controlPlane, kubeConfig: kube.kubeConfig, endpoints, logger, lease }),
-      );
+      const reference =
+        cluster?.controlPlane ??
+        ready(await startControlPlaneComponent({ replicas: options.controlPlaneReplicas, port: ports.controlPlane, kubeConfig: kube.kubeConfig, endpoints: sampleEndpoints(), logger, lease }));
       controlPlane = reference;
       upstream = reference.addresses[0] ?? '';
       if (options.gatewayWatermarks === 'barrier') {
-        const leaderTargets = Object.fromEntries(reference.replicas.map((replica, slot) => [replica.replicaId, reference.addresses[slot] ?? '']));
+        const replicaIds = 'process' in reference ? reference.replicaIds : reference.replicas.map((replica) => replica.replicaId);
+        const leaderTargets = Object.fromEntries(replicaIds.map((replicaId, slot) => [replicaId, reference.addresses[slot] ?? '']));
         referenceBarrier = { kubeconfigPath: kube.kubeconfigPath, leaderLease: `${LEASE_NAMESPACE}/${LEASE_NAME}`, leaderTargets, trackedKinds: barrierKindsWithRoutes(REFERENCE_CONTROLLER_NAME) };
       }
     } else {
