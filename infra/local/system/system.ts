@@ -23,11 +23,11 @@ import { HTTPPROXY_KIND, HTTPROUTE_KIND } from '../../../xds-gateway/tracking/tr
 import { HTTPROUTE_TRACKED_KIND, REFERENCE_CONTROLLER_NAME } from '../control-plane/gateway-api';
 import { DEFAULT_LEASE_TIMINGS, LEASE_NAME, LEASE_NAMESPACE, startControlPlaneComponent, type ControlPlaneComponent, type ServiceEndpoint } from './control-plane';
 import { startDynamoComponent, type DynamoComponent } from './dynamo';
-import { startBackendComponent, startFleetComponentIn, type FleetComponentOf, type FleetProcessMode } from './fleet';
+import { startBackendComponent, startFleetComponentIn, type BackendComponent, type FleetComponentOf, type FleetProcessMode } from './fleet';
 import { DEFAULT_REQUIRED_TYPE_URLS, startFunctionsComponent, type FunctionsComponent } from './functions';
 import { startGatewayComponent, type GatewayComponent } from './gateway';
 import { startKubeComponent, type KubeEndpointsComponent } from './kube';
-import { startClusterProcess, type ChildControlPlaneComponent } from './cluster-process';
+import { startClusterProcess, type ChildControlPlaneComponent, type ClusterProcess } from './cluster-process';
 import { localEnvoyHeartbeatMs, localSystemOptionsSchema, portLayout, type LocalSystemOptions, type ResolvedSystemOptions } from './options';
 import { applySampleBackends, applySamples, SAMPLE_NAMESPACE, sampleCanaryService, sampleService } from './samples';
 
@@ -140,41 +140,40 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
 
   try {
     const dynamo = ready(await startDynamoComponent({ port: ports.dynamo, tableName: options.tableName, logger, dynaliteProcess: options.dynaliteProcess }));
-    const backend = ready(await startBackendComponent());
-    const sampleEndpoints = (): ServiceEndpoint[] =>
+    const sampleEndpoints = (backend: BackendComponent): ServiceEndpoint[] =>
       Array.from({ length: options.objects }, (_, index) =>
         [sampleService(index), sampleCanaryService(index)].map((service) => ({ service, namespace: SAMPLE_NAMESPACE, ip: backend.backend.host, port: backend.backend.port })),
       ).flat();
-    // The API server and the reference control plane in a process of their own (cluster-process.ts).
-    const cluster =
-      options.controlPlane === 'reference-child'
-        ? ready(
-            await startClusterProcess(
-              {
-                kubePort: ports.kube,
-                controlPlanePortBase: ports.controlPlane(0),
-                stateDir,
-                replicas: options.controlPlaneReplicas,
-                lease,
-                endpoints: sampleEndpoints(),
-                logLevel: logger.level === 'silent' ? 'error' : logger.level,
-              },
-              logger,
-            ),
-          )
-        : undefined;
-    const kube: KubeEndpointsComponent =
-      cluster?.kube ??
-      ready(
+    // In this process the API server starts first; in a process of its own (cluster-process.ts, with
+    // the reference control plane) it needs the echo backend's address for the samples' Endpoints first.
+    const startHere = async (): Promise<{ kube: KubeEndpointsComponent; backend: BackendComponent; cluster?: undefined }> => {
+      const kube = ready(
         await startKubeComponent({
-        port: ports.kube,
+          port: ports.kube,
+          stateDir,
+          logger,
+          ...(contour === undefined
+            ? {}
+            : { ingressControllerKinds: true, crds: [...yamlObjects(contour.contourCrds), ...(options.gatewayApi ? contour.gatewayApiCrds.experimental.flatMap(yamlObjects) : [])] }),
+        }),
+      );
+      return { kube, backend: ready(await startBackendComponent()) };
+    };
+    const startApart = async (): Promise<{ kube: KubeEndpointsComponent; backend: BackendComponent; cluster: ClusterProcess }> => {
+      const backend = ready(await startBackendComponent());
+      const spec = {
+        kubePort: ports.kube,
+        controlPlanePortBase: ports.controlPlane(0),
         stateDir,
-        logger,
-        ...(contour === undefined
-          ? {}
-          : { ingressControllerKinds: true, crds: [...yamlObjects(contour.contourCrds), ...(options.gatewayApi ? contour.gatewayApiCrds.experimental.flatMap(yamlObjects) : [])] }),
-      }),
-    );
+        replicas: options.controlPlaneReplicas,
+        lease,
+        endpoints: sampleEndpoints(backend),
+        logLevel: logger.level === 'silent' ? 'error' : logger.level,
+      };
+      const cluster = ready(await startClusterProcess(spec, logger));
+      return { kube: cluster.kube, backend, cluster };
+    };
+    const { kube, backend, cluster } = options.controlPlane === 'reference-child' ? await startApart() : await startHere();
     let controlPlane: ControlPlaneComponent | ChildControlPlaneComponent | ContourComponent;
     let contourReplicas: ContourComponent | undefined;
     let upstream: string;
@@ -182,7 +181,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
     if (contour === undefined) {
       const reference =
         cluster?.controlPlane ??
-        ready(await startControlPlaneComponent({ replicas: options.controlPlaneReplicas, port: ports.controlPlane, kubeConfig: kube.kubeConfig, endpoints: sampleEndpoints(), logger, lease }));
+        ready(await startControlPlaneComponent({ replicas: options.controlPlaneReplicas, port: ports.controlPlane, kubeConfig: kube.kubeConfig, endpoints: sampleEndpoints(backend), logger, lease }));
       controlPlane = reference;
       upstream = reference.addresses[0] ?? '';
       if (options.gatewayWatermarks === 'barrier') {
