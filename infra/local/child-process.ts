@@ -106,3 +106,20 @@ export function waitUntilReady<T>(child: ChildProcess, wait: ReadyWait<T>): Prom
     );
   });
 }
+
+/**
+ * The child's side of the same lifecycle, for a child forked with an IPC channel (the fleet, the
+ * cluster): without the channel it cannot be told to close, so it refuses to run; the parent owns its
+ * life, so when the channel closes (the parent exited, crashed or was SIGKILLed) it closes and exits,
+ * leaving no orphan holding ports or streams; a terminal's Ctrl-C reaches the whole process group, and
+ * the parent closes it through IPC instead.
+ */
+export function runAsForkedChild(name: string, handlers: { onMessage: (raw: unknown) => void; closeAndExit: (code: number) => void }): void {
+  if (typeof process.send !== 'function') {
+    process.stderr.write(`${name}: must be started with child_process.fork (no IPC channel)\n`);
+    process.exit(1);
+  }
+  process.on('disconnect', () => handlers.closeAndExit(0));
+  process.on('message', handlers.onMessage);
+  process.on('SIGINT', () => undefined);
+}

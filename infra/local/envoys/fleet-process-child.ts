@@ -4,6 +4,7 @@
 // own logger. Why a process of its own: a fleet-wide SotW push at 1,000 Envoys × 1,000 objects is
 // ~1 GB of responses to decode, and in production Envoys are other machines, not the gateway's loop.
 import pino, { type Logger } from 'pino';
+import { runAsForkedChild } from '../child-process';
 import { ackCountFromTruth, configuredCountOf, connectedCountOf, lastAcksFromTruth, programmedAtFromTruth } from './fleet-queries';
 import { childMessageSchema, parentMessageSchema, type ChildMessage, type FleetQuery } from './fleet-process-protocol';
 import { buildFleet, type BuiltFleet } from './fleet-spec';
@@ -105,13 +106,5 @@ function onMessage(raw: unknown): void {
   }
 }
 
-if (typeof process.send !== 'function') {
-  process.stderr.write('fleet child: must be started with child_process.fork (no IPC channel)\n');
-  process.exit(1);
-}
-// The parent owns the lifecycle: when the IPC channel closes (parent exited, crashed, SIGKILLed),
-// close the Envoys and exit, so no orphan keeps streams open against the gateway.
-process.on('disconnect', () => closeAndExit(0));
-process.on('message', onMessage);
-// A terminal's Ctrl-C reaches the whole process group; the parent closes us through IPC.
-process.on('SIGINT', () => undefined);
+// No orphan keeps streams open against the gateway once the parent is gone.
+runAsForkedChild('fleet child', { onMessage, closeAndExit });

@@ -4,6 +4,7 @@
 // `node --import tsx` through child_process.fork; the protocol is in ./cluster-process-protocol.ts.
 // Logs are pino JSON lines on stderr, which the parent forwards to its own logger.
 import pino, { type Logger } from 'pino';
+import { runAsForkedChild } from '../child-process';
 import { childMessageSchema, parentMessageSchema, type ClusterChildMessage, type ClusterChildSpec } from './cluster-process-protocol';
 import { startControlPlaneComponent, type ControlPlaneComponent } from './control-plane';
 import { startKubeComponent, type KubeComponent } from './kube';
@@ -74,14 +75,5 @@ function onMessage(raw: unknown): void {
   }
 }
 
-if (typeof process.send !== 'function') {
-  process.stderr.write('cluster child: must be started with child_process.fork (no IPC channel)\n');
-  process.exit(1);
-}
-// The parent owns the lifecycle: when the IPC channel closes (parent exited, crashed, SIGKILLed),
-// stop serving and exit, so no orphan keeps the ports.
-process.on('disconnect', () => closeAndExit(0));
-process.on('message', onMessage);
-// A terminal's Ctrl-C reaches the whole process group; the parent closes us through IPC.
-process.on('SIGINT', () => undefined);
+runAsForkedChild('cluster child', { onMessage, closeAndExit });
 process.on('SIGTERM', () => closeAndExit(0));

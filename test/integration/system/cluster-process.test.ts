@@ -5,21 +5,12 @@
 import pino from 'pino';
 import { openTableFromEnv } from '../../../common/store';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
-import { conditionOf as conditionIn, eventually, fleetAtWatermark, patchToCanaryUntilTrue } from './helpers';
+import { conditionOf as conditionIn, eventually, fleetAtWatermark, isAlive, patchToCanaryUntilTrue } from './helpers';
 
 const ENVOYS = 3;
 const REF = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'sample-0' };
 jest.setTimeout(120_000);
 const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'silent' });
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('local system with the API server and the control plane in their own process', () => {
   let system: LocalSystem<'inline', 'reference-child'>;
@@ -35,7 +26,7 @@ describe('local system with the API server and the control plane in their own pr
   it('serves from the child, goes True after the fleet holds the change, and ends the child on close', async () => {
     expect(system.unavailable).toEqual([]);
     const pid = system.controlPlane.pid;
-    expect(pid !== undefined && pid !== process.pid && alive(pid)).toBe(true);
+    expect(pid !== undefined && pid !== process.pid && isAlive(pid)).toBe(true);
     // The API server answers from there (the kubeconfig every client uses names it).
     expect((await fetch(`${system.kube.url}/apis/projectcontour.io/v1`)).status).toBe(200);
     await eventually(async () => (await system.fleet.queries.configuredCount()) === ENVOYS, 'every Envoy ACKed all four types');
@@ -52,6 +43,6 @@ describe('local system with the API server and the control plane in their own pr
     }
 
     await system.close();
-    await eventually(() => !alive(pid ?? 0) || undefined, 'the cluster child exited');
+    await eventually(() => !isAlive(pid ?? 0) || undefined, 'the cluster child exited');
   });
 });
