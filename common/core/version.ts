@@ -40,6 +40,13 @@ export function makeLineage(instanceId: string, bootId: string, groupId: string)
   return parsedOk(`${instanceId}.${bootId}.${groupId}`);
 }
 
+/** The parts makeLineage joined, or undefined for a string that is not a lineage. */
+export function lineageParts(lineage: string): { instanceId: string; bootId: string; groupId: string } | undefined {
+  if (!isValidLineage(lineage)) return undefined;
+  const [instanceId = '', bootId = '', groupId = ''] = lineage.split('.');
+  return { instanceId, bootId, groupId };
+}
+
 /** `xp1:<lineage>:<seq>`. Throws only on a programming error (invalid lineage or seq). */
 export function encodeVersion(version: GatewayVersion): string {
   if (!isValidLineage(version.lineage)) throw new Error(`invalid lineage ${JSON.stringify(version.lineage)}`);

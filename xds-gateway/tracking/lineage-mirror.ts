@@ -3,12 +3,12 @@
 // programmedThrough is computed from, and what the gateway heartbeats as the LINEAGE item. The
 // history's rules are the core's (common/core/lineage.ts withTypeChanges, type-history.ts): only
 // reading a lineage from its name and taking the relay's seq are the mirror's own.
-import { DEFAULT_MAX_HISTORY, emptyLineageState, withTypeChanges, type LineageState, type Lineage } from '../../common/core';
+import { DEFAULT_MAX_HISTORY, emptyLineageState, lineageParts, withTypeChanges, type LineageState, type Lineage } from '../../common/core';
 
 /** A fresh lineage state from the lineage string `<instanceId>.<bootId>.<groupId>`. */
 export function lineageStateFor(lineage: Lineage, group: string, now: number): LineageState {
-  const [instanceId = 'unknown', bootId = 'unknown'] = lineage.split('.');
-  return emptyLineageState({ lineage, instanceId, bootId, group, now });
+  const parts = lineageParts(lineage);
+  return emptyLineageState({ lineage, instanceId: parts?.instanceId ?? 'unknown', bootId: parts?.bootId ?? 'unknown', group, now });
 }
 
 /**

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { compareVersions, encodeVersion, isValidLineage, makeLineage, parseVersion } from '../../../common/core';
+import { compareVersions, encodeVersion, isValidLineage, lineageParts, makeLineage, parseVersion } from '../../../common/core';
 
 describe('parseVersion', () => {
   it.each([
@@ -93,5 +93,11 @@ describe('makeLineage', () => {
     const made = makeLineage(instance, boot, group);
     expect(made.ok).toBe(ok);
     if (made.ok) expect(isValidLineage(made.value)).toBe(true);
+    // lineageParts is its inverse.
+    if (made.ok) expect(lineageParts(made.value)).toEqual({ instanceId: instance, bootId: boot, groupId: group });
+  });
+
+  it('lineageParts reads no parts from what is not a lineage', () => {
+    expect([lineageParts('gw.boot'), lineageParts('GW.b.g'), lineageParts('a.b.c.d')]).toEqual([undefined, undefined, undefined]);
   });
 });
