@@ -140,7 +140,8 @@ export async function envoyAnswers(store: EventStore, versionLog: VersionLog, no
   return answers;
 }
 
-async function* pages<T>(read: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string }>): AsyncGenerator<T> {
+/** Every item of a paged listing, page after page. */
+export async function* pages<T>(read: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string }>): AsyncGenerator<T> {
   let cursor: string | undefined;
   do {
     const page = await read(cursor);
