@@ -39,7 +39,7 @@ async function start(spec: ClusterChildSpec): Promise<void> {
   kube = await startKubeComponent({ port: spec.kubePort, stateDir: spec.stateDir, logger });
   controlPlane = await startControlPlaneComponent({
     replicas: spec.replicas,
-    port: (replica) => (spec.controlPlanePortBase === 0 ? 0 : spec.controlPlanePortBase + replica),
+    port: (replica) => spec.controlPlanePorts[replica] ?? 0,
     kubeConfig: kube.kubeConfig,
     endpoints: spec.endpoints,
     logger,

@@ -9,8 +9,8 @@ const leaseSchema = z.object({ leaseDurationSeconds: z.number().int().positive()
 export const clusterChildSpecSchema = z
   .object({
     kubePort: z.number().int().min(0),
-    /** The first replica's xDS port (0: random for every replica); replica i listens on it + i. */
-    controlPlanePortBase: z.number().int().min(0),
+    /** Each replica's xDS port, replica order (0: random); the parent's port layout decides them. */
+    controlPlanePorts: z.array(z.number().int().min(0)),
     stateDir: z.string().min(1),
     replicas: z.number().int().min(1),
     lease: leaseSchema,

@@ -163,7 +163,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
       const backend = ready(await startBackendComponent());
       const spec = {
         kubePort: ports.kube,
-        controlPlanePortBase: ports.controlPlane(0),
+        controlPlanePorts: Array.from({ length: options.controlPlaneReplicas }, (_, replica) => ports.controlPlane(replica)),
         stateDir,
         replicas: options.controlPlaneReplicas,
         lease,

@@ -5,7 +5,7 @@
 import pino from 'pino';
 import { openTableFromEnv } from '../../../common/store';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
-import { conditionOf as conditionIn, eventually, fleetAtWatermark, isAlive, patchToCanaryUntilTrue } from './helpers';
+import { eventually, fleetAtWatermark, isAlive, patchToCanaryUntilTrue, settledAtFirstGeneration } from './helpers';
 
 const ENVOYS = 3;
 const REF = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'sample-0' };
@@ -29,8 +29,7 @@ describe('local system with the API server and the control plane in their own pr
     expect(pid !== undefined && pid !== process.pid && isAlive(pid)).toBe(true);
     // The API server answers from there (the kubeconfig every client uses names it).
     expect((await fetch(`${system.kube.url}/apis/projectcontour.io/v1`)).status).toBe(200);
-    await eventually(async () => (await system.fleet.queries.configuredCount()) === ENVOYS, 'every Envoy ACKed all four types');
-    await eventually(async () => (await conditionIn(system.kube.url, system.options.conditionType, 'sample-0'))?.status === 'True' || undefined, 'sample-0 True at generation 1');
+    await settledAtFirstGeneration(system, ENVOYS);
 
     const table = openTableFromEnv(system.dynamo.storeEnv, logger);
     try {

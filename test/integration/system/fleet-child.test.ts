@@ -5,7 +5,7 @@
 import pino from 'pino';
 import { canaryCluster } from '../../../bench/support/changes';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
-import { conditionOf as conditionIn, isAlive, eventually, patchToCanaryUntilTrue } from './helpers';
+import { isAlive, eventually, patchToCanaryUntilTrue, settledAtFirstGeneration } from './helpers';
 
 const ENVOYS = 20;
 jest.setTimeout(120_000);
@@ -30,8 +30,7 @@ describe('local system with the fleet in a child process', () => {
     expect(system.fleet.sim).toBeUndefined();
     expect(isAlive(system.fleet.pid)).toBe(true);
     await eventually(async () => (await system.fleet.queries.connectedCount()) === ENVOYS, 'every Envoy connected');
-    await eventually(async () => (await system.fleet.queries.configuredCount()) === ENVOYS, 'every Envoy ACKed all four types');
-    await eventually(async () => (await conditionIn(system.kube.url, system.options.conditionType, 'sample-0'))?.status === 'True' || undefined, 'sample-0 True at generation 1');
+    await settledAtFirstGeneration(system, ENVOYS);
 
     const { since, trueSeenAt } = await patchToCanaryUntilTrue(system.kube.url, system.options.conditionType, 0, 2);
 

@@ -5,7 +5,7 @@
 import pino from 'pino';
 import { openTableFromEnv } from '../../../common/store';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
-import { conditionOf as conditionIn, eventually, fleetAtWatermark, patchToCanaryUntilTrue } from './helpers';
+import { conditionOf as conditionIn, fleetAtWatermark, patchToCanaryUntilTrue, settledAtFirstGeneration } from './helpers';
 
 const ENVOYS = 6;
 const REF = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'sample-0' };
@@ -28,8 +28,7 @@ describe('local system with two gateway processes', () => {
     expect(system.gateways).toHaveLength(2);
     expect(new Set(system.gateways.map((gateway) => gateway.pid)).size).toBe(2);
     expect(system.gateway).toBe(system.gateways[0]);
-    await eventually(async () => (await system.fleet.queries.configuredCount()) === ENVOYS, 'every Envoy ACKed all four types');
-    await eventually(async () => (await conditionIn(system.kube.url, system.options.conditionType, 'sample-0'))?.status === 'True' || undefined, 'sample-0 True at generation 1');
+    await settledAtFirstGeneration(system, ENVOYS);
 
     const table = openTableFromEnv(system.dynamo.storeEnv, logger);
     try {

@@ -52,6 +52,15 @@ export function eventually<T>(probe: Probe<T>, description: string, timeoutMs = 
   return pollEventually(probe, description, { timeoutMs, intervalMs: 100, retryOnError: true });
 }
 
+/**
+ * The local system settled at generation 1: every one of `envoys` Envoys ACKed all four types (the
+ * fleet's own ground truth), then sample-0's condition True.
+ */
+export async function settledAtFirstGeneration(system: { kube: { url: string }; options: { conditionType: string }; fleet: { queries: Pick<FleetQueries, 'configuredCount'> } }, envoys: number): Promise<void> {
+  await eventually(async () => (await system.fleet.queries.configuredCount()) === envoys, 'every Envoy ACKed all four types');
+  await eventually(async () => (await conditionOf(system.kube.url, system.options.conditionType, 'sample-0'))?.status === 'True' || undefined, 'sample-0 True at generation 1');
+}
+
 export function patchSpec(serviceName: string, fqdn: string, prefix = '/'): string {
   return JSON.stringify({ spec: { virtualhost: { fqdn }, routes: [{ conditions: [{ prefix }], services: [{ name: serviceName, port: 8080 }] }] } });
 }

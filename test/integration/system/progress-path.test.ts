@@ -6,7 +6,7 @@
 import pino from 'pino';
 import { openTableFromEnv } from '../../../common/store';
 import { startLocalSystem, type LocalSystem } from '../../../infra/local/system';
-import { conditionOf as conditionIn, eventually, fleetAtWatermark, patchToCanaryUntilTrue } from './helpers';
+import { fleetAtWatermark, patchToCanaryUntilTrue, settledAtFirstGeneration } from './helpers';
 
 const ENVOYS = 6;
 const REF = { group: 'projectcontour.io', kind: 'HTTPProxy', namespace: 'default', name: 'sample-0' };
@@ -27,8 +27,7 @@ describe('local system on the fleet-size path', () => {
   it('decides from PROGRESS, after the fleet holds the change, with no Envoy STATE written for it', async () => {
     expect(system.unavailable).toEqual([]);
     expect(system.options.progressPath).toBe(true);
-    await eventually(async () => (await system.fleet.queries.configuredCount()) === ENVOYS, 'every Envoy ACKed all four types');
-    await eventually(async () => (await conditionIn(system.kube.url, system.options.conditionType, 'sample-0'))?.status === 'True' || undefined, 'sample-0 True at generation 1');
+    await settledAtFirstGeneration(system, ENVOYS);
 
     const table = openTableFromEnv(system.dynamo.storeEnv, logger);
     try {
