@@ -22,12 +22,12 @@ import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import pino from 'pino';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../common/core';
-import { Fleet, type SimEnvoy } from '../infra/local/envoys';
+import { startFleetProcess, type FleetProcess } from '../infra/local/envoys/fleet-process';
 import { startControlPlaneComponent, type ControlPlaneComponent } from '../infra/local/system/control-plane';
 import { startKubeComponent, type KubeComponent } from '../infra/local/system/kube';
 import { applySamples, SAMPLE_NAMESPACE, sampleCanaryService, sampleFqdn, sampleService } from '../infra/local/system/samples';
 import { forEachIndexConcurrently } from '../common/worker-pool';
-import { canaryCluster, HTTPPROXIES_PATH, patchToCanary, programmedAt } from './support/changes';
+import { canaryRouteKey, canaryRouteWatches, HTTPPROXIES_PATH, patchToCanary } from './support/changes';
 import { KNATIVE_PROBER, KnativeRetryLimiter } from './support/knative-queue';
 import { round, summarize, waitFor, type Summary } from './support/stats';
 import { positiveInteger } from './support/args';
@@ -48,16 +48,23 @@ export const ISTIO_REPORTER = { reportIntervalMs: 500, leaderTickMs: 200 } as co
 interface Rig {
   kube: KubeComponent;
   controlPlane: ControlPlaneComponent;
-  fleet: Fleet;
-  envoys: SimEnvoy[];
+  /**
+   * The simulated Envoys in a process of their own, as in the e2e bench, so the control plane's
+   * delivery is not a share of one event loop with 1,000 Envoys decoding it.
+   */
+  fleet: FleetProcess;
+  /** Node ids of the fleet's Envoys. */
+  envoyIds: string[];
   close(): Promise<void>;
 }
 
-/** Kubernetes + control plane + fleet connected directly, with every sample object delivered. */
+/** Node ids of the baselines' Envoys (the fleet spec's template). */
+const ENVOY_ID_PREFIX = 'sim-';
+
 async function startRig(options: BaselineOptions): Promise<Rig> {
   const kube = await startKubeComponent({ port: 0, stateDir: mkdtempSync(join(tmpdir(), 'xds-bench-baseline-')), logger });
   let controlPlane: ControlPlaneComponent | undefined;
-  let fleet: Fleet | undefined;
+  let fleet: FleetProcess | undefined;
   try {
     // No traffic flows: Endpoints only need to exist so clusters get their load assignments.
     const endpoints = Array.from({ length: options.objects }, (_, index) =>
@@ -67,27 +74,43 @@ async function startRig(options: BaselineOptions): Promise<Rig> {
     const target = controlPlane.addresses[0];
     if (target === undefined) throw new Error('control plane has no address');
     await applySamples(kube.url, options.objects);
-    fleet = new Fleet({ target, channels: Math.min(8, Math.max(1, Math.ceil(options.envoys / 250))), logger });
-    const envoys = fleet.addMany(options.envoys, { transport: 'ads', protocol: 'sotw', subscriptions: ALL_TYPES });
-    fleet.connectAll();
-    const truth = fleet.truth;
+    fleet = await startFleetProcess({
+      spec: {
+        target,
+        channels: Math.min(8, Math.max(1, Math.ceil(options.envoys / 250))),
+        groups: [{ role: 'normal', count: options.envoys, firstIndex: 0, transport: 'ads', protocol: 'sotw', subscriptions: ALL_TYPES, node: { idPrefix: ENVOY_ID_PREFIX, cluster: 'sim' } }],
+        // changeObjects changes samples 0 .. changed - 1.
+        routeWatches: canaryRouteWatches(Array.from({ length: Math.min(options.changed, options.objects) }, (_, index) => index)),
+      },
+      logger,
+    });
     const lastCluster = `default/app-${options.objects - 1}/8080`;
-    await waitFor(() => envoys.every((e) => programmedAt(truth, e.id, lastCluster) !== undefined), options.timeoutMs, 'initial config on every Envoy', 20);
-    const started = { kube, controlPlane, fleet };
+    const started = fleet;
+    await waitForAsync(async () => ((await started.lastAcks([lastCluster], 0)).envoysWith[lastCluster] ?? 0) === options.envoys, options.timeoutMs, 'initial config on every Envoy');
+    const rig = { kube, controlPlane, fleet };
     return {
-      ...started,
-      envoys,
+      ...rig,
+      envoyIds: Array.from({ length: options.envoys }, (_, index) => `${ENVOY_ID_PREFIX}${index}`),
       async close() {
-        started.fleet.close();
-        await started.controlPlane.close();
-        await started.kube.close();
+        await rig.fleet.close();
+        await rig.controlPlane.close();
+        await rig.kube.close();
       },
     };
   } catch (error) {
-    fleet?.close();
+    await fleet?.close();
     await controlPlane?.close();
     await kube.close();
     throw error;
+  }
+}
+
+/** Polls an async predicate every 100 ms until it holds; rejects after `timeoutMs`. */
+async function waitForAsync(predicate: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
@@ -121,7 +144,7 @@ const HASH_HEADER = 'k-network-hash';
 async function startProbeEndpoints(rig: Rig): Promise<{ ports: Map<string, number>; servers: Server[] }> {
   const ports = new Map<string, number>();
   const servers: Server[] = [];
-  for (const envoy of rig.envoys) {
+  for (const envoyId of rig.envoyIds) {
     const programmed = new Set<number>();
     const server = createServer((req, res) => {
       const match = /^sample-(\d+)\.local$/.exec((req.headers.host ?? '').split(':')[0] ?? '');
@@ -130,15 +153,27 @@ async function startProbeEndpoints(rig: Rig): Promise<{ ports: Map<string, numbe
         return;
       }
       const index = Number(match[1]);
-      // Knative's probe handler answers with the hash of the config it serves; here "new" once the
-      // Envoy ACKed the object's new cluster and endpoints, "old" until then.
-      if (!programmed.has(index) && programmedAt(rig.fleet.truth, envoy.id, canaryCluster(index)) !== undefined) programmed.add(index);
-      res.writeHead(200, { [HASH_HEADER]: programmed.has(index) ? `new-${index}` : `old-${index}` }).end();
+      // Knative's probe goes through the Envoy's routes and is answered by the config they lead to:
+      // here "new" once the Envoy's accepted routes send the host to the canary cluster it holds
+      // with its endpoints, "old" until then.
+      const key = canaryRouteKey(index);
+      const answer = (): void => void res.writeHead(200, { [HASH_HEADER]: programmed.has(index) ? `new-${index}` : `old-${index}` }).end();
+      if (programmed.has(index)) return answer();
+      rig.fleet.routable([key], [envoyId]).then(
+        (routable) => {
+          if ((routable.envoysWith[key] ?? 0) > 0) programmed.add(index);
+          answer();
+        },
+        (error: unknown) => {
+          logger.error({ err: error, envoyId, index }, 'knative baseline: routable query failed');
+          res.writeHead(503).end();
+        },
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const address = server.address();
     if (address === null || typeof address === 'string') throw new Error('probe endpoint has no port');
-    ports.set(envoy.id, address.port);
+    ports.set(envoyId, address.port);
     servers.push(server);
   }
   return { ports, servers };
@@ -207,8 +242,8 @@ export async function runKnativeBaseline(options: BaselineOptions): Promise<Knat
     };
     const changedAt = await changeObjects(rig, options.changed);
     for (const index of changedAt.keys()) {
-      pendingPerObject.set(index, rig.envoys.length);
-      for (const envoy of rig.envoys) enqueueAfter(`${index}|${envoy.id}`, KNATIVE_PROBER.initialDelayMs);
+      pendingPerObject.set(index, rig.envoyIds.length);
+      for (const envoyId of rig.envoyIds) enqueueAfter(`${index}|${envoyId}`, KNATIVE_PROBER.initialDelayMs);
     }
     const workers = Array.from({ length: KNATIVE_PROBER.workers }, worker);
     await Promise.race([
@@ -246,6 +281,11 @@ export interface IstioResult {
   /** Reports the reporter produced (Istio writes each to a ConfigMap; the local API server has none, so counted only). */
   reportWrites: number;
   changeToReconciledMs: Summary;
+  /**
+   * Change → the last Envoy able to route it (route and canary cluster, by content): the control
+   * plane's delivery straight to the Envoys, without the reporter's intervals. Absent in rows before it.
+   */
+  changeToRoutableMs?: Summary;
 }
 
 export async function runIstioBaseline(options: BaselineOptions): Promise<IstioResult> {
@@ -257,23 +297,30 @@ export async function runIstioBaseline(options: BaselineOptions): Promise<IstioR
     let report = new Map<number, number>();
     let reportWrites = 0;
     let statusWrites = 0;
-    // Reporter: per object in progress, how many Envoys have ACKed the config carrying it.
-    const buildReport = (): void => {
-      const next = new Map<number, number>();
-      for (const index of inProgress) {
-        next.set(index, rig.envoys.filter((envoy) => programmedAt(rig.fleet.truth, envoy.id, canaryCluster(index)) !== undefined).length);
+    // Reporter: per object in progress, how many Envoys have ACKed the config carrying it: the route
+    // to the canary as well as its cluster (Istio counts a VirtualService at the ACK of the routes
+    // that carry it; a cluster alone is not the change).
+    let reporting = false;
+    const buildReport = async (): Promise<void> => {
+      if (reporting) return;
+      reporting = true;
+      try {
+        const indexes = [...inProgress];
+        const routable = await rig.fleet.routable(indexes.map(canaryRouteKey));
+        report = new Map(indexes.map((index) => [index, routable.envoysWith[canaryRouteKey(index)] ?? 0]));
+        reportWrites++;
+      } finally {
+        reporting = false;
       }
-      report = next;
-      reportWrites++;
     };
     let ticking = false;
     const writeStatus = async (index: number, reconciled: number): Promise<void> => {
-      const done = reconciled === rig.envoys.length;
+      const done = reconciled === rig.envoyIds.length;
       const response = await fetch(`${rig.kube.url}${HTTPPROXIES_PATH}/sample-${index}/status`, {
         method: 'PATCH',
         headers: { 'content-type': 'application/merge-patch+json' },
         body: JSON.stringify({
-          status: { distribution: { reconciled, total: rig.envoys.length, state: done ? 'Reconciled' : 'InProgress' } },
+          status: { distribution: { reconciled, total: rig.envoyIds.length, state: done ? 'Reconciled' : 'InProgress' } },
         }),
       });
       statusWrites++;
@@ -296,7 +343,7 @@ export async function runIstioBaseline(options: BaselineOptions): Promise<IstioR
     let tickError: unknown;
     const changedAt = await changeObjects(rig, options.changed);
     for (const index of changedAt.keys()) inProgress.add(index);
-    timers.push(setInterval(buildReport, ISTIO_REPORTER.reportIntervalMs));
+    timers.push(setInterval(() => void buildReport().catch((error: unknown) => (tickError = error)), ISTIO_REPORTER.reportIntervalMs));
     timers.push(setInterval(() => void tick().catch((error: unknown) => (tickError = error)), ISTIO_REPORTER.leaderTickMs));
     await waitFor(
       () => {
@@ -308,6 +355,11 @@ export async function runIstioBaseline(options: BaselineOptions): Promise<IstioR
       20,
     );
     const samples = [...reconciledAt].map(([index, at]) => at - (changedAt.get(index) ?? at));
+    const routable = await rig.fleet.routable([...changedAt.keys()].map(canaryRouteKey));
+    const delivery = [...changedAt].flatMap(([index, at]) => {
+      const routedAt = routable.lastAt[canaryRouteKey(index)];
+      return routedAt === undefined ? [] : [routedAt - at];
+    });
     return {
       baseline: 'istio-distribution',
       parameters: ISTIO_REPORTER,
@@ -317,6 +369,7 @@ export async function runIstioBaseline(options: BaselineOptions): Promise<IstioR
       statusWritesPerObjectGeneration: round(statusWrites / options.changed, 2),
       reportWrites,
       changeToReconciledMs: summarize(samples),
+      changeToRoutableMs: summarize(delivery),
     };
   } finally {
     timers.forEach((timer) => clearInterval(timer));

@@ -21,7 +21,7 @@ import type { WatermarkTarget } from '../infra/local/envoys/fleet-queries';
 import { CONVERGENCE_BATCH_SIZE } from '../infra/local/system/functions';
 import { GATEWAY_PROCESSES, type GatewayProcess } from '../infra/local/system/options';
 import { forEachIndexConcurrently } from '../common/worker-pool';
-import { canaryCluster, HTTPPROXIES_PATH, patchToCanary } from './support/changes';
+import { canaryCluster, canaryRouteKey, canaryRouteWatches, HTTPPROXIES_PATH, patchToCanary } from './support/changes';
 import { startConditionWatch } from './support/condition-watch';
 import { counterByLabel, counterDelta, meanWriteLatencyMs, storeWriteTotals, type StoreWriteTotals } from './support/gateway-metrics';
 import { CHILD_PROCESSES, cpuPercentBetween, cpuSecondsNow, processCpuSeconds, processesCpuSeconds, processesRssMiB, processRssMiB, type ChildPids, type ProcessCpuPercent } from './support/proc';
@@ -116,6 +116,12 @@ export interface E2eResult {
   changeToTrueMs: Summary;
   /** Change → the last Envoy's ACK of the new cluster: the control plane's delivery through the gateway. */
   changeToLastAckMs: Summary;
+  /**
+   * Change → the last Envoy able to route it, judged by content (its accepted route sends the host to
+   * the canary cluster, which it holds with endpoints: infra/local/envoys/route-watch.ts): what the
+   * baselines wait for. Samples not routable on every Envoy are left out. Absent in rows before it.
+   */
+  changeToRoutableMs?: Summary;
   kubeConditionWritesPerObjectGeneration: { generation1: number; generation2: number; max: number };
   dynamo: { requests: number; writeRequests: number; itemWrites: number; readRequests: number; writesPerChange: number; readsPerChange: number; itemWritesPerAck: number; /** Writes whose stream records the local front could not build (must be 0; optional in old results). */ lostStreamRecords?: number; /** Item writes of the change phase by item kind (optional in old results). */ itemWritesByKind?: Record<string, number>; criticalPathItemWritesPerChange?: number; itemWritesPerEnvoyChange?: number };
   acks: number;
@@ -344,6 +350,8 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       progressPath: options.progressPath === true,
       ...(options.ackTimeoutMs === undefined ? {} : { ackTimeoutMs: options.ackTimeoutMs }),
       controlPlane: options.clusterProcess === 'inline' ? 'reference' : 'reference-child',
+      // The changed samples are the first `changed` (below): when each Envoy could route them, by content.
+      fleetRouteWatches: canaryRouteWatches(Array.from({ length: Math.min(options.changed ?? options.objects, options.objects) }, (_, index) => index)),
     },
     { logger, processMetrics: false },
   );
@@ -459,6 +467,15 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
         changeToLastAck.push(acked - changed);
       }
     }
+    // By content: when the last Envoy could route the change (its route and the canary cluster), one
+    // make-before-break wave before the watermark's removal of the old cluster (docs/bench/README.md).
+    const routable = await system.fleet.queries.routable(names.map((_, index) => canaryRouteKey(index)));
+    const changeToRoutable = names.flatMap((name, index) => {
+      const key = canaryRouteKey(index);
+      const at = routable.lastAt[key];
+      const changed = changedAt.get(name);
+      return at === undefined || changed === undefined || routable.envoysWith[key] !== options.envoys ? [] : [at - changed];
+    });
     const hops = lastAckHops(generations, lastAck, (name) => watch.objects.get(name)?.trueAt.get(2));
     const crossingSpread = names.flatMap((name) => {
       const first = programmed.firstAck[name];
@@ -492,6 +509,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       ...(hops === undefined ? {} : { lastAckToTrueHopsMs: hops }),
       changeToTrueMs: summarize(changeToTrue),
       changeToLastAckMs: summarize(changeToLastAck),
+      changeToRoutableMs: summarize(changeToRoutable),
       kubeConditionWritesPerObjectGeneration: { generation1: round(meanOf(writesGen(1)), 2), generation2: round(meanOf(writesGen(2)), 2), max: maxOf([...writesGen(1), ...writesGen(2)]) },
       dynamo: {
         requests,

@@ -1,8 +1,9 @@
 // The spec change every bench applies: sample-<i> (infra/local/system/samples.ts) moves its route to
-// its canary service, so an Envoy has the new generation once it accepted the canary cluster.
-import { CDS_TYPE_URL, EDS_TYPE_URL } from '../../common/core';
-import type { GroundTruth } from '../../infra/local/envoys';
-import { SAMPLE_SERVICE_PORT } from '../../infra/local/system/samples';
+// its canary service. The control plane sends it make-before-break: the canary cluster and its
+// endpoints first, then the route configuration that sends sample-<i>'s host to it, so an Envoy
+// routes the new generation only once it accepted both (`canaryRouteWatches`).
+import type { RouteWatchSpec } from '../../infra/local/envoys';
+import { SAMPLE_SERVICE_PORT, sampleFqdn } from '../../infra/local/system/samples';
 
 export const HTTPPROXIES_PATH = '/apis/projectcontour.io/v1/namespaces/default/httpproxies';
 
@@ -20,13 +21,17 @@ export async function patchToCanary(kubeUrl: string, index: number): Promise<voi
   if (!response.ok) throw new Error(`patching sample-${index} failed: HTTP ${response.status} ${await response.text()}`);
 }
 
-/** When the Envoy had both the cluster and its endpoints (CDS and EDS ACKed carrying `cluster`). */
-export function programmedAt(truth: GroundTruth, envoyId: string, cluster: string): number | undefined {
-  let latest = 0;
-  for (const typeUrl of [CDS_TYPE_URL, EDS_TYPE_URL]) {
-    const at = truth.acceptedVersions(envoyId, typeUrl).find((accepted) => accepted.resources.some((r) => r.name === cluster))?.acceptedAt;
-    if (at === undefined) return undefined;
-    latest = Math.max(latest, at);
-  }
-  return latest;
+/** The fleet's route watch key for sample-<index>'s change (FleetQueries.routable). */
+export function canaryRouteKey(index: number): string {
+  return `sample-${index}`;
+}
+
+/**
+ * Route watches (infra/local/envoys/route-watch.ts) for the changed samples: when each Envoy could
+ * route sample-<i>'s host to its canary cluster. The control plane moves a route make-before-break,
+ * so the canary cluster with its endpoints arrives one wave before the route that uses it; a measure
+ * that stopped at the cluster would end while traffic still went to the old service.
+ */
+export function canaryRouteWatches(indexes: readonly number[]): RouteWatchSpec[] {
+  return indexes.map((index) => ({ key: canaryRouteKey(index), host: sampleFqdn(index), cluster: canaryCluster(index) }));
 }

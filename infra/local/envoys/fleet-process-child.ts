@@ -7,7 +7,7 @@ import pino, { type Logger } from 'pino';
 import { runAsForkedChild } from '../child-process';
 import { ackCountFromTruth, configuredCountOf, connectedCountOf, lastAcksFromTruth, programmedAtFromTruth } from './fleet-queries';
 import { childMessageSchema, parentMessageSchema, type ChildMessage, type FleetQuery } from './fleet-process-protocol';
-import { buildFleet, type BuiltFleet } from './fleet-spec';
+import { buildFleet, routableOf, type BuiltFleet } from './fleet-spec';
 import { tapFleetResponses, type ResponseContents } from '../../../test/truth/content';
 import { fleetTrueWriteViolations } from '../../../test/truth/fleet-true-writes';
 
@@ -36,6 +36,8 @@ function answer(query: FleetQuery, fleet: BuiltFleet): unknown {
       return lastAcksFromTruth(fleet.fleet.truth, nodeIds, query.names, query.since);
     case 'programmedAt':
       return programmedAtFromTruth(fleet.fleet.truth, nodeIds, query.targets, query.since);
+    case 'routable':
+      return routableOf(fleet, query.keys, query.nodeIds);
     case 'trueWrites':
       if (contents === undefined) throw new Error('trueWrites needs the content tap: start the fleet with tapContents');
       return fleetTrueWriteViolations(fleet, contents, query);

@@ -21,6 +21,8 @@ export const fleetQuerySchema = z.discriminatedUnion('kind', [
     targets: z.array(z.object({ key: z.string(), lineage: z.string(), seqByType: z.record(z.string(), z.number().int().min(0)) })),
     since: z.number(),
   }),
+  // Needs the spec's routeWatches; nodeIds: only these Envoys (default: all).
+  z.object({ kind: z.literal('routable'), keys: z.array(z.string()), nodeIds: z.array(z.string()).optional() }),
   // Invariant 1 against the provenance stamps the fleet received (needs `tapContents` at start).
   fleetTrueWritesQuerySchema,
 ]);
@@ -44,3 +46,4 @@ export type ChildMessage = z.input<typeof childMessageSchema>;
 export const lastAcksResultSchema = z.object({ lastAck: z.record(z.string(), z.number()), envoysWith: z.record(z.string(), z.number().int().min(0)), acks: z.number().int().min(0) });
 export const programmedAtResultSchema = z.object({ lastAck: z.record(z.string(), z.number()), firstAck: z.record(z.string(), z.number()), envoysWith: z.record(z.string(), z.number().int().min(0)) });
 export const countResultSchema = z.number().int().min(0);
+export const routableResultSchema = z.object({ lastAt: z.record(z.string(), z.number()), envoysWith: z.record(z.string(), z.number().int().min(0)) });

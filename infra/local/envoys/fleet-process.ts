@@ -6,12 +6,11 @@ import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { describeExit, waitUntilReady, watchStderr } from '../child-process';
-import type { Fleet } from './fleet';
 import { ackCountFromTruth, configuredCountOf, connectedCountOf, lastAcksFromTruth, programmedAtFromTruth, type FleetLastAcks, type FleetProgrammedAt, type WatermarkTarget } from './fleet-queries';
-import { childMessageSchema, countResultSchema, lastAcksResultSchema, programmedAtResultSchema, type FleetQuery, type ParentMessage } from './fleet-process-protocol';
-import { buildFleet, type FleetSpec } from './fleet-spec';
+import { childMessageSchema, countResultSchema, lastAcksResultSchema, programmedAtResultSchema, routableResultSchema, type FleetQuery, type ParentMessage } from './fleet-process-protocol';
+import { buildFleet, routableOf, type BuiltFleet, type FleetSpec } from './fleet-spec';
+import type { FleetRoutable } from './route-watch';
 import { fleetTrueWritesResultSchema, type FleetTrueWritesQuery, type FleetTrueWritesResult } from '../../../test/truth/fleet-true-writes';
-import type { SimEnvoy } from './simEnvoy';
 
 /** Questions about a fleet's state and ground truth, answered the same in both modes. */
 export interface FleetQueries {
@@ -25,6 +24,8 @@ export interface FleetQueries {
   lastAcks(names: readonly string[], since: number): Promise<FleetLastAcks>;
   /** Per target, the last Envoy to have it on every watermarked type since `since`: programmedAtFromTruth. */
   programmedAt(targets: readonly WatermarkTarget[], since: number): Promise<FleetProgrammedAt>;
+  /** Per route watch key (the spec's routeWatches), the last of `nodeIds` (default all) to be able to route it: RouteWatch. */
+  routable(keys: readonly string[], nodeIds?: readonly string[]): Promise<FleetRoutable>;
   /**
    * Invariant 1 over True writes, judged by the truth checker against the provenance stamps the fleet
    * received (test/truth/fleet-true-writes.ts). Needs the content tap (FleetProcessOptions.tapContents);
@@ -33,7 +34,8 @@ export interface FleetQueries {
   trueWriteViolations(query: Omit<FleetTrueWritesQuery, 'kind'>): Promise<FleetTrueWritesResult>;
 }
 
-export function inlineFleetQueries(fleet: Fleet, envoys: readonly SimEnvoy[]): FleetQueries {
+export function inlineFleetQueries(built: BuiltFleet): FleetQueries {
+  const { fleet, envoys } = built;
   const nodeIds = (): string[] => envoys.map((envoy) => envoy.id);
   return {
     connectedCount: async () => connectedCountOf(envoys),
@@ -41,6 +43,7 @@ export function inlineFleetQueries(fleet: Fleet, envoys: readonly SimEnvoy[]): F
     ackCount: async (since) => ackCountFromTruth(fleet.truth, nodeIds(), since),
     lastAcks: async (names, since) => lastAcksFromTruth(fleet.truth, nodeIds(), names, since),
     programmedAt: async (targets, since) => programmedAtFromTruth(fleet.truth, nodeIds(), targets, since),
+    routable: async (keys, onlyNodeIds) => routableOf(built, keys, onlyNodeIds),
     trueWriteViolations: () => Promise.reject(new Error('trueWriteViolations: an inline fleet has no content tap; tap the codec (test/truth/content.ts) and run checkTrueWrites in this process')),
   };
 }
@@ -174,6 +177,7 @@ export async function startFleetProcess(opts: FleetProcessOptions): Promise<Flee
     ackCount: async (since) => countResultSchema.parse(await ask({ kind: 'ackCount', since })),
     lastAcks: async (names, since) => lastAcksResultSchema.parse(await ask({ kind: 'lastAcks', names: [...names], since })),
     programmedAt: async (targets, since) => programmedAtResultSchema.parse(await ask({ kind: 'programmedAt', targets: targets.map((t) => ({ ...t })), since })),
+    routable: async (keys, nodeIds) => routableResultSchema.parse(await ask({ kind: 'routable', keys: [...keys], ...(nodeIds === undefined ? {} : { nodeIds: [...nodeIds] }) })),
     trueWriteViolations: async (query) => fleetTrueWritesResultSchema.parse(await ask({ kind: 'trueWrites', ...query })),
     close: () =>
       (closing ??= (async () => {
@@ -194,5 +198,5 @@ export async function startFleetProcess(opts: FleetProcessOptions): Promise<Flee
 export function startInlineFleet(spec: FleetSpec, logger: Logger): ReturnType<typeof buildFleet> & { queries: FleetQueries } {
   const built = buildFleet(spec, logger);
   built.fleet.connectAll();
-  return { ...built, queries: inlineFleetQueries(built.fleet, built.envoys) };
+  return { ...built, queries: inlineFleetQueries(built) };
 }

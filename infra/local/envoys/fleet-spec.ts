@@ -5,7 +5,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { parseBehaviour, simBehaviourConfigSchema } from './behaviour';
 import { Fleet } from './fleet';
-import type { SimEnvoy, SimNode } from './simEnvoy';
+import { RouteWatch, routeWatchSchema, type FleetRoutable } from './route-watch';
+import type { AcceptedContent, SimEnvoy, SimNode } from './simEnvoy';
 
 const nodeTemplateSchema = z
   .object({
@@ -53,6 +54,8 @@ export const fleetSpecSchema = z
     channels: z.number().int().min(1).optional(),
     maxStreamsPerChannel: z.number().int().min(1).optional(),
     groups: z.array(envoyGroupSchema),
+    /** Hosts whose route to a cluster every Envoy's accepted content is watched for (FleetQueries.routable). */
+    routeWatches: z.array(routeWatchSchema).optional(),
   })
   .strict();
 
@@ -79,6 +82,8 @@ export interface BuiltFleet {
   /** Per group, in spec order. */
   groups: Array<{ role: string; envoys: SimEnvoy[] }>;
   envoys: SimEnvoy[];
+  /** Set when the spec has `routeWatches`. */
+  routes?: RouteWatch;
 }
 
 /** Builds (does not connect) the fleet a spec describes. Throws on an invalid spec. */
@@ -90,6 +95,7 @@ export function buildFleet(input: FleetSpec, logger: Logger): BuiltFleet {
     ...(spec.maxStreamsPerChannel === undefined ? {} : { maxStreamsPerChannel: spec.maxStreamsPerChannel }),
     logger,
   });
+  const routes = spec.routeWatches === undefined ? undefined : new RouteWatch(fleet.truth, spec.routeWatches);
   const groups = spec.groups.map((group) => ({
     role: group.role,
     envoys: fleet.addMany(
@@ -106,9 +112,16 @@ export function buildFleet(input: FleetSpec, logger: Logger): BuiltFleet {
         ...(group.behaviour === undefined ? {} : { behaviour: parseBehaviour(group.behaviour) }),
         node: (index) => nodeFromTemplate(group.node, index),
         ...(group.target === undefined ? {} : { target: group.target }),
+        ...(routes === undefined ? {} : { onAccepted: (nodeId: string, accepted: AcceptedContent) => routes.onAccepted(nodeId, accepted) }),
       },
       group.firstIndex,
     ),
   }));
-  return { fleet, groups, envoys: groups.flatMap((group) => group.envoys) };
+  return { fleet, groups, envoys: groups.flatMap((group) => group.envoys), ...(routes === undefined ? {} : { routes }) };
+}
+
+/** FleetQueries.routable over a built fleet (`nodeIds`: only these Envoys; default all). Throws without route watches. */
+export function routableOf(built: BuiltFleet, keys: readonly string[], nodeIds?: readonly string[]): FleetRoutable {
+  if (built.routes === undefined) throw new Error('routable needs route watches: give the fleet spec routeWatches');
+  return built.routes.routable(nodeIds ?? built.envoys.map((envoy) => envoy.id), keys);
 }

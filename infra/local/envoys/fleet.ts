@@ -11,7 +11,7 @@ import type { SimBehaviour } from './behaviour';
 import { discoveryCodec } from './codec';
 import { GroundTruth } from './groundTruth';
 import { Scheduler, systemClock, type SchedulerClock } from './scheduler';
-import { SimEnvoy, type SimEnvoyOptions, type SimNode, type Subscription, type XdsTransport } from './simEnvoy';
+import { SimEnvoy, type AcceptedContent, type SimEnvoyOptions, type SimNode, type Subscription, type XdsTransport } from './simEnvoy';
 import type { SubscriptionModelName } from './subscriptionModel';
 import type { XdsProtocol } from './xds-protocol';
 
@@ -47,6 +47,8 @@ export interface FleetEnvoySpec {
   initialFetchTimeoutMs?: number;
   /** Node for Envoy number `index` (default: id `sim-<index>`, cluster `sim`). */
   node?: (index: number) => SimNode;
+  /** SimEnvoyOptions.onAccepted of every Envoy, told which Envoy accepted. */
+  onAccepted?: (nodeId: string, accepted: AcceptedContent) => void;
   /** The server these Envoys connect to (default: the fleet's `target`): one of several gateways. */
   target?: string;
 }
@@ -187,9 +189,11 @@ export class Fleet {
     const created: SimEnvoy[] = [];
     for (let offset = 0; offset < count; offset++) {
       const index = firstIndex + offset;
+      const node = spec.node?.(index) ?? { id: `sim-${index}`, cluster: 'sim' };
+      const onAccepted = spec.onAccepted;
       created.push(
         this.add({
-          node: spec.node?.(index) ?? { id: `sim-${index}`, cluster: 'sim' },
+          node,
           transport: spec.transport,
           protocol: spec.protocol,
           subscriptions: spec.subscriptions,
@@ -199,6 +203,7 @@ export class Fleet {
           ...(spec.reconnectDelayMs !== undefined ? { reconnectDelayMs: spec.reconnectDelayMs } : {}),
           ...(spec.subscriptionModel !== undefined ? { subscriptionModel: spec.subscriptionModel } : {}),
           ...(spec.initialFetchTimeoutMs !== undefined ? { initialFetchTimeoutMs: spec.initialFetchTimeoutMs } : {}),
+          ...(onAccepted !== undefined ? { onAccepted: (accepted: AcceptedContent) => onAccepted(node.id, accepted) } : {}),
         }, spec.target),
       );
     }

@@ -26,3 +26,4 @@ export {
 export { discoveryCodec, type DiscoveryCodec } from './codec';
 export { readStringFields, sotwResourceName, RESOURCE_WRAPPER_TYPE_URL, SotwNameCache, sharedSotwNames, type SotwNameCacheStats } from './resourceNames';
 export * from './fleetScenario';
+export { RouteWatch, routeWatchSchema, type FleetRoutable, type RouteWatchSpec } from './route-watch';

@@ -10,7 +10,7 @@
 // FleetSpec and answer the same FleetQueries.
 import type { Logger } from 'pino';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../../common/core';
-import type { Fleet, SimEnvoy } from '../envoys';
+import type { Fleet, RouteWatchSpec, SimEnvoy } from '../envoys';
 import { inlineFleetQueries, startFleetProcess, type FleetQueries } from '../envoys/fleet-process';
 import { buildFleet, nodeFromTemplate, type FleetEnvoyGroup, type FleetSpec } from '../envoys/fleet-spec';
 import { RealClientFleet, startEchoBackend, type EchoBackend } from '../envoys/realClient';
@@ -70,6 +70,8 @@ export interface FleetComponentOptions {
   objects: number;
   /** Child fleets only: record the stamps of every response received (LocalSystemOptions.fleetContentTap). */
   tapContents?: boolean;
+  /** LocalSystemOptions.fleetRouteWatches. */
+  routeWatches?: readonly RouteWatchSpec[];
   logger: Logger;
 }
 
@@ -77,7 +79,7 @@ const ALL_TYPES = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL].map((
 const NODE_TEMPLATE = { idPrefix: 'envoy-', cluster: 'ingress', userAgentName: 'envoy', alternating: { key: 'zone', values: ['a', 'b'] } };
 
 /** The local system's simulated fleet as data: the same in both modes. */
-export function systemFleetSpec(opts: Pick<FleetComponentOptions, 'gatewayAddresses' | 'envoys' | 'nackRate' | 'slowEnvoys' | 'slowAckMs'>): FleetSpec {
+export function systemFleetSpec(opts: Pick<FleetComponentOptions, 'gatewayAddresses' | 'envoys' | 'nackRate' | 'slowEnvoys' | 'slowAckMs' | 'routeWatches'>): FleetSpec {
   const [target] = opts.gatewayAddresses;
   if (target === undefined) throw new Error('the fleet needs a gateway address');
   const nackCount = Math.min(opts.envoys, Math.round(opts.envoys * opts.nackRate));
@@ -101,6 +103,7 @@ export function systemFleetSpec(opts: Pick<FleetComponentOptions, 'gatewayAddres
     // The initial channels are the first gateway's; another's open as its Envoys need them.
     channels: Math.min(8, Math.max(1, Math.ceil(opts.envoys / perGateway / 250))),
     groups: perGateway === 1 ? groups : groups.flatMap((group) => splitAmong(group, opts.gatewayAddresses)),
+    ...(opts.routeWatches === undefined || opts.routeWatches.length === 0 ? {} : { routeWatches: opts.routeWatches.map((watch) => ({ ...watch })) }),
   };
 }
 
@@ -146,7 +149,7 @@ export function startFleetComponent(opts: FleetComponentOptions): InlineFleetCom
     process: 'inline',
     sim: built.fleet,
     simEnvoys: built.envoys,
-    queries: inlineFleetQueries(built.fleet, built.envoys),
+    queries: inlineFleetQueries(built),
     real,
     roles: rolesOf(spec, real),
     async close() {

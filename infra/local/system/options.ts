@@ -1,6 +1,7 @@
 // Options of the whole local system (`npm start`, tests), with the embedded defaults. Validated with
 // zod at the edge so a bad flag is a clear message, never a half-started system.
 import { z } from 'zod';
+import { routeWatchSchema } from '../envoys/route-watch';
 
 /** Where the local system runs the gateway (localSystemOptions gatewayProcess). */
 export const GATEWAY_PROCESSES = ['inline', 'child', 'bundle'] as const;
@@ -105,6 +106,12 @@ export const localSystemOptionsSchema = z
      * it keeps one set of stamps per response version.
      */
     fleetContentTap: z.boolean().default(false),
+    /**
+     * Hosts whose route to a cluster the simulated Envoys' accepted content is watched for
+     * (infra/local/envoys/route-watch.ts; `fleet.queries.routable`): the e2e bench's "change →
+     * routable", judged by content beside the watermark-based last ACK. None by default.
+     */
+    fleetRouteWatches: z.array(routeWatchSchema).default([]),
     /**
      * Where the xDS gateway runs: 'inline' (default) in this process; 'child' as its own Node process
      * running xds-gateway/main.ts with the same flags, as it is deployed (the e2e bench's default);

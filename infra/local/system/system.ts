@@ -297,6 +297,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
         slowAckMs: options.slowAckMs,
         objects: options.objects,
         tapContents: options.fleetContentTap,
+        routeWatches: options.fleetRouteWatches,
         logger,
       }),
     );

@@ -35,6 +35,11 @@ function specFor(target: string, idPrefix: string): FleetSpec {
       { ...common, role: 'slow', count: SLOW, firstIndex: 0, behaviour: { ackDelayMs: 150 } },
       { ...common, role: 'normal', count: ENVOYS - SLOW, firstIndex: SLOW },
     ],
+    routeWatches: [
+      { key: 'app2', host: 'app2.example.com', cluster: 'default/app2/9090' },
+      // app's host never routes to app2's cluster.
+      { key: 'crossed', host: 'app.example.com', cluster: 'default/app2/9090' },
+    ],
   };
 }
 
@@ -80,6 +85,7 @@ describe('simulated fleet in a child process', () => {
       await eventually(async () => (await queries.connectedCount()) === ENVOYS, `${mode}: every Envoy connected`, { timeoutMs: 20_000, intervalMs: 50 });
       await eventually(async () => (await queries.configuredCount()) === ENVOYS, `${mode}: every Envoy ACKed all four types`, { timeoutMs: 20_000, intervalMs: 50 });
       expect(await queries.ackCount(0)).toBeGreaterThanOrEqual(ENVOYS * 4);
+      expect(await queries.routable(['app2', 'crossed'])).toEqual({ lastAt: {}, envoysWith: { app2: 0, crossed: 0 } });
     }
 
     // A second HTTPProxy: a new cluster and endpoints (plus its route) for every Envoy.
@@ -95,7 +101,21 @@ describe('simulated fleet in a child process', () => {
         return result.envoysWith['default/app2/9090'] === ENVOYS ? result : undefined;
       }, `${mode}: every Envoy accepted the new cluster and its endpoints`, { timeoutMs: 20_000, intervalMs: 50 }));
     }
+    // By content: every Envoy can route app2's host once its route arrived too (LDS/RDS may come after CDS/EDS).
+    const routables = [];
+    for (const [mode, queries] of modes) {
+      routables.push(await eventually(async () => {
+        const result = await queries.routable(['app2', 'crossed']);
+        return result.envoysWith['app2'] === ENVOYS ? result : undefined;
+      }, `${mode}: every Envoy routes app2's host to its cluster`, { timeoutMs: 20_000, intervalMs: 50 }));
+      expect(await queries.routable(['app2'], [`${mode}-0`, `${mode}-${ENVOYS - 1}`])).toMatchObject({ envoysWith: { app2: 2 } });
+    }
     const after = Date.now();
+    for (const routable of routables) {
+      expect(routable.envoysWith['crossed']).toBe(0);
+      expect(routable.lastAt['app2']).toBeGreaterThanOrEqual(since + 150);
+      expect(routable.lastAt['app2']).toBeLessThanOrEqual(after);
+    }
     const [fromChild, fromInline] = results;
     if (!fromChild || !fromInline) throw new Error('missing results');
     // Same names (the unserved one in neither), same counts; times in the window, in both processes' clock.
