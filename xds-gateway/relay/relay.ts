@@ -42,6 +42,7 @@ import { RelayGroup, type MonotonicityGuard } from './relay-group';
 import { lineageBootPart } from './lineage-boot-part';
 import { RequestError } from './request-error';
 import { SotwResponseEncoder, withSharedResponseEncoding, type ResponseEncodingStats } from './response-encoding';
+import { DELTA_NODE_FIELD, NodeDecodeCache, SOTW_NODE_FIELD, withNodeDecodedOnce, type NodeDecodingStats } from './request-decoding';
 import { SotwDownstream } from './sotw-downstream';
 import type { RequestRateLimit } from './token-bucket';
 import type { BackoffOptions } from './upstream-stream';
@@ -191,6 +192,8 @@ export interface Relay {
   openStreams(): number;
   /** SotW responses serialized and resource lists encoded for them (shared lists are encoded once). */
   responseEncoding(): ResponseEncodingStats;
+  /** Requests whose node was decoded before (request-decoding.ts) and requests decoded whole. */
+  requestDecoding(): NodeDecodingStats;
 }
 
 const lineagePart = z.string().regex(/^[a-z0-9-]{1,63}$/, 'must match [a-z0-9-]{1,63}');
@@ -585,6 +588,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const server = new grpc.Server(serverOptions);
   // One encoder for the relay: a resource list shared by many streams is encoded once (response-encoding.ts).
   const sotwEncoder = new SotwResponseEncoder();
+  // One node cache for every service: an Envoy's ADS and per-type streams share its node.
+  const nodeDecoding = new NodeDecodeCache();
   const sotwHandler = (service: 'ads' | ResourceTypeUrl) => (call: grpc.ServerDuplexStream<DiscoveryRequest, DiscoveryResponse>) => {
     if (closing) {
       call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'relay shutting down' });
@@ -599,13 +604,15 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     }
     new DeltaDownstream(call, service, context).run();
   };
-  server.addService(withSharedResponseEncoding(serviceDefinition(ADS_SERVICE), ['StreamAggregatedResources'], sotwEncoder), {
+  const adsDefinition = withNodeDecodedOnce(serviceDefinition(ADS_SERVICE), { StreamAggregatedResources: SOTW_NODE_FIELD, DeltaAggregatedResources: DELTA_NODE_FIELD }, nodeDecoding);
+  server.addService(withSharedResponseEncoding(adsDefinition, ['StreamAggregatedResources'], sotwEncoder), {
     StreamAggregatedResources: sotwHandler('ads'),
     DeltaAggregatedResources: deltaHandler('ads'),
   });
   for (const typeUrl of RESOURCE_TYPE_URLS) {
     const service = PER_TYPE_SERVICES[typeUrl];
-    server.addService(withSharedResponseEncoding(serviceDefinition(service.service), [service.sotwMethod], sotwEncoder), {
+    const definition = withNodeDecodedOnce(serviceDefinition(service.service), { [service.sotwMethod]: SOTW_NODE_FIELD, [service.deltaMethod]: DELTA_NODE_FIELD }, nodeDecoding);
+    server.addService(withSharedResponseEncoding(definition, [service.sotwMethod], sotwEncoder), {
       [service.sotwMethod]: sotwHandler(typeUrl),
       [service.deltaMethod]: deltaHandler(typeUrl),
     });
@@ -683,5 +690,6 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     upstreamStreamsOpened: () => Object.fromEntries([...groups].map(([key, group]) => [key, group.upstreamStreamsOpened()])),
     openStreams: () => liveStreams.size,
     responseEncoding: () => sotwEncoder.stats(),
+    requestDecoding: () => ({ ...nodeDecoding.stats }),
   };
 }

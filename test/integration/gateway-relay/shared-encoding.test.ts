@@ -10,6 +10,8 @@ import { SotwResponseEncoder } from '../../../xds-gateway/relay/response-encodin
 import { endpointsOf, eventually, httpProxy, newSource, RecordingObserver, startTestControlPlane, startTestRelay, testLogger } from './helpers';
 
 const TYPES = [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL];
+/** Stands in for the extension list a real Envoy's node carries (~2 KB here). */
+const EXTENSION_LIST = Array.from({ length: 60 }, (_, index) => `envoy.filters.http.extension_${index}`).join(',');
 
 /** Every Envoy has accepted every type, all at the same versions. */
 function allAtOneVersion(envoys: readonly SimEnvoy[]): boolean {
@@ -96,11 +98,18 @@ describe('relay response encoding across streams', () => {
       // Wildcard on every type: this measures the relay's shared encoding of wildcard lists (Envoy-model
       // clients ask RDS/EDS by name, and the relay encodes named lists per stream).
       subscriptionModel: 'wildcard',
-      node: (index) => ({ id: `enc-${index}`, cluster: 'enc' }),
+      // A node of a few KB, as a real Envoy's is (its extension list): the relay decodes those once.
+      node: (index) => ({ id: `enc-${index}`, cluster: 'enc', metadata: { extensions: EXTENSION_LIST } }),
     });
+    const decodingBefore = relay.requestDecoding();
     fleet.connectAll();
     const allAtVersion = (): boolean => allAtOneVersion(envoys);
     await eventually(allAtVersion, 'every Envoy ACKed every type');
+    // The simulated Envoys send their node on every request, as Envoy does by default: each node is
+    // decoded once (request-decoding.ts), every later request of that Envoy reuses it.
+    // Four first requests and four ACKs per Envoy (the last ACKs may still be on their way to the relay).
+    await eventually(() => relay.requestDecoding().reused - decodingBefore.reused >= 20 * (2 * TYPES.length - 1), 'every later request reused its node');
+    expect(relay.requestDecoding().decodedWhole - decodingBefore.decodedWhole).toBe(20);
     const afterConnect = relay.responseEncoding();
     expect(afterConnect.responses).toBeGreaterThanOrEqual(20 * TYPES.length);
     // One list per type version (at most a couple of versions while the fleet connected), never per stream.
