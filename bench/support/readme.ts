@@ -475,7 +475,7 @@ export function renderReadme(results: BenchResults): string {
     '- The e2e bench takes the functions\' settings for before/after runs: `--batch-window-ms` (convergence, default 100), `--status-batch-window-ms` (default 0), `--decision-refresh-ms` (default 1000); the settings before the first latency round (round 2) were 200 / 200 / 0.',
     '- The e2e bench\'s process layout: `--dynalite-process`, `--fleet-process`, `--gateway-process`, `--cluster-process` (the API server and the control plane; each `child`, the default, or `inline`; the gateway also `bundle`: its child runs the esbuild bundle the image runs, built first), and `--convergence-batch-size` (default 1,000).',
     '- `npm run bench -- report --render-only`: README and plots again from results.json. Each size run replaces its own row in results.json, stage by stage: stages a run skipped (`--stages`) keep their earlier results, and "Runs and conditions" says from when.',
-    '- The pieces: `npm run bench -- e2e --envoys N --objects M [--changed K] [--no-write-ceiling]`, `npm run bench -- baselines --envoys N --objects M --changed K`, `npm run bench -- write-ceiling [--writes N]` (the write path alone, through the front and straight to dynalite).',
+    '- The pieces: `npm run bench -- e2e --envoys N --objects M [--changed K] [--no-write-ceiling]`, `npm run bench -- baselines --envoys N --objects M --changed K`, `npm run bench -- write-ceiling [--writes N]` (the write path alone, through the front and straight to dynalite), `npm run bench -- ack-path` (the gateway's synchronous work per ACK), `npm run bench -- request-decoding` (the relay's request deserializer, node decoded each time or once).',
     '',
     '## Targets',
     '',
