@@ -57,7 +57,7 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
   }
 
   protected onRequest(raw: DeltaDiscoveryRequest): void {
-    const stream = this.identify(raw.node);
+    const stream = this.identify(() => raw.node);
     const parsed = deltaRequestSchema.safeParse(raw);
     if (!parsed.success) throw new RequestError(grpc.status.INVALID_ARGUMENT, `malformed DeltaDiscoveryRequest: ${parsed.error.message.slice(0, 300)}`);
     const request = parsed.data;

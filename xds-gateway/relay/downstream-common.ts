@@ -350,8 +350,18 @@ export abstract class DownstreamStream<Request extends { node?: XdsNode | null }
   }
 
   /** The stream's identity; the first request's node creates it (and reports the stream opened). */
-  protected identify(node: XdsNode | null | undefined): StreamIdentity {
+  /**
+   * The stream's identity, from the node of its first request: `nodeOf` is called only then (later
+   * requests' nodes are never read or decoded: request-decoding.ts).
+   */
+  protected identify(nodeOf: () => XdsNode | null | undefined): StreamIdentity {
     if (this.stream !== undefined) return this.stream;
+    let node: XdsNode | null | undefined;
+    try {
+      node = nodeOf();
+    } catch (error) {
+      throw new RequestError(grpc.status.INVALID_ARGUMENT, `DiscoveryRequest.node does not decode: ${error instanceof Error ? error.message.slice(0, 200) : String(error)}`);
+    }
     const parsed = identityOf(node);
     if (!parsed.ok) throw new RequestError(grpc.status.INVALID_ARGUMENT, parsed.error);
     const { group, leave } = this.context.join(parsed.identity, node as XdsNode, this);

@@ -42,7 +42,7 @@ import { RelayGroup, type MonotonicityGuard } from './relay-group';
 import { lineageBootPart } from './lineage-boot-part';
 import { RequestError } from './request-error';
 import { SotwResponseEncoder, withSharedResponseEncoding, type ResponseEncodingStats } from './response-encoding';
-import { DELTA_NODE_FIELD, NodeDecodeCache, SOTW_NODE_FIELD, withNodeDecodedOnce, type NodeDecodingStats } from './request-decoding';
+import { DELTA_NODE_FIELD, LazyNodeDecoding, SOTW_NODE_FIELD, withLazyNode, type NodeDecodingStats } from './request-decoding';
 import { SotwDownstream } from './sotw-downstream';
 import type { RequestRateLimit } from './token-bucket';
 import type { BackoffOptions } from './upstream-stream';
@@ -192,7 +192,7 @@ export interface Relay {
   openStreams(): number;
   /** SotW responses serialized and resource lists encoded for them (shared lists are encoded once). */
   responseEncoding(): ResponseEncodingStats;
-  /** Requests whose node was decoded before (request-decoding.ts) and requests decoded whole. */
+  /** Requests decoded without their node until read (request-decoding.ts), and requests decoded whole. */
   requestDecoding(): NodeDecodingStats;
 }
 
@@ -588,8 +588,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const server = new grpc.Server(serverOptions);
   // One encoder for the relay: a resource list shared by many streams is encoded once (response-encoding.ts).
   const sotwEncoder = new SotwResponseEncoder();
-  // One node cache for every service: an Envoy's ADS and per-type streams share its node.
-  const nodeDecoding = new NodeDecodeCache();
+  const nodeDecoding = new LazyNodeDecoding();
   const sotwHandler = (service: 'ads' | ResourceTypeUrl) => (call: grpc.ServerDuplexStream<DiscoveryRequest, DiscoveryResponse>) => {
     if (closing) {
       call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'relay shutting down' });
@@ -604,14 +603,14 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     }
     new DeltaDownstream(call, service, context).run();
   };
-  const adsDefinition = withNodeDecodedOnce(serviceDefinition(ADS_SERVICE), { StreamAggregatedResources: SOTW_NODE_FIELD, DeltaAggregatedResources: DELTA_NODE_FIELD }, nodeDecoding);
+  const adsDefinition = withLazyNode(serviceDefinition(ADS_SERVICE), { StreamAggregatedResources: SOTW_NODE_FIELD, DeltaAggregatedResources: DELTA_NODE_FIELD }, nodeDecoding);
   server.addService(withSharedResponseEncoding(adsDefinition, ['StreamAggregatedResources'], sotwEncoder), {
     StreamAggregatedResources: sotwHandler('ads'),
     DeltaAggregatedResources: deltaHandler('ads'),
   });
   for (const typeUrl of RESOURCE_TYPE_URLS) {
     const service = PER_TYPE_SERVICES[typeUrl];
-    const definition = withNodeDecodedOnce(serviceDefinition(service.service), { [service.sotwMethod]: SOTW_NODE_FIELD, [service.deltaMethod]: DELTA_NODE_FIELD }, nodeDecoding);
+    const definition = withLazyNode(serviceDefinition(service.service), { [service.sotwMethod]: SOTW_NODE_FIELD, [service.deltaMethod]: DELTA_NODE_FIELD }, nodeDecoding);
     server.addService(withSharedResponseEncoding(definition, [service.sotwMethod], sotwEncoder), {
       [service.sotwMethod]: sotwHandler(typeUrl),
       [service.deltaMethod]: deltaHandler(typeUrl),

@@ -1,26 +1,25 @@
-// Requests decoded without decoding the same node again. Envoy sends its Node on every request of a
+// Requests decoded without their node until it is read. Envoy sends its Node on every request of a
 // stream unless told otherwise (`set_node_on_first_message_only` defaults to false), and a real
-// Envoy's Node is large: its metadata Struct and the list of every extension it was built with. The
-// relay reads the node once per stream (node.ts, downstream-common.ts `identify`), yet grpc-js hands
-// each message to the service's deserializer whole, so every ACK paid for decoding and converting the
-// node (a profile of a 100-Envoy change: ~7% of the gateway's busy time, with the simulated fleet's
-// small nodes).
+// Envoy's Node is large: its metadata Struct and the list of every extension it was built with
+// (tens of KB). The relay reads the node of a stream's first request only (downstream-common.ts
+// `identify`; the xDS protocol: "it is sufficient to only check the first message for the node
+// identifier"), yet grpc-js hands each message to the service's deserializer whole, so every ACK paid
+// for decoding and converting the node.
 //
-// So the deserializer looks at the message's top-level fields without decoding them, and when the
-// node field's bytes (1 KB or more: smaller ones decode as cheaply as they are looked up) are ones it
-// decoded before, decodes the rest alone and puts back the node it kept. Bytes are the key, so an answer is exactly what decoding them gives; the kept node is frozen
-// because every request of that Envoy (and every stream it opens) shares it. Anything unusual (no
-// node, the node field twice, which protobuf merges, a malformed message) goes to the original
-// deserializer as before, errors included.
+// So the deserializer finds the node field among the message's top-level fields without decoding
+// them, decodes the rest, and gives the request a `node` that decodes the field's bytes when it is
+// first read (not enumerable, so schema checks that copy a request's fields do not read it). Nothing
+// outlives the request: no cache, no per-Envoy memory. The top-level structure is still checked (the
+// scan, the rest's decoding); a node field is decoded only where it is read, and a node that does not
+// decode there is the reader's error (identify answers INVALID_ARGUMENT). Below 1 KB the node is
+// decoded with the rest as before (the scan costs about what decoding it does). Anything unusual (the
+// node field twice, which protobuf merges; a malformed message) goes to the original deserializer as
+// before, errors included.
 import type { ServiceDefinition } from '@grpc/grpc-js';
 
-/** Past this many distinct nodes the cache starts over (one entry per Envoy; a bound, not a tuning). */
-const MAX_NODES = 20_000;
 /**
- * Smaller node fields are decoded with the rest: looking one up (key, comparison, the copy of the
- * rest) costs about what decoding a node of a few hundred bytes does (`npm run bench --
- * request-decoding`: a 632-byte request with a ~100-byte node, 5.6 µs whole against 6.6 µs through the
- * cache; with a ~28 KB Envoy-like node, 143 against 14 µs).
+ * Smaller node fields are decoded with the rest: the scan and the copy of the rest cost about what
+ * decoding a node of a few hundred bytes does (`npm run bench -- request-decoding`).
  */
 const MIN_NODE_BYTES = 1024;
 
@@ -88,86 +87,53 @@ export function singleFieldSpan(bytes: Uint8Array, fieldNumber: number): FieldSp
   return foundStart < 0 ? undefined : { start: foundStart, end: foundEnd };
 }
 
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);
-  }
-  return value;
-}
-
 export interface NodeDecodingStats {
-  /** Requests whose node came from the cache. */
-  reused: number;
-  /** Requests decoded whole (first sight of a node, no node, or anything unusual). */
+  /** Requests decoded without their node (it decodes when read). */
+  deferred: number;
+  /** Requests decoded whole (no node, a node under 1 KB, or anything unusual). */
   decodedWhole: number;
+  /** Deferred nodes that were read (a stream's first request), hence decoded. */
+  nodesDecoded: number;
 }
 
-/** One cache for the relay: an Envoy's streams of every service share its node. */
-/** A node decoded before, with the exact bytes it was decoded from. */
-interface KnownNode {
-  bytes: Buffer;
-  node: unknown;
-}
-
-/**
- * The cache's key: the field's length and its first and last bytes (the node id is near the start).
- * Only a key; an entry is used only when its bytes equal the field's (Buffer.equals), so two nodes
- * sharing a key are told apart and cost a second comparison.
- */
-function keyOf(bytes: Buffer, span: FieldSpan): string {
-  const edge = Math.min(64, span.end - span.start);
-  return `${span.end - span.start}:${bytes.toString('latin1', span.start, span.start + edge)}:${bytes.toString('latin1', span.end - edge, span.end)}`;
-}
-
-export class NodeDecodeCache {
-  private readonly nodes = new Map<string, KnownNode[]>();
-  private size = 0;
-  readonly stats: NodeDecodingStats = { reused: 0, decodedWhole: 0 };
-
-  private readonly maxNodes: number;
+/** The relay's request deserializers with the node decoded only when read. */
+export class LazyNodeDecoding {
+  readonly stats: NodeDecodingStats = { deferred: 0, decodedWhole: 0, nodesDecoded: 0 };
   private readonly minNodeBytes: number;
 
-  constructor(options: { maxNodes?: number; minNodeBytes?: number } = {}) {
-    this.maxNodes = options.maxNodes ?? MAX_NODES;
+  constructor(options: { minNodeBytes?: number } = {}) {
     this.minNodeBytes = options.minNodeBytes ?? MIN_NODE_BYTES;
   }
 
-  /** `original` (a request deserializer) with the node field decoded once per distinct bytes. */
+  /** `original` (a request deserializer) with the node field left for its first reader. */
   deserializer(original: (bytes: Buffer) => unknown, nodeField: number): (bytes: Buffer) => unknown {
     return (bytes: Buffer): unknown => {
       const span = singleFieldSpan(bytes, nodeField);
-      if (span === undefined || span.end - span.start < this.minNodeBytes) return this.whole(original, bytes);
-      const field = bytes.subarray(span.start, span.end);
-      const key = keyOf(bytes, span);
-      const candidates = this.nodes.get(key);
-      const known = candidates?.find((candidate) => candidate.bytes.equals(field))?.node;
-      if (known === undefined) {
-        const request = this.whole(original, bytes);
-        const node = isRecord(request) ? request['node'] : undefined;
-        if (isRecord(node)) {
-          if (this.size >= this.maxNodes) {
-            this.nodes.clear();
-            this.size = 0;
-          }
-          const entry = { bytes: Buffer.from(field), node: deepFreeze(node) };
-          if (candidates === undefined || this.size === 0) this.nodes.set(key, [entry]);
-          else candidates.push(entry);
-          this.size++;
-        }
-        return request;
+      if (span === undefined || span.end - span.start < this.minNodeBytes) {
+        this.stats.decodedWhole++;
+        return original(bytes);
       }
       const request = original(Buffer.concat([bytes.subarray(0, span.start), bytes.subarray(span.end)]));
       if (!isRecord(request)) return request;
-      this.stats.reused++;
-      request['node'] = known;
+      this.stats.deferred++;
+      // The field alone is a valid message of the same type holding only the node: decoded by the same
+      // deserializer, its node is exactly what decoding the whole request gives.
+      // A view, not a copy: grpc-js hands each message its own buffer and never reuses it.
+      const field = bytes.subarray(span.start, span.end);
+      const stats = this.stats;
+      Object.defineProperty(request, 'node', {
+        configurable: true,
+        enumerable: false,
+        get(): unknown {
+          const decoded = original(field);
+          const node = isRecord(decoded) ? decoded['node'] : undefined;
+          stats.nodesDecoded++;
+          Object.defineProperty(request, 'node', { configurable: true, enumerable: false, writable: false, value: node });
+          return node;
+        },
+      });
       return request;
     };
-  }
-
-  private whole(original: (bytes: Buffer) => unknown, bytes: Buffer): unknown {
-    this.stats.decodedWhole++;
-    return original(bytes);
   }
 }
 
@@ -179,13 +145,13 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export const SOTW_NODE_FIELD = 2;
 export const DELTA_NODE_FIELD = 1;
 
-/** `definition` with the given methods' requests decoded through `cache` (method name → node field number). */
-export function withNodeDecodedOnce(definition: ServiceDefinition, methods: Readonly<Record<string, number>>, cache: NodeDecodeCache): ServiceDefinition {
+/** `definition` with the given methods' requests decoded through `decoding` (method name → node field number). */
+export function withLazyNode(definition: ServiceDefinition, methods: Readonly<Record<string, number>>, decoding: LazyNodeDecoding): ServiceDefinition {
   const copy: Record<string, ServiceDefinition[string]> = { ...definition };
   for (const [method, nodeField] of Object.entries(methods)) {
     const original = definition[method];
     if (original === undefined) throw new Error(`service has no method ${method}`);
-    copy[method] = { ...original, requestDeserialize: cache.deserializer(original.requestDeserialize, nodeField) };
+    copy[method] = { ...original, requestDeserialize: decoding.deserializer(original.requestDeserialize, nodeField) };
   }
   return copy as ServiceDefinition;
 }

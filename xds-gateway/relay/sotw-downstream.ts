@@ -56,7 +56,7 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
   }
 
   protected onRequest(raw: DiscoveryRequest): void {
-    const stream = this.identify(raw.node);
+    const stream = this.identify(() => raw.node);
     const parsed = sotwRequestSchema.safeParse(raw);
     if (!parsed.success) throw new RequestError(grpc.status.INVALID_ARGUMENT, `malformed DiscoveryRequest: ${parsed.error.message.slice(0, 300)}`);
     const request = parsed.data;

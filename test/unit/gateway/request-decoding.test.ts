@@ -1,7 +1,7 @@
-// The relay's request deserializer decodes a node's bytes once (xds-gateway/relay/request-decoding.ts):
-// every answer must equal what the service's own deserializer gives for the same bytes.
+// The relay's request deserializer leaves the node for its reader (xds-gateway/relay/request-decoding.ts):
+// every answer, node included once read, must equal what the service's own deserializer gives.
 import { ADS_SERVICE, serviceDefinition, messageType } from '../../../common/xds/protos';
-import { DELTA_NODE_FIELD, NodeDecodeCache, SOTW_NODE_FIELD, singleFieldSpan, withNodeDecodedOnce } from '../../../xds-gateway/relay/request-decoding';
+import { DELTA_NODE_FIELD, LazyNodeDecoding, SOTW_NODE_FIELD, singleFieldSpan, withLazyNode } from '../../../xds-gateway/relay/request-decoding';
 
 const CDS = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const EDS = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
@@ -55,80 +55,79 @@ describe('singleFieldSpan', () => {
   });
 });
 
-describe('NodeDecodeCache', () => {
-  it('answers every request as the original deserializer does, decoding a node once', () => {
-    const cache = new NodeDecodeCache({ minNodeBytes: 0 });
-    const deserialize = cache.deserializer(sotwOriginal, SOTW_NODE_FIELD);
+/** The request as the relay sees it: its fields and its node (not enumerable when deferred). */
+function asRead(request: unknown): Record<string, unknown> {
+  const fields = request as Record<string, unknown>;
+  return { ...fields, node: fields['node'] };
+}
+
+describe('LazyNodeDecoding', () => {
+  it('answers every request as the original deserializer does, decoding a node only when it is read', () => {
+    const decoding = new LazyNodeDecoding({ minNodeBytes: 0 });
+    const deserialize = decoding.deserializer(sotwOriginal, SOTW_NODE_FIELD);
     const requests = [
       { node: node('a'), type_url: CDS, resource_names: [] },
       { version_info: 'v1', node: node('a'), type_url: CDS, response_nonce: 'n1' },
       { version_info: 'v1', node: node('a'), type_url: EDS, resource_names: ['c1', 'c2'], response_nonce: 'n2', error_detail: { code: 3, message: 'rejected' } },
-      { node: node('b'), type_url: CDS },
       { version_info: 'v2', type_url: CDS, response_nonce: 'n3' },
     ].map(sotwBytes);
     const answers = requests.map(deserialize);
-    answers.forEach((answer, index) => expect(answer).toEqual(sotwOriginal(requests[index]!)));
-    expect(cache.stats).toEqual({ reused: 2, decodedWhole: 3 });
-    // One node object per Envoy, shared and frozen.
-    const [first, second] = answers as Array<{ node: unknown }>;
-    expect(second!.node).toBe(first!.node);
-    expect(Object.isFrozen(first!.node)).toBe(true);
-    expect(() => {
-      (first!.node as { id: string }).id = 'changed';
-    }).toThrow(TypeError);
+    // Nothing read yet: three nodes deferred, none decoded; the request without a node decoded whole.
+    expect(decoding.stats).toEqual({ deferred: 3, decodedWhole: 1, nodesDecoded: 0 });
+    // Schema checks that copy a request's own fields do not see (or decode) the node.
+    expect(Object.keys(answers[1] as object)).not.toContain('node');
+    answers.forEach((answer, index) => expect(asRead(answer)).toEqual(asRead(sotwOriginal(requests[index]!))));
+    expect(decoding.stats.nodesDecoded).toBe(3);
+    // Read twice, decoded once.
+    const first = answers[0] as { node: unknown };
+    expect(first.node).toBe(first.node);
+    expect(decoding.stats.nodesDecoded).toBe(3);
   });
 
   it('does the same for Delta requests (node is field 1 there)', () => {
-    const cache = new NodeDecodeCache({ minNodeBytes: 0 });
-    const deserialize = cache.deserializer(deltaOriginal, DELTA_NODE_FIELD);
+    const decoding = new LazyNodeDecoding({ minNodeBytes: 0 });
+    const deserialize = decoding.deserializer(deltaOriginal, DELTA_NODE_FIELD);
     const requests = [
       { node: node('a'), type_url: CDS, resource_names_subscribe: ['*'] },
       { node: node('a'), type_url: CDS, response_nonce: 'n1', initial_resource_versions: { x: '1' } },
     ].map(deltaBytes);
-    requests.forEach((bytes) => expect(deserialize(bytes)).toEqual(deltaOriginal(bytes)));
-    expect(cache.stats.reused).toBe(1);
+    requests.forEach((bytes) => expect(asRead(deserialize(bytes))).toEqual(asRead(deltaOriginal(bytes))));
+    expect(decoding.stats).toEqual({ deferred: 2, decodedWhole: 0, nodesDecoded: 2 });
   });
 
-  it('decodes whole what it cannot take apart (a node field twice, merged) and fails as the original on bad bytes', () => {
-    const cache = new NodeDecodeCache({ minNodeBytes: 0 });
-    const deserialize = cache.deserializer(sotwOriginal, SOTW_NODE_FIELD);
-    deserialize(sotwBytes({ node: node('a'), type_url: CDS }));
+  it('decodes whole what it cannot take apart (a node field twice, merged), fails as the original on bad bytes, and leaves a bad node to its reader', () => {
+    const deserialize = new LazyNodeDecoding({ minNodeBytes: 0 }).deserializer(sotwOriginal, SOTW_NODE_FIELD);
     const twice = Buffer.concat([sotwBytes({ node: node('a'), type_url: CDS }), sotwBytes({ node: { id: 'a', cluster: 'other' } })]);
-    expect(deserialize(twice)).toEqual(sotwOriginal(twice));
+    expect(asRead(deserialize(twice))).toEqual(asRead(sotwOriginal(twice)));
     const bad = Buffer.from([0x12, 0x7f, 0x01]);
     expect(() => sotwOriginal(bad)).toThrow();
     expect(() => deserialize(bad)).toThrow();
+    // A node field whose own bytes do not decode (wire type 7 inside): the request decodes, reading its node throws.
+    const badNode = Buffer.concat([sotwBytes({ type_url: CDS, response_nonce: 'n' }), Buffer.from([0x12, 0x01, 0x0f])]);
+    expect(() => sotwOriginal(badNode)).toThrow();
+    const request = deserialize(badNode) as { node?: unknown; response_nonce?: string };
+    expect(request.response_nonce).toBe('n');
+    expect(() => request.node).toThrow();
   });
 
-  it('starts over past its bound and stays exact', () => {
-    const cache = new NodeDecodeCache({ maxNodes: 2, minNodeBytes: 0 });
-    const deserialize = cache.deserializer(sotwOriginal, SOTW_NODE_FIELD);
-    for (const id of ['a', 'b', 'c', 'a', 'c']) {
-      const bytes = sotwBytes({ node: node(id), type_url: CDS, response_nonce: `n-${id}` });
-      expect(deserialize(bytes)).toEqual(sotwOriginal(bytes));
-    }
-    // 'a' was forgotten when 'c' came (the cache held a, b); 'c' was kept.
-    expect(cache.stats).toEqual({ reused: 1, decodedWhole: 4 });
-  });
-
-  it('decodes small nodes with the rest by default (a lookup costs what their decoding does)', () => {
-    const cache = new NodeDecodeCache();
-    const deserialize = cache.deserializer(sotwOriginal, SOTW_NODE_FIELD);
+  it('decodes small nodes with the rest by default (the scan costs what their decoding does)', () => {
+    const decoding = new LazyNodeDecoding();
+    const deserialize = decoding.deserializer(sotwOriginal, SOTW_NODE_FIELD);
     const large = { ...node('big'), metadata: { fields: { build: { stringValue: 'x'.repeat(1500) } } } };
-    for (const message of [{ node: node('a'), type_url: CDS }, { node: node('a'), type_url: EDS }, { node: large, type_url: CDS }, { node: large, type_url: EDS }]) {
+    for (const message of [{ node: node('a'), type_url: CDS }, { node: large, type_url: CDS }]) {
       const bytes = sotwBytes(message);
-      expect(deserialize(bytes)).toEqual(sotwOriginal(bytes));
+      expect(asRead(deserialize(bytes))).toEqual(asRead(sotwOriginal(bytes)));
     }
-    expect(cache.stats).toEqual({ reused: 1, decodedWhole: 3 });
+    expect(decoding.stats).toEqual({ deferred: 1, decodedWhole: 1, nodesDecoded: 1 });
   });
 });
 
-describe('withNodeDecodedOnce', () => {
+describe('withLazyNode', () => {
   it('replaces only the named methods\' request deserializers', () => {
-    const cache = new NodeDecodeCache();
-    const wrapped = withNodeDecodedOnce(ads, { StreamAggregatedResources: SOTW_NODE_FIELD }, cache);
+    const decoding = new LazyNodeDecoding();
+    const wrapped = withLazyNode(ads, { StreamAggregatedResources: SOTW_NODE_FIELD }, decoding);
     expect(wrapped['StreamAggregatedResources']!.requestDeserialize).not.toBe(ads['StreamAggregatedResources']!.requestDeserialize);
     expect(wrapped['DeltaAggregatedResources']!.requestDeserialize).toBe(ads['DeltaAggregatedResources']!.requestDeserialize);
-    expect(() => withNodeDecodedOnce(ads, { NoSuchMethod: 1 }, cache)).toThrow(/no method NoSuchMethod/);
+    expect(() => withLazyNode(ads, { NoSuchMethod: 1 }, decoding)).toThrow(/no method NoSuchMethod/);
   });
 });
