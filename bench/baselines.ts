@@ -86,7 +86,7 @@ async function startRig(options: BaselineOptions): Promise<Rig> {
     });
     const lastCluster = `default/app-${options.objects - 1}/8080`;
     const started = fleet;
-    await waitForAsync(async () => ((await started.lastAcks([lastCluster], 0)).envoysWith[lastCluster] ?? 0) === options.envoys, options.timeoutMs, 'initial config on every Envoy');
+    await waitFor(async () => ((await started.lastAcks([lastCluster], 0)).envoysWith[lastCluster] ?? 0) === options.envoys, options.timeoutMs, 'initial config on every Envoy', 100);
     const rig = { kube, controlPlane, fleet };
     return {
       ...rig,
@@ -102,15 +102,6 @@ async function startRig(options: BaselineOptions): Promise<Rig> {
     await controlPlane?.close();
     await kube.close();
     throw error;
-  }
-}
-
-/** Polls an async predicate every 100 ms until it holds; rejects after `timeoutMs`. */
-async function waitForAsync(predicate: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 

@@ -92,7 +92,7 @@ export async function run(argv: string[]): Promise<void> {
   for (const shape of ['simulated', 'envoy-like'] as const) {
     const batch = requests(shape, options);
     const meanBytes = Math.round(batch.reduce((sum, bytes) => sum + bytes.length, 0) / batch.length);
-    // Warm-up, then alternately, best of three (a fresh cache each time: its first sight of each node is paid inside).
+    // Warm-up, then alternately, best of three.
     cpuUsPerRequest(original, batch.slice(0, 400), 0);
     const best = { whole: Number.POSITIVE_INFINITY, lazy: Number.POSITIVE_INFINITY };
     for (let round = 0; round < 3; round++) {

@@ -26,9 +26,9 @@ export function round(value: number, digits = 1): number {
   return Math.round(value * factor) / factor;
 }
 
-export async function waitFor(predicate: () => boolean, timeoutMs: number, what: string, pollMs = 10): Promise<void> {
+export async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs: number, what: string, pollMs = 10): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
+  while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error(`bench: timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }

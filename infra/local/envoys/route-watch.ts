@@ -5,7 +5,8 @@
 // after it, so "the cluster is held" is one wave short of "the change routes"; the benches' baselines
 // wait for this, and the e2e bench reports it beside the product's watermark-based last ACK.
 import { z } from 'zod';
-import { CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL } from '../../../common/xds';
+import { ROUTE_CONFIGURATION_TYPE_URL } from '../../../common/xds';
+import { PROGRAMMED_TYPE_URLS } from './fleet-queries';
 import type { GroundTruth } from './groundTruth';
 import { matchVirtualHost, routeTableRefs } from './referencedNames';
 import type { AcceptedContent } from './simEnvoy';
@@ -23,11 +24,14 @@ export interface FleetRoutable {
 export class RouteWatch {
   /** node id → key → when its accepted routes first sent the watch's host to its cluster. */
   private readonly routed = new Map<string, Map<string, number>>();
+  private readonly byKey: ReadonlyMap<string, RouteWatchSpec>;
 
   constructor(
     private readonly truth: GroundTruth,
     private readonly watches: readonly RouteWatchSpec[],
-  ) {}
+  ) {
+    this.byKey = new Map(watches.map((watch) => [watch.key, watch]));
+  }
 
   /** SimEnvoyOptions.onAccepted for Envoy `nodeId`. What a NACKed response applied does not count. */
   onAccepted(nodeId: string, accepted: AcceptedContent): void {
@@ -45,10 +49,11 @@ export class RouteWatch {
   /** When Envoy `nodeId` could first route watch `key`: the later of the route and the cluster with its endpoints. */
   routableAt(nodeId: string, key: string): number | undefined {
     const routed = this.routed.get(nodeId)?.get(key);
-    const watch = this.watches.find((candidate) => candidate.key === key);
+    const watch = this.byKey.get(key);
     if (routed === undefined || watch === undefined) return undefined;
     let latest = routed;
-    for (const typeUrl of [CLUSTER_TYPE_URL, CLUSTER_LOAD_ASSIGNMENT_TYPE_URL]) {
+    // The cluster and its endpoints, as fleet-queries.ts counts a resource programmed.
+    for (const typeUrl of PROGRAMMED_TYPE_URLS) {
       const at = this.truth.acceptedVersions(nodeId, typeUrl).find((version) => version.resources.some((resource) => resource.name === watch.cluster))?.acceptedAt;
       if (at === undefined) return undefined;
       latest = Math.max(latest, at);

@@ -103,7 +103,7 @@ export function systemFleetSpec(opts: Pick<FleetComponentOptions, 'gatewayAddres
     // The initial channels are the first gateway's; another's open as its Envoys need them.
     channels: Math.min(8, Math.max(1, Math.ceil(opts.envoys / perGateway / 250))),
     groups: perGateway === 1 ? groups : groups.flatMap((group) => splitAmong(group, opts.gatewayAddresses)),
-    ...(opts.routeWatches === undefined || opts.routeWatches.length === 0 ? {} : { routeWatches: opts.routeWatches.map((watch) => ({ ...watch })) }),
+    ...(opts.routeWatches === undefined || opts.routeWatches.length === 0 ? {} : { routeWatches: [...opts.routeWatches] }),
   };
 }
 

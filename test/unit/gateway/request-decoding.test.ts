@@ -45,6 +45,9 @@ describe('singleFieldSpan', () => {
   it('is undefined when the field is absent, repeated, of another wire type, or the message does not parse', () => {
     const withNode = sotwBytes({ node: node('a'), type_url: CDS });
     expect(singleFieldSpan(sotwBytes({ type_url: CDS, response_nonce: 'n' }), SOTW_NODE_FIELD)).toBeUndefined();
+    // Shorter than asked: undefined (the deserializer decodes such a node with the rest).
+    expect(singleFieldSpan(withNode, SOTW_NODE_FIELD, withNode.length)).toBeUndefined();
+    expect(singleFieldSpan(withNode, SOTW_NODE_FIELD, 8)).toBeDefined();
     expect(singleFieldSpan(Buffer.concat([withNode, sotwBytes({ node: node('b') })]), SOTW_NODE_FIELD)).toBeUndefined();
     // Field 2 as a varint (wire type 0): tag 0x10.
     expect(singleFieldSpan(Buffer.from([0x10, 0x05]), 2)).toBeUndefined();
