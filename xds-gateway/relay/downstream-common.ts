@@ -143,11 +143,15 @@ export interface RelayContext {
 
 // Fields we read from decoded requests. protobuf decoding already guarantees the types; the schema
 // pins the shape we rely on (arrays of strings) so a future loader option change fails loudly here.
+// A SotW request's names are checked without being copied: the request decoding hands every request
+// that names the same resources the same list (request-decoding.ts), and a copy per request
+// would cost per name again and lose that identity.
+const nameListSchema = z.custom<readonly string[]>((value) => Array.isArray(value) && value.every((name) => typeof name === 'string'), { message: 'expected an array of strings' });
 const errorDetailSchema = z.object({ code: z.number().optional(), message: z.string().optional() }).loose().nullable().optional();
 export const sotwRequestSchema = z
   .object({
     version_info: z.string().optional(),
-    resource_names: z.array(z.string()).optional(),
+    resource_names: nameListSchema.optional(),
     type_url: z.string().optional(),
     response_nonce: z.string().optional(),
     error_detail: errorDetailSchema,

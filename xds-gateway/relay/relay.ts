@@ -42,7 +42,7 @@ import { RelayGroup, type MonotonicityGuard } from './relay-group';
 import { lineageBootPart } from './lineage-boot-part';
 import { RequestError } from './request-error';
 import { SotwResponseEncoder, withSharedResponseEncoding, type ResponseEncodingStats } from './response-encoding';
-import { DELTA_NODE_FIELD, LazyNodeDecoding, SOTW_NODE_FIELD, withLazyNode, type NodeDecodingStats } from './request-decoding';
+import { DELTA_REQUEST_FIELDS, RequestDecoding, SOTW_REQUEST_FIELDS, withRequestDecoding, type RequestDecodingStats } from './request-decoding';
 import { SotwDownstream } from './sotw-downstream';
 import type { RequestRateLimit } from './token-bucket';
 import type { BackoffOptions } from './upstream-stream';
@@ -192,8 +192,8 @@ export interface Relay {
   openStreams(): number;
   /** SotW responses serialized and resource lists encoded for them (shared lists are encoded once). */
   responseEncoding(): ResponseEncodingStats;
-  /** Requests decoded without their node until read (request-decoding.ts), and requests decoded whole. */
-  requestDecoding(): NodeDecodingStats;
+  /** Requests decoded without their node until read, given a shared name list, or decoded whole; name lists kept (request-decoding.ts). */
+  requestDecoding(): RequestDecodingStats & { sharedNameLists: number };
 }
 
 const lineagePart = z.string().regex(/^[a-z0-9-]{1,63}$/, 'must match [a-z0-9-]{1,63}');
@@ -588,7 +588,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const server = new grpc.Server(serverOptions);
   // One encoder for the relay: a resource list shared by many streams is encoded once (response-encoding.ts).
   const sotwEncoder = new SotwResponseEncoder();
-  const nodeDecoding = new LazyNodeDecoding();
+  const requestDecoding = new RequestDecoding();
   const sotwHandler = (service: 'ads' | ResourceTypeUrl) => (call: grpc.ServerDuplexStream<DiscoveryRequest, DiscoveryResponse>) => {
     if (closing) {
       call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'relay shutting down' });
@@ -603,14 +603,14 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     }
     new DeltaDownstream(call, service, context).run();
   };
-  const adsDefinition = withLazyNode(serviceDefinition(ADS_SERVICE), { StreamAggregatedResources: SOTW_NODE_FIELD, DeltaAggregatedResources: DELTA_NODE_FIELD }, nodeDecoding);
+  const adsDefinition = withRequestDecoding(serviceDefinition(ADS_SERVICE), { StreamAggregatedResources: SOTW_REQUEST_FIELDS, DeltaAggregatedResources: DELTA_REQUEST_FIELDS }, requestDecoding);
   server.addService(withSharedResponseEncoding(adsDefinition, ['StreamAggregatedResources'], sotwEncoder), {
     StreamAggregatedResources: sotwHandler('ads'),
     DeltaAggregatedResources: deltaHandler('ads'),
   });
   for (const typeUrl of RESOURCE_TYPE_URLS) {
     const service = PER_TYPE_SERVICES[typeUrl];
-    const definition = withLazyNode(serviceDefinition(service.service), { [service.sotwMethod]: SOTW_NODE_FIELD, [service.deltaMethod]: DELTA_NODE_FIELD }, nodeDecoding);
+    const definition = withRequestDecoding(serviceDefinition(service.service), { [service.sotwMethod]: SOTW_REQUEST_FIELDS, [service.deltaMethod]: DELTA_REQUEST_FIELDS }, requestDecoding);
     server.addService(withSharedResponseEncoding(definition, [service.sotwMethod], sotwEncoder), {
       [service.sotwMethod]: sotwHandler(typeUrl),
       [service.deltaMethod]: deltaHandler(typeUrl),
@@ -689,6 +689,6 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     upstreamStreamsOpened: () => Object.fromEntries([...groups].map(([key, group]) => [key, group.upstreamStreamsOpened()])),
     openStreams: () => liveStreams.size,
     responseEncoding: () => sotwEncoder.stats(),
-    requestDecoding: () => ({ ...nodeDecoding.stats }),
+    requestDecoding: () => ({ ...requestDecoding.stats, sharedNameLists: requestDecoding.sharedNameLists() }),
   };
 }

@@ -166,4 +166,38 @@ describe('relay response encoding across streams', () => {
     expect(resourceEncodings).toBeLessThanOrEqual(2 * held);
     expect(20 * named()).toBeGreaterThan(2 * held);
   });
+
+  it('gives twenty Envoy-model streams naming forty clusters one shared EDS name list per name set, and a changed set reaches every Envoy', async () => {
+    // Forty services: each EDS ACK names them all (~1 KB of names), over the request decoding's floor.
+    for (let index = 0; index < 40; index++) {
+      source.applyEndpoints(endpointsOf(`many-${index}`, `10.0.1.${index + 1}`, 9000));
+      source.applyProxy(httpProxy(`many-${index}`, `many-${index}.example.com`, 9000));
+    }
+    const envoys = fleet.addMany(20, {
+      transport: 'ads',
+      protocol: 'sotw',
+      subscriptions: TYPES.map((typeUrl) => ({ typeUrl })),
+      subscriptionModel: 'envoy',
+      node: (index) => ({ id: `many-names-${index}`, cluster: 'many-names' }),
+    });
+    const clustersHeld = (envoy: SimEnvoy, prefix: string): number => [...envoy.heldResources(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL).keys()].filter((name) => name.includes(prefix)).length;
+    const before = relay.requestDecoding();
+    fleet.connectAll();
+    await eventually(() => allAtOneVersion(envoys) && envoys.every((envoy) => clustersHeld(envoy, 'many-') === 40), 'every Envoy holds the endpoints of the forty clusters');
+    const connected = relay.requestDecoding();
+    // Every stream's EDS requests after the first name the same forty clusters: decoded as a list a
+    // few times (once per name set the fleet went through), shared by every other request.
+    expect(connected.namesShared - before.namesShared).toBeGreaterThanOrEqual(20);
+    expect(connected.nameListsDecoded - before.nameListsDecoded).toBeLessThanOrEqual(5);
+
+    // A forty-first service: every Envoy's EDS names change, and each gets its new cluster's endpoints.
+    source.applyEndpoints(endpointsOf('many-40', '10.0.1.41', 9000));
+    source.applyProxy(httpProxy('many-40', 'many-40.example.com', 9000));
+    await eventually(() => allAtOneVersion(envoys) && envoys.every((envoy) => clustersHeld(envoy, 'many-') === 41), 'every Envoy holds the endpoints of the new cluster');
+    const changed = relay.requestDecoding();
+    expect(changed.nameListsDecoded - connected.nameListsDecoded).toBeGreaterThanOrEqual(1);
+    expect(changed.nameListsDecoded - connected.nameListsDecoded).toBeLessThanOrEqual(5);
+    expect(changed.namesShared - connected.namesShared).toBeGreaterThanOrEqual(19);
+    expect(changed.sharedNameLists).toBeLessThanOrEqual(16);
+  });
 });
