@@ -22,7 +22,7 @@
 //   sends empty names.
 import * as grpc from '@grpc/grpc-js';
 import { classifyRequest, recordAnswered, recordSent, type SentRecord } from '../../common/core';
-import { sameRequestedNames, type AnyResource, type DiscoveryRequest, type DiscoveryResponse, type ResourceTypeUrl } from '../../common/xds';
+import { requestedNameSet, sameRequestedNames, type AnyResource, type DiscoveryRequest, type DiscoveryResponse, type ResourceTypeUrl } from '../../common/xds';
 import { checkNames, checkTypeCount, DownstreamStream, notify, requestTypeUrl, sotwRequestSchema, type RelayContext } from './downstream-common';
 import { RequestError } from './request-error';
 
@@ -46,8 +46,17 @@ interface SotwTypeState {
 
 type SotwCall = grpc.ServerDuplexStream<DiscoveryRequest, DiscoveryResponse>;
 
+/** A name set's key, memoised per set: streams sharing a request's names share its set (requestedNameSet), so 1,000 names are sorted once, not once per stream. */
+const namesKeys = new WeakMap<ReadonlySet<string>, string>();
+
 function namesKeyOf(wildcard: boolean, names: ReadonlySet<string>): string {
-  return wildcard ? '*' : [...names].sort().join('\n');
+  if (wildcard) return '*';
+  let key = namesKeys.get(names);
+  if (key === undefined) {
+    key = [...names].sort().join('\n');
+    namesKeys.set(names, key);
+  }
+  return key;
 }
 
 export class SotwDownstream extends DownstreamStream<DiscoveryRequest, DiscoveryResponse, SotwTypeState> {
@@ -90,8 +99,8 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
 
     if (state === undefined) {
       const legacyWildcard = names.length === 0;
-      const wildcard = legacyWildcard || names.includes('*');
-      const nameSet = new Set(names.filter((name) => name !== '*'));
+      const { names: nameSet, star } = requestedNameSet(names);
+      const wildcard = legacyWildcard || star;
       state = {
         legacyWildcard,
         wildcard,
@@ -108,8 +117,9 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
       group.subscribe(typeUrl, this);
     } else if (!sameRequestedNames(state.requestedNames, names)) {
       if (names.length > 0) state.legacyWildcard = false;
-      state.wildcard = state.legacyWildcard || names.includes('*');
-      state.names = new Set(names.filter((name) => name !== '*'));
+      const { names: nameSet, star } = requestedNameSet(names);
+      state.wildcard = state.legacyWildcard || star;
+      state.names = nameSet;
       state.requestedNames = names;
       state.namesKey = namesKeyOf(state.wildcard, state.names);
     }

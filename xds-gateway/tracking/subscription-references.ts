@@ -13,7 +13,7 @@
 //   type's recent versions (from the relay's upstreamApplied, decoded once per distinct resource bytes).
 import type { Lineage } from '../../common/core';
 import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../common/core';
-import { sameRequestedNames } from '../../common/xds';
+import { requestedNameSet, sameRequestedNames } from '../../common/xds';
 import { cachedReferencesOf, virtualHostFor, type ReferencedType, type ResourceReferences } from '../../common/xds/references';
 
 export interface Subscription {
@@ -30,8 +30,8 @@ export function nextSubscription(previous: Subscription | undefined, resourceNam
   // A client re-sends its whole list with every ACK: the same list gives the same subscription, and
   // keeping the object keeps valid what callers memoise on it (the tracker's reference checks).
   if (previous !== undefined && sameRequestedNames(previous.requested, resourceNames)) return previous;
-  const names = new Set(resourceNames.filter((name) => name !== '*'));
-  const star = resourceNames.includes('*');
+  // One set per shared list, for every stream and for the relay's own view (requestedNameSet).
+  const { names, star } = requestedNameSet(resourceNames);
   if (protocol === 'delta') return { wildcard: star, legacyWildcard: false, names, requested: resourceNames };
   const legacyWildcard = previous === undefined ? resourceNames.length === 0 : previous.legacyWildcard && resourceNames.length === 0;
   return { wildcard: legacyWildcard || star, legacyWildcard, names, requested: resourceNames };

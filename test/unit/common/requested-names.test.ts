@@ -1,6 +1,7 @@
 // sameRequestedNames decides when the relay and the tracker may keep what they built from a SotW
-// request's names: only an identical list, in the same order, qualifies.
-import { sameRequestedNames } from '../../../common/xds';
+// request's names: only an identical list, in the same order, qualifies. requestedNameSet is what
+// they build, once per list.
+import { requestedNameSet, sameRequestedNames } from '../../../common/xds';
 
 describe('sameRequestedNames', () => {
   it.each<[string, readonly string[] | undefined, readonly string[], boolean]>([
@@ -15,5 +16,27 @@ describe('sameRequestedNames', () => {
     ['the wildcard name added', ['a'], ['a', '*'], false],
   ])('%s', (_case, previous, next, same) => {
     expect(sameRequestedNames(previous, next)).toBe(same);
+  });
+});
+
+describe('requestedNameSet', () => {
+  it('is the names other than * and whether * is among them, duplicates once', () => {
+    expect(requestedNameSet(['a', '*', 'b', 'a'])).toEqual({ names: new Set(['a', 'b']), star: true });
+    expect(requestedNameSet([])).toEqual({ names: new Set(), star: false });
+    expect(requestedNameSet(['a'])).toEqual({ names: new Set(['a']), star: false });
+  });
+
+  it('is one object per list (a list shared by many streams has one set), another for an equal list in another array', () => {
+    const shared = ['c1', 'c2', 'c3'];
+    const first = requestedNameSet(shared);
+    expect(requestedNameSet(shared)).toBe(first);
+    const copy = requestedNameSet([...shared]);
+    expect(copy).not.toBe(first);
+    expect(copy).toEqual(first);
+  });
+
+  it('is the same list as itself even where sameRequestedNames compares nothing else (one identity check)', () => {
+    const list = ['a', 'b'];
+    expect(sameRequestedNames(list, list)).toBe(true);
   });
 });
