@@ -47,6 +47,13 @@ interface DeltaTypeState {
    * never serves (docs/RELIABILITY.md, the EDS names hold against Contour).
    */
   namesAdded: boolean;
+  /**
+   * The subscription as a list (`*` first when wildcard), as the observer is told it with every
+   * request; rebuilt only when a request changes the subscription, so the usual ACK (no names) hands
+   * the tracker the same array and its same-names check is one identity check, not a copy and a
+   * comparison of every subscribed name.
+   */
+  view: readonly string[] | undefined;
 }
 
 type DeltaCall = grpc.ServerDuplexStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse>;
@@ -84,7 +91,7 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     if (state === undefined) {
       checkTypeCount(this.types.size, this.context.limits);
       // Legacy wildcard: the first request for a type names nothing.
-      state = { wildcard: subscribe.length === 0, names: new Set(), held: new Map(), record: undefined, pending: false, needsResponse: true, sentSeq: -1, unanswered: undefined, rejectedSeq: -1, namesAdded: false };
+      state = { wildcard: subscribe.length === 0, names: new Set(), held: new Map(), record: undefined, pending: false, needsResponse: true, sentSeq: -1, unanswered: undefined, rejectedSeq: -1, namesAdded: false, view: undefined };
       this.types.set(typeUrl, state);
       group.subscribe(typeUrl, this);
     }
@@ -119,7 +126,9 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     if (added.some((name) => (name === '*' ? state.wildcard : state.names.has(name)))) state.namesAdded = true;
 
     const at = this.context.clock.now();
-    const resourceNames = state.wildcard ? ['*', ...state.names] : [...state.names];
+    // Only subscribe and unsubscribe change `wildcard` and `names` (above).
+    if (state.view === undefined || subscribe.length > 0 || unsubscribe.length > 0) state.view = state.wildcard ? ['*', ...state.names] : [...state.names];
+    const resourceNames = state.view;
     notify(this.context.logger, 'requestClassified', () =>
       this.context.observer.requestClassified({ streamId, nodeId: identity.nodeId, typeUrl, lineage: group.lineage, classification, resourceNames, at }),
     );
