@@ -232,7 +232,8 @@ export async function run(argv: string[]): Promise<void> {
   program.parse(argv, { from: 'user' });
   const args = program.opts<ReportArgs>();
   const previous = loadResults(args.out);
-  const results: BenchResults = { machine: machineDescription(), runs: previous?.runs ?? [], ...(previous?.convergence ? { convergence: previous.convergence } : {}), ...(previous?.recorderWrites ? { recorderWrites: previous.recorderWrites } : {}) };
+  // Rendering only measures nothing: the rows keep the machine they were measured on.
+  const results: BenchResults = { machine: args.renderOnly && previous !== undefined ? previous.machine : machineDescription(), runs: previous?.runs ?? [], ...(previous?.convergence ? { convergence: previous.convergence } : {}), ...(previous?.recorderWrites ? { recorderWrites: previous.recorderWrites } : {}) };
   if (!args.renderOnly) {
     const sizes = args.convergenceOnly ? [] : (args.sizes ?? (args.quick ? [{ envoys: 100, objects: 100 }] : parseSizes('100x100,1000x500,5000x500')));
     const log = (line: string): void => console.log(`${new Date().toISOString()} ${line}`);
