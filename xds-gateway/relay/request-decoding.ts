@@ -143,7 +143,8 @@ export interface RequestDecodingStats {
 
 interface SharedNameList {
   bytes: Buffer;
-  names: readonly string[];
+  /** What the loader decoded the bytes to (an array of strings; checked by the stream's schema). */
+  names: unknown;
 }
 
 /** The relay's request deserializers: nodes decoded when read, name lists shared by content. */
@@ -168,28 +169,18 @@ export class RequestDecoding {
   deserializer(original: (bytes: Buffer) => unknown, fields: RequestFields): (bytes: Buffer) => unknown {
     return (bytes: Buffer): unknown => {
       const layout = requestLayout(bytes, fields);
-      const node = layout?.node !== undefined && layout.node.end - layout.node.start >= this.minNodeBytes ? layout.node : undefined;
-      const names = layout?.names !== undefined && layout.names.end - layout.names.start >= this.minNamesBytes && layout.names.end - layout.names.start <= MAX_SHARED_NAME_LIST_BYTES ? layout.names : undefined;
+      const node = sized(layout?.node, this.minNodeBytes, Number.POSITIVE_INFINITY);
+      const names = sized(layout?.names, this.minNamesBytes, MAX_SHARED_NAME_LIST_BYTES);
       if (node === undefined && names === undefined) {
         this.stats.decodedWhole++;
         return original(bytes);
       }
       const request = original(without(bytes, node, names));
       if (!isRecord(request)) return request;
-      if (names !== undefined) {
-        const list = this.sharedNames(original, bytes.subarray(names.start, names.end));
-        // A list that did not decode as strings is left to the rest's decoding: decode whole, as before.
-        if (list === undefined) return this.decodeWhole(original, bytes);
-        request['resource_names'] = list;
-      }
+      if (names !== undefined) request['resource_names'] = this.sharedNames(original, bytes.subarray(names.start, names.end));
       if (node !== undefined) this.deferNode(request, original, bytes.subarray(node.start, node.end));
       return request;
     };
-  }
-
-  private decodeWhole(original: (bytes: Buffer) => unknown, bytes: Buffer): unknown {
-    this.stats.decodedWhole++;
-    return original(bytes);
   }
 
   private deferNode(request: Record<string, unknown>, original: (bytes: Buffer) => unknown, field: Buffer): void {
@@ -212,7 +203,7 @@ export class RequestDecoding {
   }
 
   /** The shared list whose bytes are `field`, decoding and keeping it when it is new. */
-  private sharedNames(original: (bytes: Buffer) => unknown, field: Buffer): readonly string[] | undefined {
+  private sharedNames(original: (bytes: Buffer) => unknown, field: Buffer): unknown {
     const lists = this.nameLists;
     for (let index = 0; index < lists.length; index++) {
       const shared = lists[index] as SharedNameList;
@@ -224,28 +215,36 @@ export class RequestDecoding {
       this.stats.namesShared++;
       return shared.names;
     }
-    // The run alone is a valid message of the same type holding only the names, in their order.
+    // The run alone is a valid message of the same type holding only the names, in their order: its
+    // `resource_names` is exactly what decoding the whole request gives, whatever the loader makes of
+    // them. Their shape is checked where every request's is, whether shared or decoded whole: the
+    // stream's schema (downstream-common.ts), which also types them readonly from there on.
     const decoded = original(field);
     const names = isRecord(decoded) ? decoded['resource_names'] : undefined;
-    if (!Array.isArray(names) || !names.every((name) => typeof name === 'string')) return undefined;
     this.stats.nameListsDecoded++;
-    // Every request naming these resources holds this array, so none may change it: it is typed
-    // readonly from here on (downstream-common.ts's schema, the observer's event). Not frozen: V8
+    // Every request naming these resources holds this array, so none may change it. Not frozen: V8
     // reads a frozen array's elements on a slow path (an indexed pass over 1,000 names ~7× slower,
     // Array.prototype.every ~30×), and every reader of every request would pay for it.
-    const list: readonly string[] = names as string[];
-    lists.unshift({ bytes: Buffer.from(field), names: list });
+    lists.unshift({ bytes: Buffer.from(field), names });
     if (lists.length > MAX_SHARED_NAME_LISTS) lists.pop();
-    return list;
+    return names;
   }
 }
 
-/** `bytes` without the given spans (at most two, disjoint). */
-function without(bytes: Buffer, first: FieldSpan | undefined, second: FieldSpan | undefined): Buffer {
-  const spans = [first, second].filter((span): span is FieldSpan => span !== undefined).sort((a, b) => a.start - b.start);
+/** `span` when it is `min` to `max` bytes long (a part worth taking apart), else undefined. */
+function sized(span: FieldSpan | undefined, min: number, max: number): FieldSpan | undefined {
+  if (span === undefined) return undefined;
+  const length = span.end - span.start;
+  return length >= min && length <= max ? span : undefined;
+}
+
+/** `bytes` without the given spans (at most two, disjoint, in either order). */
+function without(bytes: Buffer, a: FieldSpan | undefined, b: FieldSpan | undefined): Buffer {
+  const [first, second] = a !== undefined && b !== undefined && b.start < a.start ? [b, a] : [a, b];
   const parts: Buffer[] = [];
   let at = 0;
-  for (const span of spans) {
+  for (const span of [first, second]) {
+    if (span === undefined) continue;
     parts.push(bytes.subarray(at, span.start));
     at = span.end;
   }

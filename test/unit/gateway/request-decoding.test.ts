@@ -180,7 +180,7 @@ describe('RequestDecoding: the names', () => {
     expect(decoding.stats.nameListsDecoded).toBe(42);
   });
 
-  it('decodes with the rest what it cannot share: few names, names between other fields, names that are not strings', () => {
+  it('decodes with the rest what it cannot share: few names, names between other fields, a names field of another wire type', () => {
     const decoding = new RequestDecoding();
     const deserialize = decoding.deserializer(sotwOriginal, SOTW_REQUEST_FIELDS);
     const few = sotwBytes({ node: { id: 'a' }, resource_names: ['one', 'two'], type_url: EDS });
