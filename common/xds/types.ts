@@ -50,7 +50,7 @@ export interface ResourceLocator {
 export interface DiscoveryRequest {
   version_info?: string;
   node?: XdsNode | null;
-  resource_names?: string[];
+  resource_names?: readonly string[];
   resource_locators?: ResourceLocator[];
   type_url?: string;
   response_nonce?: string;

@@ -119,7 +119,7 @@ export class SotwStream {
   }
 
   /** Applies resource_names; returns true if the client now wants something it did not before. */
-  private updateSubscription(state: SotwTypeState, typeUrl: ResourceTypeUrl, requested: string[], isFirst: boolean): boolean {
+  private updateSubscription(state: SotwTypeState, typeUrl: ResourceTypeUrl, requested: readonly string[], isFirst: boolean): boolean {
     const wasWildcard = state.wildcard;
     const before = new Set(state.names);
     if (requested.includes('*')) {

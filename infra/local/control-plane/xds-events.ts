@@ -27,7 +27,7 @@ export type XdsEvent =
       /** SotW: the request's version_info. Delta: the system version of the response this nonce answered. */
       version: string;
       nonce: string;
-      resourceNames: string[];
+      resourceNames: readonly string[];
       errorMessage?: string;
     }
   | {
@@ -36,7 +36,7 @@ export type XdsEvent =
       typeUrl: ResourceTypeUrl;
       version: string;
       nonce: string;
-      resourceNames: string[];
+      resourceNames: readonly string[];
       removedResources: string[];
     }
   | { event: 'stream-open' | 'stream-closed'; stream: XdsStreamInfo }

@@ -165,7 +165,7 @@ export class TypeProtocolState {
   sotwInitialRequest(): DiscoveryRequest {
     return {
       type_url: this.typeUrl,
-      resource_names: [...this.resourceNames],
+      resource_names: this.resourceNames,
       version_info: this.acceptedVersionInfo ?? '',
       response_nonce: '',
     };
@@ -176,7 +176,7 @@ export class TypeProtocolState {
     this.resourceNames = Object.isFrozen(resourceNames) ? resourceNames : [...resourceNames];
     return {
       type_url: this.typeUrl,
-      resource_names: [...this.resourceNames],
+      resource_names: this.resourceNames,
       version_info: this.acceptedVersionInfo ?? '',
       response_nonce: this.answeredNonce,
     };
@@ -230,7 +230,7 @@ export class TypeProtocolState {
         outcome: 'nack',
         request: {
           type_url: this.typeUrl,
-          resource_names: [...this.resourceNames],
+          resource_names: this.resourceNames,
           version_info: this.acceptedVersionInfo ?? '',
           response_nonce: nonce,
           error_detail: { code: NACK_STATUS_CODE, message },
@@ -248,7 +248,7 @@ export class TypeProtocolState {
       outcome: 'ack',
       request: {
         type_url: this.typeUrl,
-        resource_names: [...this.resourceNames],
+        resource_names: this.resourceNames,
         version_info: versionInfo,
         response_nonce: nonce,
       },
@@ -358,7 +358,7 @@ export class TypeProtocolState {
     const base = { outcome: 'nack' as const, versionInfo: plan.versionInfo, nonce: plan.nonce, resources: plan.resources, removed: plan.removed, message };
     const request = plan.request as DiscoveryRequest | DeltaDiscoveryRequest;
     if ('version_info' in request) {
-      return { ...base, request: { type_url: this.typeUrl, resource_names: [...this.resourceNames], version_info: this.acceptedVersionInfo ?? '', response_nonce: plan.nonce, error_detail } };
+      return { ...base, request: { type_url: this.typeUrl, resource_names: this.resourceNames, version_info: this.acceptedVersionInfo ?? '', response_nonce: plan.nonce, error_detail } };
     }
     return { ...base, request: { type_url: this.typeUrl, response_nonce: plan.nonce, error_detail } };
   }

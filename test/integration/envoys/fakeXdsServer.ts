@@ -25,7 +25,7 @@ interface SotwSubscriber {
   kind: 'sotw';
   call: grpc.ServerDuplexStream<DiscoveryRequest, DiscoveryResponse>;
   /** Per type: names subscribed (empty = wildcard). */
-  names: Map<string, string[]>;
+  names: Map<string, readonly string[]>;
 }
 
 interface DeltaSubscriber {

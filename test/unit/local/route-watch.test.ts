@@ -66,4 +66,28 @@ describe('RouteWatch', () => {
     watch.onAccepted(NODE, { typeUrl: CDS_TYPE_URL, versionInfo: 'v2', at: 300, sotw: [routeTable(canaryOf, [0])] });
     expect(watch.routableAt(NODE, 'sample-0')).toBeUndefined();
   });
+
+  it('answers every Envoy handed the same list of route tables, each at its own acceptance', () => {
+    const { truth, watch } = setup();
+    const other = 'sim-1';
+    truth.registerEnvoy(other, 'sim');
+    for (const node of [NODE, other]) {
+      for (const typeUrl of [CDS_TYPE_URL, EDS_TYPE_URL]) {
+        truth.recordAccepted(node, typeUrl, { versionInfo: 'v1', nonce: 'n1', acceptedAt: 50, resources: [{ name: canaryOf(0), version: 'v1' }], removed: [] });
+      }
+    }
+    // One array per distinct list, as the fleet's decoder hands it to every Envoy that got those bytes.
+    const before = [routeTable(oldOf, [0])];
+    const after = [routeTable(canaryOf, [0])];
+    watch.onAccepted(NODE, { typeUrl: RDS_TYPE_URL, versionInfo: 'v1', at: 100, sotw: before });
+    watch.onAccepted(other, { typeUrl: RDS_TYPE_URL, versionInfo: 'v1', at: 110, sotw: before });
+    watch.onAccepted(NODE, { typeUrl: RDS_TYPE_URL, versionInfo: 'v2', at: 200, sotw: after });
+    expect(watch.routableAt(NODE, 'sample-0')).toBe(200);
+    expect(watch.routableAt(other, 'sample-0')).toBeUndefined();
+    watch.onAccepted(other, { typeUrl: RDS_TYPE_URL, versionInfo: 'v2', at: 250, sotw: after });
+    expect(watch.routableAt(other, 'sample-0')).toBe(250);
+    // A list with the same shape but another route is judged on its own.
+    watch.onAccepted(other, { typeUrl: RDS_TYPE_URL, versionInfo: 'v3', at: 300, sotw: [routeTable(oldOf, [1])] });
+    expect(watch.routableAt(other, 'sample-1')).toBeUndefined();
+  });
 });
