@@ -17,7 +17,7 @@ import { defaultRecorderWritesOptions, runRecorderWrites } from './recorder-writ
 import { runE2e } from './e2e';
 import { runMode } from './gateway';
 import { renderReadme } from './support/readme';
-import { mergeRuns, sizeKey, type BenchResults, type GatewayModeSummary, type SizeRun } from './support/results';
+import { mergeRuns, sizeKey, withMachine, type BenchResults, type GatewayModeSummary, type SizeRun } from './support/results';
 import { renderLineChart } from './support/svg';
 import { positiveInteger } from './support/args';
 
@@ -118,6 +118,7 @@ export async function runSize(
   }, 'istio');
   run.finishedAt = new Date().toISOString();
   run.durationSeconds = Math.round((Date.now() - started) / 1000);
+  run.machine = machineDescription();
   return run;
 }
 
@@ -233,7 +234,7 @@ export async function run(argv: string[]): Promise<void> {
   const args = program.opts<ReportArgs>();
   const previous = loadResults(args.out);
   // Rendering only measures nothing: the rows keep the machine they were measured on.
-  const results: BenchResults = { machine: args.renderOnly && previous !== undefined ? previous.machine : machineDescription(), runs: previous?.runs ?? [], ...(previous?.convergence ? { convergence: previous.convergence } : {}), ...(previous?.recorderWrites ? { recorderWrites: previous.recorderWrites } : {}) };
+  const results: BenchResults = { machine: args.renderOnly && previous !== undefined ? previous.machine : machineDescription(), runs: previous === undefined ? [] : withMachine(previous.runs as SizeRun[], previous.machine), ...(previous?.convergence ? { convergence: previous.convergence } : {}), ...(previous?.recorderWrites ? { recorderWrites: previous.recorderWrites } : {}) };
   if (!args.renderOnly) {
     const sizes = args.convergenceOnly ? [] : (args.sizes ?? (args.quick ? [{ envoys: 100, objects: 100 }] : parseSizes('100x100,1000x500,5000x500')));
     const log = (line: string): void => console.log(`${new Date().toISOString()} ${line}`);

@@ -39,7 +39,9 @@ export interface SizeRun {
    * Stages this run did not run (`--stages`) whose results come from an earlier run of the same size,
    * with when that run finished: the README says so next to the row.
    */
-  carried?: Array<{ stage: CarriedStage; finishedAt: string }>;
+  carried?: Array<{ stage: CarriedStage; finishedAt: string; machine?: string }>;
+  /** The machine the run's own stages were measured on (absent in runs before it was recorded: the file's). */
+  machine?: string;
 }
 
 /** The result fields of a size run, one per stage (e2e and its burst row are separate). */
@@ -73,6 +75,7 @@ export function sizeKey(run: { envoys: number; objects: number }): string {
  * kept; sorted by fleet then objects.
  */
 export function mergeRuns(existing: readonly SizeRun[], fresh: readonly SizeRun[]): SizeRun[] {
+  // (`machine` of runs and carried stages is stamped by the caller on loading: see withMachine.)
   const byKey = new Map(existing.map((run) => [sizeKey(run), run]));
   for (const run of fresh) {
     const earlier = byKey.get(sizeKey(run));
@@ -88,9 +91,23 @@ function carryStages(earlier: SizeRun, fresh: SizeRun): SizeRun {
     if (fresh[stage] !== undefined || earlier[stage] === undefined) continue;
     // Only one field per stage: TypeScript cannot pair the key with its value type through the loop.
     Object.assign(merged, { [stage]: earlier[stage] });
-    const from = earlier.carried?.find((entry) => entry.stage === stage)?.finishedAt ?? earlier.finishedAt;
-    carried.push({ stage, finishedAt: from });
+    const entry = earlier.carried?.find((carriedEntry) => carriedEntry.stage === stage);
+    const machine = entry === undefined ? earlier.machine : entry.machine;
+    carried.push({ stage, finishedAt: entry?.finishedAt ?? earlier.finishedAt, ...(machine === undefined ? {} : { machine }) });
   }
   if (carried.length > 0) merged.carried = carried;
   return merged;
+}
+
+/**
+ * Runs as loaded from a results file measured on `machine`: a run (or carried stage) without its own
+ * machine was measured on the file's, so it keeps that name when a later run on another machine
+ * renames the file's.
+ */
+export function withMachine(runs: readonly SizeRun[], machine: string): SizeRun[] {
+  return runs.map((run) => ({
+    ...run,
+    machine: run.machine ?? machine,
+    ...(run.carried === undefined ? {} : { carried: run.carried.map((entry) => ({ ...entry, machine: entry.machine ?? run.machine ?? machine })) }),
+  }));
 }

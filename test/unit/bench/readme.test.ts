@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { evaluateTargets, renderReadme } from '../../../bench/support/readme';
-import { mergeRuns, type BenchResults, type SizeRun } from '../../../bench/support/results';
+import { mergeRuns, withMachine, type BenchResults, type SizeRun } from '../../../bench/support/results';
 import { parseSizes, writeReport } from '../../../bench/report';
 import { meanCpuBetween, type E2eResult } from '../../../bench/e2e';
 import { meanWriteLatencyMs, storeWriteTotals } from '../../../bench/support/gateway-metrics';
@@ -58,6 +58,25 @@ describe('bench report', () => {
     // Carried again later: the original time stays.
     const [again] = mergeRuns([merged as SizeRun], [sizeRun(1000, 100, { finishedAt: '2026-11-30T03:00:00Z', e2e: e2e(1000, 100, 100, 2, 1) })]);
     expect(again?.carried).toEqual([{ stage: 'istio', finishedAt: '2026-11-29T10:00:00Z' }]);
+  });
+
+  it('names the machine of every run and carried stage, also after a run on another machine', () => {
+    const gateway: NonNullable<SizeRun['gateway']> = {
+      changes: 3,
+      direct: { mode: 'direct', envoys: 1000, deliveryP50Ms: 10, deliveryP99Ms: 100, relayRssPerStreamKiB: undefined, relayHeapPerStreamKiB: undefined },
+      relay: { mode: 'relay', envoys: 1000, deliveryP50Ms: 11, deliveryP99Ms: 110, relayRssPerStreamKiB: 80, relayHeapPerStreamKiB: 20 },
+    };
+    // Measured before runs recorded their machine: the file's machine is theirs.
+    const loaded = withMachine([sizeRun(1000, 100, { finishedAt: '2026-11-29T10:00:00Z', gateway, e2e: e2e(1000, 100, 100, 3, 1) }), sizeRun(100, 100)], 'machine A');
+    expect(loaded.map((run) => run.machine)).toEqual(['machine A', 'machine A']);
+    const runs = mergeRuns(loaded, [sizeRun(1000, 100, { finishedAt: '2026-12-07T08:00:00Z', machine: 'machine B', e2e: e2e(1000, 100, 100, 2, 1) })]);
+    expect(runs.find((run) => run.envoys === 1000)?.carried).toEqual([{ stage: 'gateway', finishedAt: '2026-11-29T10:00:00Z', machine: 'machine A' }]);
+    const readme = renderReadme({ machine: 'machine B', runs });
+    expect(readme).toContain('**1000x100** finished 2026-12-07T08:00:00Z in 1 s on machine B.');
+    expect(readme).toContain('gateway (2026-11-29T10:00:00Z, on machine A)');
+    expect(readme).toMatch(/\*\*100x100\*\* finished [^\n]* on machine A\./);
+    // Loaded again from the file written after the second run: nothing is relabelled.
+    expect(withMachine(runs, 'machine B').map((run) => run.machine)).toEqual(['machine A', 'machine B']);
   });
 
   it('judges targets with their gap, and says "not measured" rather than guessing', () => {
