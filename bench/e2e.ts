@@ -113,6 +113,13 @@ export interface E2eResult {
    * Optional: older results lack it.
    */
   lastAckToTrueHopsMs?: { ackToDecided: Summary; decidedToWritten: Summary; writtenToSeen: Summary };
+  /**
+   * Per changed object, ms after its change: its watermark seq on each lineage, the last Envoy's ACK of
+   * it (as `lastAckToTrueMs`), the Programmed decision and True seen by a watch. Objects changed at once
+   * can reach the control plane in several snapshots, and a percentile over them hides which group
+   * waited for what (docs/bench/README.md, round 15). Optional: older results lack it.
+   */
+  objectTimingsMs?: Array<{ name: string; watermarkSeqs: Record<string, number>; lastAck?: number; decided?: number; trueSeen?: number }>;
   changeToTrueMs: Summary;
   /** Change → the last Envoy's ACK of the new cluster: the control plane's delivery through the gateway. */
   changeToLastAckMs: Summary;
@@ -272,6 +279,34 @@ function watermarkTargets(generations: ReadonlyMap<string, ObjectGeneration>): W
   return [...generations].flatMap(([name, record]) =>
     Object.entries(record.watermarks).map(([lineage, watermark]) => ({ key: name, lineage, seqByType: { ...watermark.types } })),
   );
+}
+
+/** E2eResult.objectTimingsMs: each changed object's moments after its change, from the OBJECT#…/GEN#2 items and the fleet. */
+function objectTimings(
+  names: readonly string[],
+  changedAt: ReadonlyMap<string, number>,
+  generations: ReadonlyMap<string, ObjectGeneration>,
+  lastAck: ReadonlyMap<string, number>,
+  trueAt: (name: string) => number | undefined,
+): NonNullable<E2eResult['objectTimingsMs']> {
+  return names.flatMap((name) => {
+    const changed = changedAt.get(name);
+    const record = generations.get(name);
+    if (changed === undefined || record === undefined) return [];
+    const after = (at: number | undefined): number | undefined => (at === undefined ? undefined : at - changed);
+    const acked = after(lastAck.get(name));
+    const decided = after(record.decision?.state === 'Programmed' ? record.decision.decidedAt : undefined);
+    const trueSeen = after(trueAt(name));
+    return [
+      {
+        name,
+        watermarkSeqs: Object.fromEntries(Object.entries(record.watermarks).map(([lineage, watermark]) => [lineage, watermark.seq])),
+        ...(acked === undefined ? {} : { lastAck: acked }),
+        ...(decided === undefined ? {} : { decided }),
+        ...(trueSeen === undefined ? {} : { trueSeen }),
+      },
+    ];
+  });
 }
 
 /** The hops of last ACK → True (E2eResult.lastAckToTrueHopsMs) from the OBJECT#…/GEN#2 items. */
@@ -477,6 +512,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       return at === undefined || changed === undefined || routable.envoysWith[key] !== options.envoys ? [] : [at - changed];
     });
     const hops = lastAckHops(generations, lastAck, (name) => watch.objects.get(name)?.trueAt.get(2));
+    const objectTimingsMs = objectTimings(names, changedAt, generations, lastAck, (name) => watch.objects.get(name)?.trueAt.get(2));
     const crossingSpread = names.flatMap((name) => {
       const first = programmed.firstAck[name];
       const last = programmed.lastAck[name];
@@ -507,6 +543,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       clusterAckToTrueMs: summarize(clusterAckToTrue),
       objectsProgrammedOnEveryEnvoy: Object.values(programmed.envoysWith).filter((count) => count >= options.envoys).length,
       ...(hops === undefined ? {} : { lastAckToTrueHopsMs: hops }),
+      objectTimingsMs,
       changeToTrueMs: summarize(changeToTrue),
       changeToLastAckMs: summarize(changeToLastAck),
       changeToRoutableMs: summarize(changeToRoutable),

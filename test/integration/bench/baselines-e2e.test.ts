@@ -51,5 +51,17 @@ describe('bench e2e (3 Envoys × 2 objects, whole local system)', () => {
     // The gateway recorded at least one state per Envoy during the change, each with a latency.
     expect(result.gatewayStateWrites?.writes).toBeGreaterThanOrEqual(3);
     expect(result.gatewayStateWrites?.meanLatencyMs).toBeGreaterThanOrEqual(0);
+    // Per object, in order: last ACK, then the decision, then True seen, each after the object's change,
+    // under a watermark seq of the one lineage.
+    expect(result.objectTimingsMs?.map((object) => object.name).sort()).toEqual(['sample-0', 'sample-1']);
+    for (const object of result.objectTimingsMs ?? []) {
+      const { lastAck, decided, trueSeen } = object;
+      if (lastAck === undefined || decided === undefined || trueSeen === undefined) throw new Error(`${object.name}: a moment is missing`);
+      expect(lastAck).toBeGreaterThan(0);
+      expect(decided).toBeGreaterThanOrEqual(lastAck);
+      expect(trueSeen).toBeGreaterThanOrEqual(decided);
+      expect(trueSeen).toBeLessThanOrEqual(result.changeToTrueMs.max); // after the change, not epoch time
+      expect(Object.values(object.watermarkSeqs)).toHaveLength(1);
+    }
   }, 120_000);
 });
