@@ -70,7 +70,9 @@ describe("Contour whose xDS port is taken before it binds it", () => {
     const spawned: ContourProcess[] = [];
     const contour = await startOn(taken, 'free', (process) => spawned.push(process), log.logger);
     processes.push(contour);
-    expect(spawned).toHaveLength(2);
+    // At least one retry; more when one of the other ports Contour binds (metrics, health, debug: new free
+    // ports on every attempt) is taken meanwhile by a parallel test, which the retry exists for too.
+    expect(spawned.length).toBeGreaterThanOrEqual(2);
     expect(spawned[0]?.log()).toContain('address already in use');
     expect(portOfAddress(contour.xdsAddress)).not.toBe(taken);
     expect(contour.log()).toContain('started xDS server');
@@ -87,7 +89,10 @@ describe("Contour whose xDS port is taken before it binds it", () => {
       if (spawned.length === 1) void process.exited.then(() => blocker.close());
     });
     processes.push(contour);
-    expect(spawned).toHaveLength(2);
+    // At least one retry (more when another of its ports is taken meanwhile, as above), every one on the
+    // same xDS port.
+    expect(spawned.length).toBeGreaterThanOrEqual(2);
+    expect(spawned.map((process) => portOfAddress(process.xdsAddress))).toEqual(spawned.map(() => taken));
     expect(portOfAddress(contour.xdsAddress)).toBe(taken);
     expect(contour.log()).toContain('started xDS server');
   });
