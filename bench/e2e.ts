@@ -281,6 +281,11 @@ function watermarkTargets(generations: ReadonlyMap<string, ObjectGeneration>): W
   );
 }
 
+/** When the generation's stored decision became Programmed (undefined: it is not Programmed). */
+function programmedDecidedAt(record: ObjectGeneration): number | undefined {
+  return record.decision?.state === 'Programmed' ? record.decision.decidedAt : undefined;
+}
+
 /** E2eResult.objectTimingsMs: each changed object's moments after its change, from the OBJECT#…/GEN#2 items and the fleet. */
 function objectTimings(
   names: readonly string[],
@@ -295,7 +300,7 @@ function objectTimings(
     if (changed === undefined || record === undefined) return [];
     const after = (at: number | undefined): number | undefined => (at === undefined ? undefined : at - changed);
     const acked = after(lastAck.get(name));
-    const decided = after(record.decision?.state === 'Programmed' ? record.decision.decidedAt : undefined);
+    const decided = after(programmedDecidedAt(record));
     const trueSeen = after(trueAt(name));
     return [
       {
@@ -321,7 +326,7 @@ function lastAckHops(
   for (const [name, record] of generations) {
     const acked = lastAck.get(name);
     const seen = trueAt(name);
-    const decided = record.decision?.state === 'Programmed' ? record.decision.decidedAt : undefined;
+    const decided = programmedDecidedAt(record);
     const written = record.programmedAt;
     if (acked === undefined || seen === undefined || decided === undefined || written === undefined) continue;
     ackToDecided.push(decided - acked);

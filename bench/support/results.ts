@@ -75,7 +75,6 @@ export function sizeKey(run: { envoys: number; objects: number }): string {
  * kept; sorted by fleet then objects.
  */
 export function mergeRuns(existing: readonly SizeRun[], fresh: readonly SizeRun[]): SizeRun[] {
-  // (`machine` of runs and carried stages is stamped by the caller on loading: see withMachine.)
   const byKey = new Map(existing.map((run) => [sizeKey(run), run]));
   for (const run of fresh) {
     const earlier = byKey.get(sizeKey(run));

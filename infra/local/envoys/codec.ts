@@ -57,13 +57,11 @@ function encodedNames(names: readonly string[]): Uint8Array {
  * at 1,000 objects. The names go after the other fields: protobuf field order does not matter to a
  * decoder, and repeated fields keep their order.
  */
-function sotwRequestEncoder(type: protobuf.Type): (request: DiscoveryRequest) => Buffer {
-  const encodeWhole = (message: object): Buffer => Buffer.from(type.encode(type.fromObject(message as Record<string, unknown>)).finish());
+function sotwRequestEncoder(encodeWhole: (message: object) => Buffer): (request: DiscoveryRequest) => Buffer {
   return (request) => {
     const names = request.resource_names;
     if (names === undefined || names.length < MIN_SHARED_NAMES || !Object.isFrozen(names)) return encodeWhole(request);
-    const rest = type.encode(type.fromObject({ ...request, resource_names: [] })).finish();
-    return Buffer.concat([rest, encodedNames(names)]);
+    return Buffer.concat([encodeWhole({ ...request, resource_names: [] }), encodedNames(names)]);
   };
 }
 
@@ -84,7 +82,7 @@ export function discoveryCodec(): DiscoveryCodec {
       type.toObject(type.decode(bytes), CONVERSION_OPTIONS) as T;
   const decodeSotwResponseSlow = decoder<DiscoveryResponse>(sotwResponse);
   codec = {
-    encodeSotwRequest: sotwRequestEncoder(sotwRequest),
+    encodeSotwRequest: sotwRequestEncoder(encoder(sotwRequest)),
     // The hand-written decoder gives the same object; it defers to protobufjs on anything unusual.
     decodeSotwResponse: (bytes: Buffer): DiscoveryResponse => decodeSotwResponseFast(bytes) ?? decodeSotwResponseSlow(bytes),
     encodeDeltaRequest: encoder(deltaRequest),
