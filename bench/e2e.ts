@@ -115,11 +115,12 @@ export interface E2eResult {
   lastAckToTrueHopsMs?: { ackToDecided: Summary; decidedToWritten: Summary; writtenToSeen: Summary };
   /**
    * Per changed object, ms after its change: its watermark seq on each lineage, the last Envoy's ACK of
-   * it (as `lastAckToTrueMs`), the Programmed decision and True seen by a watch. Objects changed at once
+   * it (as `lastAckToTrueMs`), the last Envoy able to route it by content (as `changeToRoutableMs`;
+   * absent when some Envoy never could), the Programmed decision and True seen by a watch. Objects changed at once
    * can reach the control plane in several snapshots, and a percentile over them hides which group
    * waited for what (docs/bench/README.md, round 15). Optional: older results lack it.
    */
-  objectTimingsMs?: Array<{ name: string; watermarkSeqs: Record<string, number>; lastAck?: number; decided?: number; trueSeen?: number }>;
+  objectTimingsMs?: Array<{ name: string; watermarkSeqs: Record<string, number>; lastAck?: number; routable?: number; decided?: number; trueSeen?: number }>;
   changeToTrueMs: Summary;
   /** Change → the last Envoy's ACK of the new cluster: the control plane's delivery through the gateway. */
   changeToLastAckMs: Summary;
@@ -292,6 +293,7 @@ function objectTimings(
   changedAt: ReadonlyMap<string, number>,
   generations: ReadonlyMap<string, ObjectGeneration>,
   lastAck: ReadonlyMap<string, number>,
+  routableAt: (name: string) => number | undefined,
   trueAt: (name: string) => number | undefined,
 ): NonNullable<E2eResult['objectTimingsMs']> {
   return names.flatMap((name) => {
@@ -300,6 +302,7 @@ function objectTimings(
     if (changed === undefined || record === undefined) return [];
     const after = (at: number | undefined): number | undefined => (at === undefined ? undefined : at - changed);
     const acked = after(lastAck.get(name));
+    const routable = after(routableAt(name));
     const decided = after(programmedDecidedAt(record));
     const trueSeen = after(trueAt(name));
     return [
@@ -307,6 +310,7 @@ function objectTimings(
         name,
         watermarkSeqs: Object.fromEntries(Object.entries(record.watermarks).map(([lineage, watermark]) => [lineage, watermark.seq])),
         ...(acked === undefined ? {} : { lastAck: acked }),
+        ...(routable === undefined ? {} : { routable }),
         ...(decided === undefined ? {} : { decided }),
         ...(trueSeen === undefined ? {} : { trueSeen }),
       },
@@ -517,7 +521,11 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       return at === undefined || changed === undefined || routable.envoysWith[key] !== options.envoys ? [] : [at - changed];
     });
     const hops = lastAckHops(generations, lastAck, (name) => watch.objects.get(name)?.trueAt.get(2));
-    const objectTimingsMs = objectTimings(names, changedAt, generations, lastAck, (name) => watch.objects.get(name)?.trueAt.get(2));
+    const routableOnEvery = (name: string): number | undefined => {
+      const key = canaryRouteKey(names.indexOf(name));
+      return routable.envoysWith[key] === options.envoys ? routable.lastAt[key] : undefined;
+    };
+    const objectTimingsMs = objectTimings(names, changedAt, generations, lastAck, routableOnEvery, (name) => watch.objects.get(name)?.trueAt.get(2));
     const crossingSpread = names.flatMap((name) => {
       const first = programmed.firstAck[name];
       const last = programmed.lastAck[name];

@@ -9,6 +9,18 @@ export const MEMBER_MESSAGE_LENGTH = 256;
 /** `t` of a member that has no programmedThrough (nothing ACKed, names change, or split lineages). */
 export const NOT_PROGRAMMED = -1;
 
+/** Most objects a names-hold relief names: a client whose added names matter to more stays held for every object. */
+export const MAX_RELIEF_OBJECTS = 16;
+
+/**
+ * A member held only by names it added and has not been served (its `t` is -1), whose ACKs alone put it
+ * at `t`, and whose added names matter only to the objects `o` (formatObjectRef keys; the gateway's
+ * xds-gateway/tracking/name-owners.ts): for any other object it is programmed through `t`
+ * (aggregate.ts `relievedFor`). Only the gateway's PROGRESS summaries carry it; a shard never does.
+ */
+export const NamesHoldReliefSchema = z.object({ t: seqSchema, o: z.array(z.string().min(1).max(600)).min(1).max(MAX_RELIEF_OBJECTS) });
+export type NamesHoldRelief = z.infer<typeof NamesHoldReliefSchema>;
+
 export const MemberSchema = z.object({
   /** programmedThrough on the shard's lineage, or -1. */
   t: z.number().int().min(NOT_PROGRAMMED),
@@ -29,6 +41,8 @@ export const MemberSchema = z.object({
    * hold an Envoy back in a Pending blocker (short names keep the shard item small).
    */
   a: z.record(z.string(), z.number().int().min(-1)).optional(),
+  /** Programmed through `h.t` for every object but `h.o` (NamesHoldRelief); PROGRESS summaries only. */
+  h: NamesHoldReliefSchema.optional(),
   /** Tombstone: the Envoy moved to another lineage or its state was deleted (kept so an older record cannot bring it back). */
   gone: z.boolean().optional(),
   /** With `gone`: the state item was deleted (TTL); a re-created state (seen later) replaces the tombstone whatever its rev. */

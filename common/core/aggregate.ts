@@ -8,9 +8,9 @@
 // redelivered or reordered stream records are no-ops (idempotent) and never double-counted.
 import { stuckBlocker, type Blocker } from './blocker';
 import { convergenceState, nackBlocker, noEnvoysConvergence, sortBlockers, unobservableConvergence, unresolvedNacks, type Convergence, type ConvergencePolicy } from './convergence';
-import type { ObjectRef } from './identity';
+import { formatObjectRef, type ObjectRef } from './identity';
 import { shortTypeName } from './type-urls';
-import { MEMBER_MESSAGE_LENGTH, NOT_PROGRAMMED, type AggregateShard, type Member } from './aggregate-shard';
+import { MEMBER_MESSAGE_LENGTH, NOT_PROGRAMMED, type AggregateShard, type Member, type NamesHoldRelief } from './aggregate-shard';
 import { type EnvoyState, type TypeState } from './envoy-record';
 import { type LineageWatermark } from './object-generation';
 import { lastVouchedAt, seenWithin, storedObservationTime, typeWaitingSince, waitedPastTimeout } from './staleness';
@@ -309,12 +309,34 @@ export function memberBlocker(
   if (b.none === true) return { nodeId, reason: 'pending', typeUrls: [...(b.req ?? [])] };
   if (mark === undefined) return { nodeId, reason: 'noWatermark', lineages: [lineage] };
   if (member.t >= mark.seq) return undefined;
+  if (object !== undefined && relievedFor(member, mark.seq, object)) return undefined;
   const behind = (b.w ?? []).filter((w) => !ackCovers(w.a, requiredVersion(mark, w.u), w.c === true));
   // Judged at the member's lastSeenAt, not the reader's clock (as staleness.ts `stuckTypesAsStored`).
   const observedAt = storedObservationTime(now, member.s);
   const stuck = behind.filter((w) => waitedPastTimeout(w.s, observedAt, policy.ackTimeoutMs));
   if (stuck.length > 0) return stuckBlocker(nodeId, stuck.map((w) => w.u), Math.min(...stuck.map((w) => w.s)), stuck.filter((w) => w.r === true).map((w) => w.u));
   return { nodeId, reason: 'pending', typeUrls: [...new Set([...behind.map((w) => w.u), ...behindByAck(member, mark), ...(b.req ?? [])])].sort() };
+}
+
+/**
+ * The member with a names-hold relief (NamesHoldRelief) attached, when it applies: a member whose only
+ * reason for `t` -1 is names it added and was not served. One with NACKs, split types, nothing
+ * subscribed or a required type missing is held by those, whatever its added names: unchanged.
+ */
+export function withNamesHoldRelief(member: Member, relief: NamesHoldRelief | undefined): Member {
+  if (relief === undefined || member.t !== NOT_PROGRAMMED) return member;
+  const b = member.b;
+  if (b !== undefined && ((b.n?.length ?? 0) > 0 || b.split !== undefined || b.none === true || b.req !== undefined)) return member;
+  return { ...member, h: relief };
+}
+
+/**
+ * Whether the member counts as programmed at watermark seq `seq` for `object` by its names-hold relief:
+ * its ACKs alone reach `seq`, and the names it added and was not served matter to other objects only.
+ */
+export function relievedFor(member: Member, seq: number, object: ObjectRef): boolean {
+  const relief = member.h;
+  return relief !== undefined && relief.t >= seq && !relief.o.includes(formatObjectRef(object));
 }
 
 /**

@@ -203,17 +203,39 @@ export function applyHeartbeat(state: EnvoyState, now: number): EnvoyState {
   return { ...state, status: 'CONNECTED', lastSeenAt: Math.max(state.lastSeenAt, now) };
 }
 
-/** Recomputes `programmedThrough` on the Envoy's lineage from that lineage's type history. */
-export function withProgrammedThrough(state: EnvoyState, history: TypeHistory, options: ProgrammedThroughOptions = {}): EnvoyState {
+/**
+ * programmedThrough of the state's subscribed types on its lineage; undefined when one is on another
+ * lineage. `namesHeld`: how a type with a names hold (NamesChange: names the Envoy added and was not
+ * served, or a reference hold: names its config uses that it has not asked for) counts. 'hold': as not
+ * ACKed at all (its ACKed version does not cover the whole subscription); 'acked': at its ACKed version
+ * (what the Envoy runs of the names it had).
+ */
+function throughOfTypes(state: EnvoyState, history: TypeHistory, options: ProgrammedThroughOptions, namesHeld: 'hold' | 'acked'): number | undefined {
   const acked: Record<string, number | undefined> = {};
-  let onOneLineage = true;
   for (const [typeUrl, type] of Object.entries(state.types)) {
     if (!type.subscribed) continue;
-    if (type.lineage !== state.lineage) onOneLineage = false;
-    // Names added and not yet served: the ACKed version does not cover the whole subscription.
-    acked[typeUrl] = type.namesChange === undefined ? type.acked : undefined;
+    if (type.lineage !== state.lineage) return undefined;
+    acked[typeUrl] = type.namesChange !== undefined && namesHeld === 'hold' ? undefined : type.acked;
   }
-  const through = onOneLineage ? programmedThrough(acked, history, options) : undefined;
+  return programmedThrough(acked, history, options);
+}
+
+/**
+ * What the Envoy's ACKs alone say it is programmed through while a names hold keeps its
+ * `programmedThrough` unset: the `t` of a names-hold relief (aggregate-shard.ts NamesHoldRelief),
+ * valid only for the objects the held names do not matter to. Undefined when no names hold is what
+ * keeps it unset, or the ACKs alone say nothing either.
+ */
+export function programmedThroughBesidesNamesHolds(state: EnvoyState, history: TypeHistory, options: ProgrammedThroughOptions = {}): number | undefined {
+  if (state.programmedThrough !== undefined) return undefined;
+  let held = false;
+  for (const type of Object.values(state.types)) if (type.subscribed && type.namesChange !== undefined) held = true;
+  return held ? throughOfTypes(state, history, options, 'acked') : undefined;
+}
+
+/** Recomputes `programmedThrough` on the Envoy's lineage from that lineage's type history. */
+export function withProgrammedThrough(state: EnvoyState, history: TypeHistory, options: ProgrammedThroughOptions = {}): EnvoyState {
+  const through = throughOfTypes(state, history, options, 'hold');
   // Called after every request and response: most leave it where it was, and the state is returned
   // as it is (no copy; an object rest copy per ACK was a visible share of the gateway's CPU).
   if (through === state.programmedThrough) return state;

@@ -11,7 +11,7 @@
 // subscribed type (`none`), no programmedThrough (`unprogrammed`), programmedThrough by seq
 // (`through`), and how many are stuck at each watermark the gateway knew (`stuck`).
 import { z } from 'zod';
-import { MemberSchema } from './aggregate-shard';
+import { MemberSchema, NamesHoldReliefSchema } from './aggregate-shard';
 import { NackBlameSchema } from './envoy-record';
 import { epochMsSchema, lineageSchema, nodeIdSchema, seqSchema, typeUrlSchema } from './record-fields';
 import { MAX_DECISION_BLOCKERS } from './stored-decision';
@@ -31,6 +31,12 @@ export const MAX_PROGRESS_BLAME_GROUPS = 8;
 export const MAX_PROGRESS_SPLIT_GROUPS = 8;
 /** Lineages named by one split group; a merged group with more says so and blocks whatever (safe side). */
 export const MAX_PROGRESS_SPLIT_LINEAGES = 32;
+
+/**
+ * Most relief groups an item carries: the members of groups beyond them are held for every object, as
+ * without relief (lineage-progress.ts).
+ */
+export const MAX_PROGRESS_RELIEF_GROUPS = 16;
 
 const count = z.number().int().nonnegative();
 const positive = z.number().int().positive();
@@ -78,6 +84,15 @@ export const ProgressSplitGroupSchema = z.object({
 });
 export type ProgressSplitGroup = z.infer<typeof ProgressSplitGroupSchema>;
 
+/**
+ * Members of the top-level tally counted `unprogrammed` whose names-hold relief (aggregate-shard.ts
+ * NamesHoldRelief) reaches anchor `seq` with the same objects `o`: for an object not in `o` they are
+ * programmed at that anchor; for one in `o` they are held as without relief, `stuck` of them stuck
+ * there (they are not in the tally's own `stuck` at that anchor).
+ */
+export const ProgressReliefGroupSchema = z.object({ seq: seqSchema, o: NamesHoldReliefSchema.shape.o, n: positive, stuck: count });
+export type ProgressReliefGroup = z.infer<typeof ProgressReliefGroupSchema>;
+
 export const lineageProgressShape = {
   lineage: lineageSchema,
   /** Incremented on every write; writes are conditional on it (the gateway is the only writer). */
@@ -103,6 +118,8 @@ export const lineageProgressShape = {
    * the rest are only counted.
    */
   listed: z.array(z.tuple([nodeIdSchema, MemberSchema])).max(MAX_PROGRESS_LISTED),
+  /** Names-hold relief of members at the anchors, by anchor and objects (absent: none; ProgressReliefGroupSchema). */
+  relief: z.array(ProgressReliefGroupSchema).max(MAX_PROGRESS_RELIEF_GROUPS).optional(),
   /**
    * The REQUIRED_TYPE_URLS the gateway judged its members with (sorted; absent: none). The counts
    * above say "programmed" of a member only if it subscribed to these, and evaluation cannot
@@ -144,6 +161,17 @@ export function progressProblem(item: z.infer<z.ZodObject<typeof lineageProgress
   for (const tally of [item, ...item.split]) {
     const problem = tallyProblem(tally, item.anchors);
     if (problem !== undefined) return problem;
+  }
+  const relievedAt = new Map<number, number>();
+  for (const group of item.relief ?? []) {
+    if (!item.anchors.includes(group.seq)) return 'a relief group is not at an anchor';
+    if (group.stuck > group.n) return 'a relief group has more stuck members than members';
+    relievedAt.set(group.seq, (relievedAt.get(group.seq) ?? 0) + group.n);
+  }
+  for (const [seq, relieved] of relievedAt) {
+    if (relieved > item.unprogrammed) return 'more relieved members than unprogrammed ones';
+    const stuck = item.stuck.find(([at]) => at === seq)?.[1] ?? 0;
+    if (stuck + relieved > tallyMembers(item) - item.none) return 'more stuck and relieved members than members that can be either';
   }
   let members = tallyMembers(item);
   for (const group of item.nacks) members += group.n;

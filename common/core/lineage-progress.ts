@@ -32,16 +32,18 @@ import { MAX_BLAMED } from './nack-blame';
 import { NOT_PROGRAMMED, type Member } from './aggregate-shard';
 import type { EnvoyState } from './envoy-record';
 import { shortTypeName } from './type-urls';
-import type { ObjectRef } from './identity';
+import { formatObjectRef, type ObjectRef } from './identity';
 import {
   MAX_PROGRESS_ANCHORS,
   MAX_PROGRESS_BLAME_GROUPS,
   MAX_PROGRESS_LISTED,
+  MAX_PROGRESS_RELIEF_GROUPS,
   MAX_PROGRESS_SPLIT_GROUPS,
   MAX_PROGRESS_SPLIT_LINEAGES,
   tallyMembers,
   type LineageProgress,
   type ProgressNackGroup,
+  type ProgressReliefGroup,
   type ProgressSplitGroup,
   type ProgressTally,
 } from './lineage-progress-item';
@@ -181,15 +183,39 @@ function splitGroupsOf(raws: ReadonlyMap<string, { lineages: string[]; raw: RawT
 
 /**
  * Which members are listed first: those blocking whatever the watermark, most severe first (NACKs,
- * then stuck at an anchor, split, nothing subscribed), then the least programmed. The decision names
- * blockers in severity order too (sortBlockers), so these are the ones it would name.
+ * then stuck at an anchor, split, nothing subscribed), then the least programmed, and members relieved
+ * for some objects last. The decision names blockers in severity order too (sortBlockers), so these
+ * are the ones it would name.
  */
 function listingRank(member: Member, stuckAtAnAnchor: boolean): number {
   if ((member.b?.n?.length ?? 0) > 0) return 0;
   if (stuckAtAnAnchor) return 1;
   if (member.b?.split !== undefined) return 2;
   if (member.b?.none === true) return 3;
-  return 4;
+  // A relieved member blocks only the objects its added names matter to: after the ones that block all.
+  return member.h === undefined ? 4 : 5;
+}
+
+/**
+ * Relieved members (NamesHoldRelief) grouped by anchor and objects, the largest groups first up to
+ * MAX_PROGRESS_RELIEF_GROUPS; the members of the groups left out are held for every object, as without
+ * relief: their stuck answers go back into the tally's count at that anchor.
+ */
+function reliefGroupsOf(relieved: readonly { seq: number; o: readonly string[]; stuck: boolean }[], tally: RawTally): ProgressReliefGroup[] {
+  const groups = new Map<string, ProgressReliefGroup>();
+  for (const { seq, o, stuck } of relieved) {
+    const key = `${seq}\n${o.join('\n')}`;
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, { seq, o: [...o], n: 1, stuck: stuck ? 1 : 0 });
+    else {
+      group.n++;
+      if (stuck) group.stuck++;
+    }
+  }
+  const byKey = (a: ProgressReliefGroup, b: ProgressReliefGroup): number => a.seq - b.seq || (a.o.join('\n') < b.o.join('\n') ? -1 : a.o.join('\n') > b.o.join('\n') ? 1 : 0);
+  const ranked = [...groups.values()].sort((a, b) => b.n - a.n || byKey(a, b));
+  for (const left of ranked.slice(MAX_PROGRESS_RELIEF_GROUPS)) if (left.stuck > 0) tally.stuck.set(left.seq, (tally.stuck.get(left.seq) ?? 0) + left.stuck);
+  return ranked.slice(0, MAX_PROGRESS_RELIEF_GROUPS).sort(byKey);
 }
 
 /** The PROGRESS item of `lineage` from the gateway's states of its members. */
@@ -201,6 +227,7 @@ export function progressFromStates(input: ProgressBuildInput): LineageProgress {
   const split = new Map<string, { lineages: string[]; raw: RawTally }>();
   const blames: (string[] | undefined)[] = [];
   const candidates: { nodeId: string; member: Member; rank: number }[] = [];
+  const relieved: { seq: number; o: readonly string[]; stuck: boolean }[] = [];
   let members = 0;
   let incarnations = 0;
   for (const state of latestPerNode(input.states)) {
@@ -229,15 +256,19 @@ export function progressFromStates(input: ProgressBuildInput): LineageProgress {
     const dead = lineages === undefined ? undefined : new Set(lineages);
     let stuckAtAnAnchor = false;
     for (const mark of marks) {
-      if (memberBlocker(state.nodeId, lineage, member, mark, heartbeatAt, policy, dead)?.reason !== 'stuck') continue;
-      raw.stuck.set(mark.seq, (raw.stuck.get(mark.seq) ?? 0) + 1);
-      stuckAtAnAnchor = true;
+      // Judged without an object: the member's own blockers, as for the objects its relief names.
+      const stuck = memberBlocker(state.nodeId, lineage, member, mark, heartbeatAt, policy, dead)?.reason === 'stuck';
+      stuckAtAnAnchor ||= stuck;
+      const relief = member.h;
+      if (lineages === undefined && relief !== undefined && member.t < mark.seq && relief.t >= mark.seq) relieved.push({ seq: mark.seq, o: relief.o, stuck });
+      else if (stuck) raw.stuck.set(mark.seq, (raw.stuck.get(mark.seq) ?? 0) + 1);
     }
     if (member.b?.none === true) raw.none++;
     else if (member.t === NOT_PROGRAMMED) raw.unprogrammed++;
     else raw.through.push(member.t);
     candidates.push({ nodeId: state.nodeId, member, rank: listingRank(member, stuckAtAnAnchor) });
   }
+  const relief = reliefGroupsOf(relieved, main);
   const maxListed = Math.max(0, Math.min(input.maxListed ?? MAX_PROGRESS_LISTED, MAX_PROGRESS_LISTED));
   candidates.sort((a, b) => a.rank - b.rank || (a.rank === 4 ? a.member.t - b.member.t : 0) || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
   return {
@@ -251,6 +282,7 @@ export function progressFromStates(input: ProgressBuildInput): LineageProgress {
     nacks: nackGroupsOf(blames),
     split: splitGroupsOf(split, anchors),
     listed: candidates.slice(0, maxListed).map(({ nodeId, member }) => [nodeId, member]),
+    ...(relief.length === 0 ? {} : { relief }),
     ...(input.requiredTypeUrls.length === 0 ? {} : { required: [...new Set(input.requiredTypeUrls)].sort() }),
     ttlMs: policy.ttlMs,
   };
@@ -307,12 +339,21 @@ interface TallyCounts {
  * and everything else is pending (off an anchor, the members the fold or the unknown stuck count leave
  * undecided are pending: the conservative side).
  */
-function countsAt(tally: ProgressTally, mark: LineageWatermark | undefined, atAnchor: boolean): TallyCounts {
+function countsAt(tally: ProgressTally, mark: LineageWatermark | undefined, atAnchor: boolean, relief?: { groups: readonly ProgressReliefGroup[]; object: string }): TallyCounts {
   const members = tallyMembers(tally);
   if (mark === undefined) return { programmed: 0, stuck: 0, noWatermark: members - tally.none, pending: tally.none };
   let programmed = 0;
   for (const [seq, n] of tally.through) if (seq >= mark.seq) programmed += n;
-  const stuck = atAnchor ? (tally.stuck.find(([seq]) => seq === mark.seq)?.[1] ?? 0) : 0;
+  let stuck = atAnchor ? (tally.stuck.find(([seq]) => seq === mark.seq)?.[1] ?? 0) : 0;
+  // Relieved members at this anchor: programmed for an object their added names do not matter to,
+  // held as without relief (stuck or pending) for one they do.
+  if (atAnchor && relief !== undefined) {
+    for (const group of relief.groups) {
+      if (group.seq !== mark.seq) continue;
+      if (group.o.includes(relief.object)) stuck += group.stuck;
+      else programmed += group.n;
+    }
+  }
   return { programmed, stuck, noWatermark: 0, pending: members - programmed - stuck };
 }
 
@@ -337,6 +378,7 @@ export function requiredMismatchText(missing: readonly string[]): string {
 /** Convergence of X@G from the live lineages' PROGRESS items; same answer as evaluateFromAggregates (file comment). */
 export function evaluateFromProgress(input: ProgressEvaluationInput): ProgressConvergence {
   const { object, generation, watermark, now, policy } = input;
+  const objectKey = formatObjectRef(object);
   const reasons = new Set<Blocker['reason']>();
   const count = (reason: Blocker['reason'], n: number): void => {
     if (n > 0) reasons.add(reason);
@@ -376,7 +418,8 @@ export function evaluateFromProgress(input: ProgressEvaluationInput): ProgressCo
       else tallies.push(group);
     }
     for (const tally of tallies) {
-      const counts = countsAt(tally, mark, atAnchor);
+      // Relief groups count members of the top-level tally only.
+      const counts = countsAt(tally, mark, atAnchor, tally === progress && progress.relief !== undefined ? { groups: progress.relief, object: objectKey } : undefined);
       programmed += counts.programmed;
       count('stuck', counts.stuck);
       count('noWatermark', counts.noWatermark);

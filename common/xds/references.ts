@@ -6,6 +6,7 @@
 // a served route still uses is not removed under it, docs/GATEWAY.md) and which names a client has
 // yet to ask for (an accepted route whose cluster the client does not hold yet is not programmed).
 // Decoded once per distinct resource bytes by the callers, never per Envoy.
+import { readProvenance } from './provenance';
 import { unpackAny } from './protos';
 import { CLUSTER_TYPE_URL, HTTP_CONNECTION_MANAGER_TYPE_URL, LISTENER_TYPE_URL, ROUTE_CONFIGURATION_TYPE_URL } from './type-urls';
 import type { AnyResource } from './types';
@@ -17,6 +18,8 @@ export type ReferencedType = 'RDS' | 'CDS' | 'EDS';
 export interface VirtualHostReferences {
   domains: string[];
   clusters: string[];
+  /** The objects its provenance stamp names (provenance.ts `sources`; [] when unstamped). */
+  sources: string[];
 }
 
 export interface ResourceReferences {
@@ -31,9 +34,14 @@ export interface ResourceReferences {
    * that routes for one authority (gRPC resolving `xds:///<name>`) uses only the host matching it.
    */
   virtualHosts: VirtualHostReferences[];
+  /**
+   * The resource's own provenance stamp (provenance.ts `sources`; [] when unstamped): which objects it
+   * comes from, for the gateway's attribution of a name to the objects that route to it.
+   */
+  sources: string[];
 }
 
-export const NO_REFERENCES: ResourceReferences = Object.freeze({ RDS: [], CDS: [], EDS: [], virtualHosts: [] }) as ResourceReferences;
+export const NO_REFERENCES: ResourceReferences = Object.freeze({ RDS: [], CDS: [], EDS: [], virtualHosts: [], sources: [] }) as ResourceReferences;
 
 const DISCOVERY_RESOURCE_WRAPPER = 'type.googleapis.com/envoy.service.discovery.v3.Resource';
 
@@ -61,7 +69,7 @@ function virtualHostsOf(routeConfiguration: Json): VirtualHostReferences[] {
       }
     }
     const domains = list(record(virtualHost)?.['domains']).filter((domain): domain is string => typeof domain === 'string');
-    return { domains, clusters: [...clusters] };
+    return { domains, clusters: [...clusters], sources: readProvenance(record(virtualHost)?.['metadata']) };
   });
 }
 
@@ -86,14 +94,15 @@ function listenerReferences(listener: Json): ResourceReferences {
     for (const filter of list(record(chain)?.['filters'])) connectionManagerReferences(record(filter)?.['typed_config'], routes, virtualHosts);
   }
   connectionManagerReferences(record(listener['api_listener'])?.['api_listener'], routes, virtualHosts);
-  return { RDS: [...routes], EDS: [], ...withClusters(virtualHosts) };
+  return { RDS: [...routes], EDS: [], ...withClusters(virtualHosts), sources: readProvenance(listener['metadata']) };
 }
 
 function clusterReferences(cluster: Json): ResourceReferences {
   const eds = record(cluster['eds_cluster_config']);
-  if (cluster['type'] !== 'EDS' && eds === undefined) return NO_REFERENCES;
+  const sources = readProvenance(cluster['metadata']);
+  if (cluster['type'] !== 'EDS' && eds === undefined) return sources.length === 0 ? NO_REFERENCES : { ...NO_REFERENCES, sources };
   const name = text(eds?.['service_name']) ?? text(cluster['name']);
-  return name === undefined ? NO_REFERENCES : { RDS: [], CDS: [], EDS: [name], virtualHosts: [] };
+  return name === undefined ? { ...NO_REFERENCES, sources } : { RDS: [], CDS: [], EDS: [name], virtualHosts: [], sources };
 }
 
 /**
@@ -134,8 +143,10 @@ export function referencesOf(resource: AnyResource): ResourceReferences {
   switch (resource.type_url) {
     case LISTENER_TYPE_URL:
       return listenerReferences(unpackAny(resource));
-    case ROUTE_CONFIGURATION_TYPE_URL:
-      return { RDS: [], EDS: [], ...withClusters(virtualHostsOf(unpackAny(resource))) };
+    case ROUTE_CONFIGURATION_TYPE_URL: {
+      const routeConfiguration = unpackAny(resource);
+      return { RDS: [], EDS: [], ...withClusters(virtualHostsOf(routeConfiguration)), sources: readProvenance(routeConfiguration['metadata']) };
+    }
     case CLUSTER_TYPE_URL:
       return clusterReferences(unpackAny(resource));
     default:

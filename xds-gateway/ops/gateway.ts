@@ -234,6 +234,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger, seams:
     // shard path, and the functions' rule, still count it.
     forgetDisconnectedMs: Math.max(FORGET_DISCONNECTED_MS, config.envoyTtlMs),
     metrics: metrics.tracker,
+    // Only PROGRESS carries a relief, and only provenance stamps say which names matter to an object.
+    namesHoldRelief: config.namesHoldRelief && config.progress && config.watermarks.length > 0 && config.watermarks.every((source) => source === 'provenance'),
   });
   const provenance = config.watermarks.includes('provenance')
     ? new ProvenanceWatermarks({ recorder: records, logger: log.child({ component: 'provenance' }), clock, lineageState: (lineage) => tracker.lineageState(lineage) })

@@ -101,7 +101,7 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
         state.held.set(name, parsedVersion.ok && parsedVersion.value.lineage === group.lineage ? version : '');
       }
     }
-    // The same test as the tracker's (subscription-references.ts addsNames), on the view before and
+    // The same test as the tracker's (subscription-references.ts addedNames), on the view before and
     // after this request: a wildcard subscription already covers every name.
     const wasWildcard = state.wildcard;
     const added = wasWildcard ? [] : subscribe.filter((name) => name === '*' || !state.names.has(name));

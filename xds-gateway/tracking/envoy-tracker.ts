@@ -19,10 +19,13 @@ import {
   LDS_TYPE_URL,
   newEnvoyState,
   stuckEvents,
+  MAX_RELIEF_OBJECTS,
+  programmedThroughBesidesNamesHolds,
   withProgrammedThrough,
   type Clock,
   type EnvoyState,
   type LineageState,
+  type NamesHoldRelief,
 } from '../../common/core';
 import type {
   RelayObserver,
@@ -35,7 +38,9 @@ import type {
   UpstreamStateName,
 } from '../relay/observer';
 import { lineageStateFor, recordTypeChange } from './lineage-mirror';
-import { addsNames, firstMissing, nextSubscription, ReferenceHistory, REFERENCE_EDGES, unionOf, type Subscription } from './subscription-references';
+import { addedNames, firstMissing, missingNames, nextSubscription, ReferenceHistory, REFERENCE_EDGES, unionOf, type Subscription } from './subscription-references';
+import { AddedNames } from './added-names';
+import { NameOwnership } from './name-owners';
 import type { NackAttributor } from './nack-attribution';
 import type { EnvoyRecords } from './recorder';
 
@@ -67,6 +72,12 @@ export interface EnvoyTrackerOptions {
   metrics?: TrackerMetrics;
   /** Blames each NACK on the objects it is about (nack-attribution.ts); absent: NACKs carry no blame. */
   attributor?: NackAttributor;
+  /**
+   * Judge a names hold per object (name-owners.ts): hand the recorder each state's NamesHoldRelief.
+   * Sound only while every watermark comes from provenance stamps (an object watermarked otherwise
+   * has no stamps to say which names matter to it): the gateway sets it for `--watermarks provenance`.
+   */
+  namesHoldRelief?: boolean;
 }
 
 interface StreamInfo {
@@ -84,6 +95,8 @@ interface ReferenceCheck {
   referenced: ReadonlySet<string>;
   subscription: Subscription;
   missing: string | undefined;
+  /** Every missing name (subscription-references.ts missingNames), when a names-hold relief asked. */
+  allMissing?: readonly string[];
 }
 
 interface TrackedEnvoy {
@@ -98,6 +111,10 @@ interface TrackedEnvoy {
   longHoldsReported?: Map<string, number>;
   /** While the relay does not read: up to when its unread time was credited (readingPaused). */
   creditedThrough?: number;
+  /** The unserved names of its added-names holds (added-names.ts), with a names-hold relief to judge. */
+  addedNames?: AddedNames;
+  /** The state's names-hold relief (core NamesHoldRelief), recomputed with its programmedThrough. */
+  relief?: NamesHoldRelief;
 }
 
 export interface UpstreamGroupStatus {
@@ -149,6 +166,8 @@ export class EnvoyTracker implements RelayObserver {
   private readonly upstreamAppliedListeners: Array<(e: UpstreamAppliedEvent) => void> = [];
   private readonly references: ReferenceHistory;
   private readonly attributor: NackAttributor | undefined;
+  /** Set with options.namesHoldRelief. */
+  private readonly nameOwnership: NameOwnership | undefined;
 
   constructor(options: EnvoyTrackerOptions) {
     this.recorder = options.recorder;
@@ -161,6 +180,7 @@ export class EnvoyTracker implements RelayObserver {
     this.metrics = options.metrics;
     this.attributor = options.attributor;
     this.references = new ReferenceHistory((error, typeUrl) => this.logger.warn({ err: error, typeUrl }, 'cannot read the references of a served resource'));
+    this.nameOwnership = options.namesHoldRelief === true ? new NameOwnership(this.references) : undefined;
     const stuckEvery = options.stuckCheckIntervalMs ?? Math.max(100, Math.min(1000, Math.floor(this.ackTimeoutMs / 4)));
     this.every(stuckEvery, () => this.checkStuck());
     this.every(options.lineageHeartbeatMs ?? 5000, () => this.heartbeatLineages());
@@ -208,8 +228,9 @@ export class EnvoyTracker implements RelayObserver {
     const tracked = this.envoys.get(e.node.nodeId);
     if (tracked === undefined) {
       const state = newEnvoyState({ identity: e.node, group: e.group, lineage: e.lineage, now: e.at });
-      this.envoys.set(e.node.nodeId, { state, streams: new Set([e.streamId]), stuckReported: new Set(), referenceChecks: new Map() });
-      this.write(state);
+      const created: TrackedEnvoy = { state, streams: new Set([e.streamId]), stuckReported: new Set(), referenceChecks: new Map() };
+      this.envoys.set(e.node.nodeId, created);
+      this.write(created);
       return;
     }
     tracked.streams.add(e.streamId);
@@ -217,7 +238,7 @@ export class EnvoyTracker implements RelayObserver {
     // Every state written while the relay does not read carries the unread time (readingPaused): this
     // one moves lastSeenAt, at which readers judge its waits.
     tracked.state = applyConnect({ ...this.creditUnread(tracked, e.at), metadata: e.node.metadata, cluster: e.node.cluster, group: e.group }, { lineage: e.lineage, now: e.at });
-    this.write(tracked.state);
+    this.write(tracked);
   }
 
   requestClassified(e: RequestClassifiedEvent): void {
@@ -229,13 +250,15 @@ export class EnvoyTracker implements RelayObserver {
     }
     const stream = this.streams.get(e.streamId);
     if (e.classification.kind === 'initial') stream?.types.add(e.typeUrl);
+    const added = stream === undefined ? undefined : this.followSubscription(stream, e);
     const outcome = applyClassifiedRequest(tracked.state, e.classification, {
       typeUrl: e.typeUrl,
       lineage: e.lineage,
       now: e.at,
       eventRetentionMs: this.eventRetentionMs,
-      namesAdded: stream !== undefined && this.followSubscription(stream, e),
+      namesAdded: added !== undefined,
     });
+    if (this.nameOwnership !== undefined) this.followAddedNames(tracked, e, added);
     if (outcome.ignored !== undefined) {
       this.logger.debug({ nodeId: e.nodeId, typeUrl: e.typeUrl, streamId: e.streamId, reason: outcome.ignored }, 'request changed no type state');
     }
@@ -249,17 +272,18 @@ export class EnvoyTracker implements RelayObserver {
         this.logger.info({ nodeId: e.nodeId, typeUrl: e.typeUrl, seq: outcome.event.seq, message: outcome.event.message?.slice(0, 200), blame }, 'NACK');
       }
     }
-    tracked.state = this.withProgrammedThrough(this.withReferencesChecked(tracked, next, e.at));
+    tracked.state = this.withProgrammedThrough(tracked, this.withReferencesChecked(tracked, next, e.at));
     this.forgetStuckReports(tracked);
-    this.write(tracked.state);
+    this.write(tracked);
   }
 
   responseSent(e: ResponseSentEvent): void {
     const tracked = this.envoys.get(e.nodeId);
     if (tracked === undefined) return;
+    tracked.addedNames?.responseSent(e.typeUrl);
     // A response sent while the subscription still lacks a referenced name cannot carry it.
     tracked.state = this.withReferencesChecked(tracked, applySent(tracked.state, { typeUrl: e.typeUrl, version: e.version, now: e.at }), e.at);
-    this.write(tracked.state);
+    this.write(tracked);
   }
 
   streamClosed(e: StreamClosedEvent): void {
@@ -283,9 +307,9 @@ export class EnvoyTracker implements RelayObserver {
       for (const typeUrl of stream.types) {
         if (!stillServed.has(typeUrl)) tracked.state = applyTypeStreamClosed(tracked.state, { typeUrl, now: e.at });
       }
-      tracked.state = this.withProgrammedThrough(tracked.state);
+      tracked.state = this.withProgrammedThrough(tracked, tracked.state);
     }
-    this.write(tracked.state);
+    this.write(tracked);
   }
 
   upstreamApplied(e: UpstreamAppliedEvent): void {
@@ -384,7 +408,7 @@ export class EnvoyTracker implements RelayObserver {
       delete tracked.creditedThrough;
       if (credited !== tracked.state) {
         tracked.state = credited;
-        this.write(tracked.state);
+        this.write(tracked);
       }
     }
     this.unreadSince = undefined;
@@ -421,7 +445,7 @@ export class EnvoyTracker implements RelayObserver {
       // Envoy now, so the stored state proves the wait and carries the STUCK event in the same write.
       if (reported) {
         tracked.state = applyHeartbeat(tracked.state, now);
-        this.write(tracked.state);
+        this.write(tracked);
       }
       this.reportLongHolds(tracked, now);
     }
@@ -465,6 +489,7 @@ export class EnvoyTracker implements RelayObserver {
   retireLineage(lineage: string): void {
     this.lineages.delete(lineage);
     this.references.forget(lineage);
+    this.nameOwnership?.forget(lineage);
     this.attributor?.forgetLineage(lineage);
   }
 
@@ -481,7 +506,7 @@ export class EnvoyTracker implements RelayObserver {
       if (tracked.state.status === 'CONNECTED' && now - tracked.state.lastSeenAt >= this.envoyHeartbeatMs) {
         // A heartbeat vouches for the state at `now`; readers judge its waits at that time.
         tracked.state = applyHeartbeat(this.creditUnread(tracked, now), now);
-        this.write(tracked.state);
+        this.write(tracked);
       } else if (tracked.streams.size === 0 && tracked.disconnectedAt !== undefined && now - tracked.disconnectedAt >= this.forgetDisconnectedMs) {
         // The recorder forgets it too (or, with a write of it still pending, on a later tick).
         if (this.recorder.forgetEnvoy(nodeId)) this.envoys.delete(nodeId);
@@ -506,14 +531,29 @@ export class EnvoyTracker implements RelayObserver {
    * stale and unknown-nonce requests change nothing, as in the relay; Delta subscription changes apply
    * on every request, and the relay reports the subscription after it.
    */
-  private followSubscription(stream: StreamInfo, e: RequestClassifiedEvent): boolean {
+  /**
+   * Follows the request in the Envoy's unserved added names (added-names.ts), as the core's transitions
+   * follow it in bulk: an ACK serves what the latest response carried, a new stream's first request
+   * voids what responses on the old one carried, and the names it adds are unsent.
+   */
+  private followAddedNames(tracked: TrackedEnvoy, e: RequestClassifiedEvent, added: readonly string[] | 'all' | undefined): void {
+    const sameLineage = tracked.state.types[e.typeUrl]?.lineage === e.lineage;
+    if (e.classification.kind === 'ack' && sameLineage) tracked.addedNames?.acked(e.typeUrl);
+    if (e.classification.kind === 'initial') tracked.addedNames?.restarted(e.typeUrl);
+    if (added === undefined) return;
+    tracked.addedNames ??= new AddedNames();
+    tracked.addedNames.added(e.typeUrl, added);
+  }
+
+  /** The names the request added to the stream's subscription (subscription-references.ts addedNames), or undefined. */
+  private followSubscription(stream: StreamInfo, e: RequestClassifiedEvent): readonly string[] | 'all' | undefined {
     const kind = e.classification.kind;
-    if (stream.protocol === 'sotw' && (kind === 'stale' || kind === 'unknownNonce')) return false;
+    if (stream.protocol === 'sotw' && (kind === 'stale' || kind === 'unknownNonce')) return undefined;
     const previous = stream.subscriptions.get(e.typeUrl);
     const next = nextSubscription(previous, e.resourceNames, stream.protocol);
-    if (next === previous) return false;
+    if (next === previous) return undefined;
     stream.subscriptions.set(e.typeUrl, next);
-    return addsNames(previous, next);
+    return addedNames(previous, next);
   }
 
   /**
@@ -581,10 +621,92 @@ export class EnvoyTracker implements RelayObserver {
     return next;
   }
 
-  private withProgrammedThrough(state: EnvoyState): EnvoyState {
+  /** `state` with its programmedThrough recomputed; the tracked Envoy's names-hold relief follows it. */
+  private withProgrammedThrough(tracked: TrackedEnvoy, state: EnvoyState): EnvoyState {
     const lineage = this.lineages.get(state.lineage);
     if (lineage === undefined) return state;
-    return withProgrammedThrough(state, lineage.typeHistory, { currentSeq: lineage.currentSeq, historyStart: lineage.historyStart });
+    const options = { currentSeq: lineage.currentSeq, historyStart: lineage.historyStart };
+    const next = withProgrammedThrough(state, lineage.typeHistory, options);
+    if (this.nameOwnership !== undefined) {
+      tracked.addedNames?.retain((typeUrl) => next.types[typeUrl]?.namesChange !== undefined && next.types[typeUrl]?.namesChange?.reference !== true);
+      if (tracked.addedNames?.empty === true) delete tracked.addedNames;
+      const relief = this.reliefOf(tracked, next, programmedThroughBesidesNamesHolds(next, lineage.typeHistory, options));
+      if (relief === undefined) delete tracked.relief;
+      else tracked.relief = relief;
+    }
+    return next;
+  }
+
+  /**
+   * The names-hold relief of a state whose programmedThrough only a names hold keeps unset (`through`:
+   * what its ACKs alone say): the objects every held name matters to (name-owners.ts), if each is
+   * known and there are at most MAX_RELIEF_OBJECTS of them; else none (held for every object). The
+   * held names of a type are those the Envoy added since its hold began and those its accepted config
+   * references that it has not asked for (the reference check's).
+   */
+  private reliefOf(tracked: TrackedEnvoy, state: EnvoyState, through: number | undefined): NamesHoldRelief | undefined {
+    const ownership = this.nameOwnership;
+    if (ownership === undefined || through === undefined) return undefined;
+    const held = (typeUrl: string): number | undefined => {
+      const type = state.types[typeUrl];
+      return type?.subscribed === true && type.lineage === state.lineage ? type.acked : undefined;
+    };
+    const objects = new Set<string>();
+    const add = (typeUrl: string, names: Iterable<string>): boolean => {
+      for (const name of names) {
+        const owners = ownership.ownersOf(state.lineage, typeUrl, name, held);
+        if (owners === undefined) return false;
+        for (const owner of owners) objects.add(owner);
+        if (objects.size > MAX_RELIEF_OBJECTS) return false;
+      }
+      return true;
+    };
+    for (const typeUrl of Object.keys(state.types)) {
+      const type = state.types[typeUrl] as EnvoyState['types'][string];
+      if (!type.subscribed || type.namesChange === undefined) continue;
+      const added = tracked.addedNames?.held(typeUrl);
+      // A hold from added names needs them known; a reference hold may have none added.
+      if (added === 'unknown' || (added === undefined && type.namesChange.reference !== true)) return undefined;
+      const missing = this.missingReferenced(tracked, state, typeUrl);
+      if (missing === undefined || !add(typeUrl, added ?? []) || !add(typeUrl, missing)) return undefined;
+    }
+    if (objects.size === 0) return undefined;
+    const previous = tracked.relief;
+    const sorted = [...objects].sort();
+    // An unchanged relief keeps its object (less garbage: this runs after every request of a held Envoy).
+    if (previous !== undefined && previous.t === through && previous.o.length === sorted.length && previous.o.every((o, i) => o === sorted[i])) return previous;
+    return { t: through, o: sorted };
+  }
+
+  /**
+   * Every name of `childTypeUrl` the Envoy's accepted config references and its subscription lacks
+   * (withReferencesChecked's inputs; the list kept with its check). Undefined for a type no reference
+   * edge leads to: its held names cannot be attributed.
+   */
+  private missingReferenced(tracked: TrackedEnvoy, state: EnvoyState, childTypeUrl: string): readonly string[] | undefined {
+    const edge = REFERENCE_EDGES.find((candidate) => candidate.child === childTypeUrl);
+    if (edge === undefined) return undefined;
+    const type = state.types[childTypeUrl];
+    const child = this.subscriptionOf(tracked, childTypeUrl);
+    if (type === undefined || child === undefined || child.wildcard) return [];
+    const authorities = this.authoritiesOf(tracked);
+    const missing: string[] = [];
+    for (const parentTypeUrl of edge.parents) {
+      const parent = state.types[parentTypeUrl];
+      if (parent?.subscribed !== true || parent.acked === undefined || parent.lineage !== type.lineage) continue;
+      const parentSubscription = this.subscriptionOf(tracked, parentTypeUrl);
+      if (parentSubscription === undefined) continue;
+      const referenced = this.references.referencedBy(type.lineage, parentTypeUrl, parent.acked, parentSubscription, edge.key, authorities);
+      if (referenced === undefined) continue;
+      const check = tracked.referenceChecks.get(referenceCheckKey(childTypeUrl, parentTypeUrl));
+      if (check !== undefined && check.referenced === referenced && check.subscription === child) {
+        check.allMissing ??= check.missing === undefined ? [] : missingNames(referenced, child);
+        missing.push(...check.allMissing);
+      } else {
+        missing.push(...missingNames(referenced, child));
+      }
+    }
+    return missing;
   }
 
   private forgetStuckReports(tracked: TrackedEnvoy): void {
@@ -598,8 +720,8 @@ export class EnvoyTracker implements RelayObserver {
     }
   }
 
-  private write(state: EnvoyState): void {
-    this.recorder.enqueueEnvoyState(state);
+  private write(tracked: TrackedEnvoy): void {
+    this.recorder.enqueueEnvoyState(tracked.state, tracked.relief);
   }
 
   private every(ms: number, task: () => void): void {

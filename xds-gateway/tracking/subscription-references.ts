@@ -37,12 +37,16 @@ export function nextSubscription(previous: Subscription | undefined, resourceNam
   return { wildcard: legacyWildcard || star, legacyWildcard, names, requested: resourceNames };
 }
 
-/** Whether `next` asks for a name `previous` did not (a wildcard covers every name). */
-export function addsNames(previous: Subscription | undefined, next: Subscription): boolean {
-  if (previous === undefined || previous.wildcard) return false;
-  if (next.wildcard) return true;
-  for (const name of next.names) if (!previous.names.has(name)) return true;
-  return false;
+/**
+ * The names `next` asks for that `previous` did not (a wildcard covers every name): undefined when
+ * none, 'all' when `next` turned wildcard.
+ */
+export function addedNames(previous: Subscription | undefined, next: Subscription): readonly string[] | 'all' | undefined {
+  if (previous === undefined || previous.wildcard) return undefined;
+  if (next.wildcard) return 'all';
+  let added: string[] | undefined;
+  for (const name of next.names) if (!previous.names.has(name)) (added ??= []).push(name);
+  return added;
 }
 
 /** The union of several streams' subscriptions to one type (per-type streams: usually one). */
@@ -68,7 +72,13 @@ export const REFERENCE_EDGES: ReadonlyArray<{ child: string; key: ReferencedType
 ];
 const PARENT_TYPES = new Set(REFERENCE_EDGES.flatMap((edge) => edge.parents));
 
-interface VersionReferences {
+/** One version of a referencing type's content: what each resource references (and its stamps). */
+export interface ReferencedContent {
+  readonly seq: number;
+  readonly byName: ReadonlyMap<string, ResourceReferences>;
+}
+
+interface VersionReferences extends ReferencedContent {
   seq: number;
   byName: ReadonlyMap<string, ResourceReferences>;
   /** Per edge key: every name any resource references (for wildcard subscribers), built on first use. */
@@ -99,6 +109,23 @@ export class ReferenceHistory {
     list.push({ seq, byName, all: new Map() });
     if (list.length > REFERENCE_HISTORY_VERSIONS) list.splice(0, list.length - REFERENCE_HISTORY_VERSIONS);
     types.set(typeUrl, list);
+  }
+
+  /**
+   * The content of `typeUrl` a client ACKed at `seq` holds (the type's last change at or before it), or
+   * the latest kept version when `seq` is undefined. `unknown`: the type has versions on the lineage
+   * but none kept at or before `seq` (the client is further behind than the history keeps);
+   * `none`: nothing of the type was ever recorded on the lineage.
+   */
+  contentAt(lineage: Lineage, typeUrl: string, seq: number | undefined): ReferencedContent | 'unknown' | 'none' {
+    const list = this.versions.get(lineage)?.get(typeUrl);
+    if (list === undefined || list.length === 0) return 'none';
+    if (seq === undefined) return list[list.length - 1] as VersionReferences;
+    for (let index = list.length - 1; index >= 0; index--) {
+      const candidate = list[index] as VersionReferences;
+      if (candidate.seq <= seq) return candidate;
+    }
+    return 'unknown';
   }
 
   /** Forgets a lineage (retired or dead): its versions are never asked about again. */
@@ -146,6 +173,14 @@ export class ReferenceHistory {
     for (const name of subscription.names) for (const referenced of version.byName.get(name)?.[key] ?? []) names.add(referenced);
     return names;
   }
+}
+
+/** Every name the child subscription lacks, of those `referenced` names. */
+export function missingNames(referenced: ReadonlySet<string>, child: Subscription): string[] {
+  if (child.wildcard) return [];
+  const missing: string[] = [];
+  for (const name of referenced) if (!child.names.has(name)) missing.push(name);
+  return missing;
 }
 
 /** A name the child subscription lacks, of those `referenced` names; undefined when it covers them all. */

@@ -55,10 +55,12 @@ describe('bench e2e (3 Envoys × 2 objects, whole local system)', () => {
     // under a watermark seq of the one lineage.
     expect(result.objectTimingsMs?.map((object) => object.name).sort()).toEqual(['sample-0', 'sample-1']);
     for (const object of result.objectTimingsMs ?? []) {
-      const { lastAck, decided, trueSeen } = object;
-      if (lastAck === undefined || decided === undefined || trueSeen === undefined) throw new Error(`${object.name}: a moment is missing`);
+      const { lastAck, routable, decided, trueSeen } = object;
+      if (lastAck === undefined || routable === undefined || decided === undefined || trueSeen === undefined) throw new Error(`${object.name}: a moment is missing`);
       expect(lastAck).toBeGreaterThan(0);
       expect(decided).toBeGreaterThanOrEqual(lastAck);
+      // Ground truth by content: never decided before every Envoy could route it.
+      expect(decided).toBeGreaterThanOrEqual(routable);
       expect(trueSeen).toBeGreaterThanOrEqual(decided);
       expect(trueSeen).toBeLessThanOrEqual(result.changeToTrueMs.max); // after the change, not epoch time
       expect(Object.values(object.watermarkSeqs)).toHaveLength(1);

@@ -30,17 +30,27 @@ import {
   MAX_PROGRESS_ANCHORS,
   memberFromEnvoyState,
   progressFromStates,
+  withNamesHoldRelief,
   type Clock,
   type CountedEnvoy,
   type EnvoyState,
   type LineageProgress,
   type LineageWatermark,
   type Member,
+  type NamesHoldRelief,
   type ProgressStore,
 } from '../../../common/core';
 import { describeError } from '../../../common/describe-error';
 import { FlushScheduler, type FlushOutcome } from '../recorder/flush-scheduler';
 import { fullyProgrammedAnchors, progressWriteDue, type ProgressTiming } from './progress-timing';
+
+/**
+ * Whether the member has reached watermark seq `seq` for the `behind` counts: programmed through it, or
+ * relieved there (for the objects outside its relief: an anchor may be done for those).
+ */
+function reaches(member: Member, seq: number): boolean {
+  return member.t >= seq || (member.h !== undefined && member.h.t >= seq);
+}
 
 /** How soon a build follows a state that decides something (as the recorder's urgent flush). */
 const URGENT_BUILD_DELAY_MS = 5;
@@ -180,8 +190,11 @@ export class ProgressPublisher {
   // -------------------------------------------------------------------------------------------
   // Fed by the tracker and the watermark sources: synchronous, never awaits I/O.
 
-  /** Returns the member summary it keeps for the state (core memberFromEnvoyState), for the demotion's class key. */
-  noteEnvoyState(tracked: EnvoyState): Member {
+  /**
+   * Returns the member summary it keeps for the state (core memberFromEnvoyState, with the tracker's
+   * names-hold relief when there is one), for the demotion's class key.
+   */
+  noteEnvoyState(tracked: EnvoyState, relief?: NamesHoldRelief): Member {
     if (this.droppedLineages.has(tracked.lineage)) return memberFromEnvoyState(tracked, this.options.requiredTypeUrls);
     const previousLineage = this.lineageOf.get(tracked.nodeId);
     let urgent = false;
@@ -203,13 +216,12 @@ export class ProgressPublisher {
     const state = entry.retired ? asDisconnected(stamped) : stamped;
     const previous = entry.members.get(state.nodeId);
     entry.members.set(state.nodeId, state);
-    const member = memberFromEnvoyState(state, this.options.requiredTypeUrls);
-    const before = entry.summaries.get(state.nodeId)?.t;
+    const member = withNamesHoldRelief(memberFromEnvoyState(state, this.options.requiredTypeUrls), relief);
+    const before = entry.summaries.get(state.nodeId);
     entry.summaries.set(state.nodeId, member);
-    const t = member.t;
     for (const seq of entry.watermarks.keys()) {
-      const wasBehind = before !== undefined && before < seq;
-      const isBehind = t < seq;
+      const wasBehind = before !== undefined && !reaches(before, seq);
+      const isBehind = !reaches(member, seq);
       if (wasBehind === isBehind) continue;
       const left = (entry.behind.get(seq) ?? 0) + (isBehind ? 1 : -1);
       entry.behind.set(seq, left);
@@ -225,7 +237,7 @@ export class ProgressPublisher {
     if (entry.watermarks.has(watermark.seq)) return;
     entry.watermarks.set(watermark.seq, watermark);
     let behind = 0;
-    for (const { t } of entry.summaries.values()) if (t < watermark.seq) behind++;
+    for (const member of entry.summaries.values()) if (!reaches(member, watermark.seq)) behind++;
     entry.behind.set(watermark.seq, behind);
     this.boundWatermarks(entry);
     this.markDirty(entry, true);
@@ -357,11 +369,11 @@ export class ProgressPublisher {
     const entry = this.lineages.get(lineage);
     if (entry === undefined) return;
     entry.departing.delete(nodeId);
-    const t = entry.summaries.get(nodeId)?.t;
+    const summary = entry.summaries.get(nodeId);
     entry.members.delete(nodeId);
     entry.counted.delete(nodeId);
     entry.summaries.delete(nodeId);
-    if (t !== undefined) for (const seq of entry.watermarks.keys()) if (t < seq) entry.behind.set(seq, (entry.behind.get(seq) ?? 1) - 1);
+    if (summary !== undefined) for (const seq of entry.watermarks.keys()) if (!reaches(summary, seq)) entry.behind.set(seq, (entry.behind.get(seq) ?? 1) - 1);
     this.markDirty(entry, true);
   }
 

@@ -29,18 +29,28 @@ function programmedAt(tally: ProgressTally, seq: number): number {
   return programmed;
 }
 
+/** Members of the top-level tally relieved at anchor `seq` (lineage-progress-item.ts ProgressReliefGroupSchema). */
+function relievedAt(item: LineageProgress, seq: number): number {
+  let relieved = 0;
+  for (const group of item.relief ?? []) if (group.seq === seq) relieved += group.n;
+  return relieved;
+}
+
 /**
  * The anchors every member of the item is programmed through with nothing blocking it: where an
- * evaluation would find no blocker on this lineage.
+ * evaluation would find no blocker on this lineage, for every object or (members relieved there)
+ * for the objects outside their relief groups.
  */
 export function fullyProgrammedAnchors(item: LineageProgress): number[] {
   // Split members count too: whether they block depends on their other lineages' liveness, which
   // only the reader knows, so their reaching an anchor is worth a write as well.
   const tallies: ProgressTally[] = [item, ...item.split];
-  if (item.nacks.length > 0 || tallies.some((tally) => tally.none > 0 || tally.unprogrammed > 0)) return [];
-  return item.anchors.filter(
-    (seq) => tallies.reduce((sum, tally) => sum + programmedAt(tally, seq), 0) === item.members && !tallies.some((tally) => tally.stuck.some(([at]) => at === seq)),
-  );
+  if (item.nacks.length > 0 || tallies.some((tally) => tally.none > 0 || (tally !== item && tally.unprogrammed > 0))) return [];
+  return item.anchors.filter((seq) => {
+    const relieved = relievedAt(item, seq);
+    if (item.unprogrammed > relieved) return false;
+    return tallies.reduce((sum, tally) => sum + programmedAt(tally, seq), relieved) === item.members && !tallies.some((tally) => tally.stuck.some(([at]) => at === seq));
+  });
 }
 
 function same(a: unknown, b: unknown): boolean {

@@ -4,7 +4,7 @@
 // (--state-writes class-changes) the recorder is handed only the states it says to write, and any
 // state of a node whose earlier state it still holds unwritten (the newer one shares that write);
 // the publisher still sees every one.
-import type { EnvoyEvent, EnvoyState, LineageState, LineageWatermark, ObjectRef } from '../../../common/core';
+import type { EnvoyEvent, EnvoyState, LineageState, LineageWatermark, NamesHoldRelief, ObjectRef } from '../../../common/core';
 import type { EnvoyRecords, ObjectRecords } from '../recorder';
 import type { ProgressPublisher } from './progress-publisher';
 import type { StateDemotion } from './state-demotion';
@@ -16,9 +16,9 @@ export function recordsWithProgress(
 ): EnvoyRecords & ObjectRecords {
   return {
     enqueueEvent: (event: EnvoyEvent) => recorder.enqueueEvent(event),
-    enqueueEnvoyState: (state: EnvoyState) => {
+    enqueueEnvoyState: (state: EnvoyState, relief?: NamesHoldRelief) => {
       // The publisher's summary of the state serves the demotion's class key too (one per state, not two).
-      const summary = publisher.noteEnvoyState(state);
+      const summary = publisher.noteEnvoyState(state, relief);
       if (demotion === undefined || demotion.filter.admit(state, demotion.now(), recorder.hasQueuedEnvoyState(state.nodeId), summary)) recorder.enqueueEnvoyState(state);
     },
     enqueueLineageState: (state: LineageState) => recorder.enqueueLineageState(state),

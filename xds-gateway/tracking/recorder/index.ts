@@ -24,7 +24,7 @@
 // and with them every object, for ever. It is dropped with an error log line and a metric, the Envoy is
 // reported (onUnrecordable) so the gateway ends its streams, and a state is checked *before* it is
 // counted, so no count ever covers a state that cannot exist (docs/GATEWAY.md, "What an Envoy may send").
-import { DEFAULT_EVENT_LOG_LIMITS, type EnvoyEvent, type EnvoyState, type LineageState, type LineageWatermark, type ObjectRef } from '../../../common/core';
+import { DEFAULT_EVENT_LOG_LIMITS, type EnvoyEvent, type EnvoyState, type LineageState, type LineageWatermark, type NamesHoldRelief, type ObjectRef } from '../../../common/core';
 import { EnvoyCounts } from './denominator';
 import { EnvoyStatePipeline } from './envoy-state-pipeline';
 import { EnvoyStateQueue } from './envoy-state-queue';
@@ -51,7 +51,11 @@ const URGENT_FLUSH_DELAY_MS = 5;
 /** What the tracker hands the recorder (envoy-tracker.ts). */
 export interface EnvoyRecords {
   enqueueEvent(event: EnvoyEvent): void;
-  enqueueEnvoyState(state: EnvoyState): void;
+  /**
+   * `relief`: the state's names-hold relief (core NamesHoldRelief), for the PROGRESS publisher's
+   * summary (records-tee.ts); nothing stored carries it, so the recorder itself ignores it.
+   */
+  enqueueEnvoyState(state: EnvoyState, relief?: NamesHoldRelief): void;
   enqueueLineageState(state: LineageState): void;
   /** False while anything of the node is queued, held or awaited: ask again later. */
   forgetEnvoy(nodeId: string): boolean;
