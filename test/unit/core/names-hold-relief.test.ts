@@ -4,6 +4,7 @@
 // every object but the ones the held names matter to. Here: the member rule (aggregate.ts), what its
 // ACKs alone say (envoy-state.ts), and the PROGRESS item's relief groups, built and evaluated
 // (lineage-progress.ts), against memberBlocker applied to each member.
+import fc from 'fast-check';
 import {
   evaluateFromProgress,
   formatObjectRef,
@@ -185,5 +186,46 @@ describe('PROGRESS relief groups', () => {
     expect(LineageProgressSchema.safeParse({ ...item, relief: [{ seq: 8, o: [Y], n: 1, stuck: 0 }] }).success).toBe(false);
     expect(LineageProgressSchema.safeParse({ ...item, relief: [{ seq: 7, o: [Y], n: 4, stuck: 0 }] }).success).toBe(false);
     expect(LineageProgressSchema.safeParse({ ...item, relief: [{ seq: 7, o: [Y], n: 1, stuck: 2 }] }).success).toBe(false);
+  });
+});
+
+describe('PROGRESS with relief, against memberBlocker applied to each member (property)', () => {
+  const objects = [x, y, { group: 'x.dev', kind: 'Route', namespace: 'ns', name: 'z' }] as const;
+  const memberArb = fc.record({
+    kind: fc.constantFrom('programmed', 'held', 'relieved'),
+    acked: fc.integer({ min: 1, max: 6 }),
+    reliefT: fc.integer({ min: 1, max: 6 }),
+    owners: fc.subarray([0, 1, 2], { minLength: 1 }),
+    waited: fc.boolean(),
+  });
+
+  it('counts programmed members and decides the verdict as the per-member rule does, at every anchor, for every object', () => {
+    fc.assert(
+      fc.property(fc.array(memberArb, { minLength: 1, maxLength: 12 }), fc.uniqueArray(fc.integer({ min: 1, max: 6 }), { minLength: 1, maxLength: 4 }), (specs, anchors) => {
+        const late = T0 + policy.ackTimeoutMs + 1;
+        const states: EnvoyState[] = [];
+        const reliefs = new Map<string, NamesHoldRelief>();
+        specs.forEach((spec, i) => {
+          const nodeId = `e${i}`;
+          const seenAt = spec.waited ? late : T0;
+          if (spec.kind === 'programmed') states.push({ ...programmed(nodeId, spec.acked), lastSeenAt: seenAt });
+          else states.push({ ...held(nodeId, spec.acked, T0), lastSeenAt: seenAt });
+          if (spec.kind === 'relieved') reliefs.set(nodeId, { t: spec.reliefT, o: spec.owners.map((index) => formatObjectRef(objects[index]!)).sort() });
+        });
+        const sorted = [...anchors].sort((a, b) => a - b);
+        const item = build(states, reliefs, sorted, late);
+        expect(LineageProgressSchema.safeParse(item).success).toBe(true);
+        for (const object of objects) {
+          for (const seq of sorted) {
+            const blockers = states.map((state) => memberBlocker(state.nodeId, L1, withNamesHoldRelief(memberFromEnvoyState(state), reliefs.get(state.nodeId)), mark(seq), late, policy, undefined, object));
+            const decided = decide(item, object, seq, late);
+            expect(decided.programmed).toBe(blockers.filter((blocker) => blocker === undefined).length);
+            const reasons = new Set(blockers.flatMap((blocker) => (blocker === undefined ? [] : [blocker.reason])));
+            expect(decided.state).toBe(reasons.size === 0 ? 'Programmed' : reasons.has('stuck') ? 'Stuck' : 'Pending');
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
