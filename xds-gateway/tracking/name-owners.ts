@@ -7,10 +7,10 @@
 //  - an EDS name: the objects stamped on the clusters (at the client's ACKed CDS version) whose
 //    endpoints it is, and on whatever routes to those clusters (below);
 //  - a cluster name: the objects stamped on the cluster (the lineage's latest CDS) and on whatever
-//    routes to it: each virtual host whose routes use it (its own stamp, else its route
-//    configuration's), in the route configurations and listeners the client holds and in the latest;
-//  - a route configuration name: the objects stamped on it and its virtual hosts (latest RDS), and on
-//    the listeners that name it (held and latest LDS).
+//    routes to it: each virtual host whose routes use it (its own stamp: an unstamped host leaves the
+//    name unattributed), in the route configurations and listeners the client holds and in the latest;
+//  - a route configuration name: the objects stamped on it and on each of its virtual hosts (latest
+//    RDS), and on the listeners that name it (held and latest LDS).
 // Anything on those paths without a stamp, content the history no longer keeps, a name nothing
 // references, and any other type: undefined, and the client stays held for every object (the coarse
 // rule). Listeners above a route configuration are not followed: a listener's objects depend on the
@@ -108,7 +108,7 @@ export class NameOwnership {
     // RDS: the route configuration's own stamps and its hosts', then the listeners naming it.
     const routeConfiguration = latestRoutes?.byName.get(name);
     if (routeConfiguration === undefined || !this.addStamped(owners, routeConfiguration.sources)) return undefined;
-    for (const host of routeConfiguration.virtualHosts) if (host.sources.length > 0 && !this.addStamped(owners, host.sources)) return undefined;
+    for (const host of routeConfiguration.virtualHosts) if (!this.addStamped(owners, host.sources)) return undefined;
     for (const listeners of [heldListeners, latestListeners]) {
       if (listeners === undefined) continue;
       for (const stamps of this.index(listeners).listenersOf?.get(name) ?? []) if (!this.addStamped(owners, stamps)) return undefined;
@@ -158,7 +158,9 @@ export class NameOwnership {
     for (const [resourceName, references] of content.byName as ReadonlyMap<string, ResourceReferences>) {
       for (const edsName of references.EDS) push(endpointsOf, edsName, resourceName);
       for (const host of references.virtualHosts) {
-        const stamps = host.sources.length > 0 ? host.sources : references.sources.length > 0 ? references.sources : undefined;
+        // Only the host's own stamp: its route configuration's may name other objects than the host's
+        // (a CP may stamp it with what owns the configuration, not with every host in it).
+        const stamps = host.sources.length > 0 ? host.sources : undefined;
         for (const cluster of host.clusters) push(routersOf, cluster, stamps);
       }
       for (const routeConfiguration of references.RDS) push(listenersOf, routeConfiguration, references.sources.length > 0 ? references.sources : undefined);

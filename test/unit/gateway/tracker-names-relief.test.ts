@@ -36,11 +36,15 @@ const cluster = (name: string, sources: readonly string[]): { name: string; reso
   resource: packAny(CLUSTER_TYPE_URL, { name, type: 'EDS', eds_cluster_config: { eds_config: { ads: {} }, service_name: name }, ...stamp(sources) }),
 });
 const endpoints = (name: string): { name: string; resource: AnyResource } => ({ name, resource: packAny(CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, { cluster_name: name, endpoints: [] }) });
-/** The route configuration `routes`: one virtual host per [host, cluster, sources]. */
+/**
+ * The route configuration `routes`: one virtual host per [host, cluster, sources]; the configuration
+ * itself stamped with what owns it (here: X, as a CP might stamp it with its first or its owning object).
+ */
 const routes = (hosts: ReadonlyArray<readonly [string, string, readonly string[]]>): { name: string; resource: AnyResource } => ({
   name: 'routes',
   resource: packAny(ROUTE_CONFIGURATION_TYPE_URL, {
     name: 'routes',
+    ...stamp([`${X}@1`]),
     virtual_hosts: hosts.map(([host, to, sources]) => ({ name: host, domains: [host], routes: [{ match: { prefix: '/' }, route: { cluster: to } }], ...stamp(sources) })),
   }),
 });
@@ -130,7 +134,7 @@ test('names the objects of every host routing to the held names: X routing to Y\
   expect(t.last().relief).toEqual({ t: t.clusters, o: [X, Y].sort() });
 });
 
-test('no relief when a host on the way carries no stamp, or with the option off', () => {
+test('no relief when a host on the way carries no stamp of its own (its configuration\'s does not stand in), or with the option off', () => {
   const unstamped = yMovesToANewCluster({ yHostSources: [] });
   expect(unstamped.last().state.programmedThrough).toBeUndefined();
   expect(unstamped.last().relief).toBeUndefined();
