@@ -160,3 +160,37 @@ test('a name is served by the ACK of a response sent after it was added, while n
   expect(t.last().state.types[EDS_TYPE_URL]?.namesChange).toMatchObject({ sent: false });
   expect(t.last().relief?.o).toEqual([X]);
 });
+
+test('a gRPC-style client (clusters by name): a route\'s new cluster it has not asked for holds the objects routing to it', () => {
+  const t = setup();
+  // It routes for its target y.example.com (the listener it names), as a gRPC client does.
+  t.apply(LDS_TYPE_URL, [{ name: 'y.example.com', resource: grpcListener('y.example.com', 'routes') }]);
+  t.apply(RDS_TYPE_URL, [routes([['x.example.com', 'cx', [`${X}@1`]], ['y.example.com', 'cy', [`${Y}@1`]]])]);
+  t.apply(CDS_TYPE_URL, [cluster('cx', [`${X}@1`]), cluster('cy', [`${Y}@1`])]);
+  t.apply(EDS_TYPE_URL, [endpoints('cx'), endpoints('cy')]);
+  for (const [typeUrl, names] of [[LDS_TYPE_URL, ['y.example.com']], [RDS_TYPE_URL, ['routes']], [CDS_TYPE_URL, ['cx', 'cy']], [EDS_TYPE_URL, ['cx', 'cy']]] as const) {
+    t.request(typeUrl, { kind: 'initial', versionInfo: '' }, [...names]);
+    t.sendAndAck(typeUrl, [...names]);
+  }
+  expect(t.last().state.programmedThrough).toBe(4);
+  // Y's change: cluster cy2 (and its endpoints) first, then Y's host moved to it.
+  const clusters = t.apply(CDS_TYPE_URL, [cluster('cx', [`${X}@1`]), cluster('cy', [`${Y}@1`]), cluster('cy2', [`${Y}@2`])]);
+  t.apply(EDS_TYPE_URL, [endpoints('cx'), endpoints('cy'), endpoints('cy2')]);
+  const moved = t.apply(RDS_TYPE_URL, [routes([['x.example.com', 'cx', [`${X}@1`]], ['y.example.com', 'cy2', [`${Y}@2`]]])]);
+  t.sendAndAck(CDS_TYPE_URL, ['cx', 'cy']);
+  t.sendAndAck(EDS_TYPE_URL, ['cx', 'cy']);
+  t.sendAndAck(RDS_TYPE_URL, ['routes']);
+  // The ACKed route leads to cy2, which the CDS subscription lacks: held, relieved for all but Y.
+  expect(t.last().state.programmedThrough).toBeUndefined();
+  expect(t.last().relief).toEqual({ t: moved, o: [Y] });
+  expect(clusters).toBeLessThan(moved);
+  // It asks for cy2 (and, once that is ACKed, for its endpoints): held for Y until both are served.
+  t.request(CDS_TYPE_URL, { kind: 'update', nonce: t.nonce(CDS_TYPE_URL), reason: 'versionNotAccepted' }, ['cx', 'cy', 'cy2']);
+  expect(t.last().relief).toEqual({ t: moved, o: [Y] });
+  t.sendAndAck(CDS_TYPE_URL, ['cx', 'cy', 'cy2']);
+  expect(t.last().relief).toEqual({ t: moved, o: [Y] });
+  t.request(EDS_TYPE_URL, { kind: 'update', nonce: t.nonce(EDS_TYPE_URL), reason: 'versionNotAccepted' }, ['cx', 'cy', 'cy2']);
+  t.sendAndAck(EDS_TYPE_URL, ['cx', 'cy', 'cy2']);
+  expect(t.last().state.programmedThrough).toBe(moved);
+  expect(t.last().relief).toBeUndefined();
+});
