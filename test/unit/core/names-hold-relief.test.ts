@@ -24,7 +24,8 @@ import {
   type Member,
   type NamesHoldRelief,
 } from '../../../common/core';
-import { fullyProgrammedAnchors } from '../../../xds-gateway/tracking/progress/progress-timing';
+import { DEFAULT_PROGRESS_TIMING } from '../../../xds-gateway/tracking/progress/progress-publisher';
+import { fullyProgrammedAnchors, programmedAnchorsWithRelief, progressWriteDue } from '../../../xds-gateway/tracking/progress/progress-timing';
 import { CDS, EDS, envoy, L1, T0 } from './fixtures';
 
 const policy = { ttlMs: 60_000, ackTimeoutMs: 30_000 };
@@ -136,7 +137,19 @@ describe('PROGRESS relief groups', () => {
     expect(forY).toMatchObject({ state: 'Pending', programmed: 2, total: 5 });
     // Off its relief (X at 9, beyond h1's and h2's ACKs): only h3 is relieved there.
     expect(decide(item, x, 9)).toMatchObject({ state: 'Pending', programmed: 3, total: 5 });
-    expect(fullyProgrammedAnchors(item)).toEqual([7]);
+    expect(fullyProgrammedAnchors(item)).toEqual([]);
+    expect(programmedAnchorsWithRelief(item)).toEqual([7]);
+  });
+
+  it('make a write due at once when an anchor is done for the objects outside the relief, and again when it is done for all', () => {
+    const before = build(states.map((state) => (state.nodeId.startsWith('h') ? { ...state, types: { ...state.types, [CDS]: { lineage: L1, subscribed: true, acked: 5 } } } : state)), new Map(), [7, 9]);
+    const relieved = build(states, reliefs, [7, 9]);
+    expect(progressWriteDue(before, T0, relieved, DEFAULT_PROGRESS_TIMING)).toEqual({ kind: 'now', why: 'programmed' });
+    // The held members' names served: anchor 7 done for every object, not only outside the relief.
+    const served = build([programmed('p1', 9), programmed('p2', 9), programmed('h1', 7), programmed('h2', 7), programmed('h3', 8)], new Map(), [7, 9]);
+    expect(programmedAnchorsWithRelief(served)).toEqual([7]);
+    expect(fullyProgrammedAnchors(served)).toEqual([7]);
+    expect(progressWriteDue(relieved, T0, served, DEFAULT_PROGRESS_TIMING)).toEqual({ kind: 'now', why: 'programmed' });
   });
 
   it('agree with memberBlocker applied to each member', () => {

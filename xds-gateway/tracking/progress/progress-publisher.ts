@@ -45,11 +45,19 @@ import { FlushScheduler, type FlushOutcome } from '../recorder/flush-scheduler';
 import { fullyProgrammedAnchors, progressWriteDue, type ProgressTiming } from './progress-timing';
 
 /**
- * Whether the member has reached watermark seq `seq` for the `behind` counts: programmed through it, or
- * relieved there (for the objects outside its relief: an anchor may be done for those).
+ * Whether the member has reached watermark seq `seq` for the `unreached` counts: programmed through
+ * it, or relieved there (for the objects outside its relief: an anchor may be done for those).
  */
 function reaches(member: Member, seq: number): boolean {
   return member.t >= seq || (member.h !== undefined && member.h.t >= seq);
+}
+
+/** Moves one member in or out of a per-seq count (`behind`, `unreached`); the count after a move, else undefined. */
+function moveCount(counts: Map<number, number>, seq: number, was: boolean, is: boolean): number | undefined {
+  if (was === is) return undefined;
+  const left = (counts.get(seq) ?? 0) + (is ? 1 : -1);
+  counts.set(seq, left);
+  return left;
 }
 
 /** How soon a build follows a state that decides something (as the recorder's urgent flush). */
@@ -128,6 +136,12 @@ interface LineageEntry {
   watermarks: Map<number, LineageWatermark>;
   /** Per open watermark seq: members whose programmedThrough is below it. */
   behind: Map<number, number>;
+  /**
+   * Per open watermark seq: members neither programmed through it nor relieved there (`reaches`). The
+   * last one reaching it decides the objects outside the relief groups, as the last one in `behind`
+   * decides the rest: both are urgent.
+   */
+  unreached: Map<number, number>;
   written: LineageProgress | undefined;
   writtenAt: number | undefined;
   /** `v` of the stored item as last known (0: none). */
@@ -220,12 +234,8 @@ export class ProgressPublisher {
     const before = entry.summaries.get(state.nodeId);
     entry.summaries.set(state.nodeId, member);
     for (const seq of entry.watermarks.keys()) {
-      const wasBehind = before !== undefined && !reaches(before, seq);
-      const isBehind = !reaches(member, seq);
-      if (wasBehind === isBehind) continue;
-      const left = (entry.behind.get(seq) ?? 0) + (isBehind ? 1 : -1);
-      entry.behind.set(seq, left);
-      if (left === 0) urgent = true;
+      if (moveCount(entry.behind, seq, before !== undefined && before.t < seq, member.t < seq) === 0) urgent = true;
+      if (moveCount(entry.unreached, seq, before !== undefined && !reaches(before, seq), !reaches(member, seq)) === 0) urgent = true;
     }
     if (previous === undefined || previous.status !== state.status || previous.incarnation !== state.incarnation || hasUnresolvedNack(previous) !== hasUnresolvedNack(state)) urgent = true;
     this.markDirty(entry, urgent);
@@ -237,8 +247,13 @@ export class ProgressPublisher {
     if (entry.watermarks.has(watermark.seq)) return;
     entry.watermarks.set(watermark.seq, watermark);
     let behind = 0;
-    for (const member of entry.summaries.values()) if (!reaches(member, watermark.seq)) behind++;
+    let unreached = 0;
+    for (const member of entry.summaries.values()) {
+      if (member.t < watermark.seq) behind++;
+      if (!reaches(member, watermark.seq)) unreached++;
+    }
     entry.behind.set(watermark.seq, behind);
+    entry.unreached.set(watermark.seq, unreached);
     this.boundWatermarks(entry);
     this.markDirty(entry, true);
   }
@@ -294,7 +309,7 @@ export class ProgressPublisher {
   private entry(lineage: string): LineageEntry {
     let entry = this.lineages.get(lineage);
     if (entry === undefined) {
-      entry = { members: new Map(), counted: new Map(), summaries: new Map(), watermarks: new Map(), behind: new Map(), written: undefined, writtenAt: undefined, storedV: 0, dirty: false, dueAt: undefined, retired: false, departing: new Set() };
+      entry = { members: new Map(), counted: new Map(), summaries: new Map(), watermarks: new Map(), behind: new Map(), unreached: new Map(), written: undefined, writtenAt: undefined, storedV: 0, dirty: false, dueAt: undefined, retired: false, departing: new Set() };
       this.lineages.set(lineage, entry);
     }
     return entry;
@@ -373,7 +388,12 @@ export class ProgressPublisher {
     entry.members.delete(nodeId);
     entry.counted.delete(nodeId);
     entry.summaries.delete(nodeId);
-    if (summary !== undefined) for (const seq of entry.watermarks.keys()) if (!reaches(summary, seq)) entry.behind.set(seq, (entry.behind.get(seq) ?? 1) - 1);
+    if (summary !== undefined) {
+      for (const seq of entry.watermarks.keys()) {
+        if (summary.t < seq) entry.behind.set(seq, (entry.behind.get(seq) ?? 1) - 1);
+        if (!reaches(summary, seq)) entry.unreached.set(seq, (entry.unreached.get(seq) ?? 1) - 1);
+      }
+    }
     this.markDirty(entry, true);
   }
 
@@ -389,6 +409,7 @@ export class ProgressPublisher {
       if (entry.watermarks.size <= MAX_PROGRESS_ANCHORS) break;
       entry.watermarks.delete(seq);
       entry.behind.delete(seq);
+      entry.unreached.delete(seq);
     }
   }
 

@@ -36,21 +36,34 @@ function relievedAt(item: LineageProgress, seq: number): number {
   return relieved;
 }
 
-/**
- * The anchors every member of the item is programmed through with nothing blocking it: where an
- * evaluation would find no blocker on this lineage, for every object or (members relieved there)
- * for the objects outside their relief groups.
- */
-export function fullyProgrammedAnchors(item: LineageProgress): number[] {
+/** The anchors every member is programmed through with nothing blocking it, members relieved there counting as programmed when `withRelief`. */
+function programmedAnchors(item: LineageProgress, withRelief: boolean): number[] {
   // Split members count too: whether they block depends on their other lineages' liveness, which
   // only the reader knows, so their reaching an anchor is worth a write as well.
   const tallies: ProgressTally[] = [item, ...item.split];
   if (item.nacks.length > 0 || tallies.some((tally) => tally.none > 0 || (tally !== item && tally.unprogrammed > 0))) return [];
   return item.anchors.filter((seq) => {
-    const relieved = relievedAt(item, seq);
+    const relieved = withRelief ? relievedAt(item, seq) : 0;
     if (item.unprogrammed > relieved) return false;
     return tallies.reduce((sum, tally) => sum + programmedAt(tally, seq), relieved) === item.members && !tallies.some((tally) => tally.stuck.some(([at]) => at === seq));
   });
+}
+
+/**
+ * The anchors every member of the item is programmed through with nothing blocking it: where an
+ * evaluation would find no blocker on this lineage, for any object.
+ */
+export function fullyProgrammedAnchors(item: LineageProgress): number[] {
+  return programmedAnchors(item, false);
+}
+
+/**
+ * The anchors where an evaluation would find no blocker on this lineage for the objects outside the
+ * relief groups (members relieved there counted as programmed): a superset of fullyProgrammedAnchors.
+ * Both are decisive, for different objects, so a write is due when either changes.
+ */
+export function programmedAnchorsWithRelief(item: LineageProgress): number[] {
+  return item.relief === undefined ? fullyProgrammedAnchors(item) : programmedAnchors(item, true);
 }
 
 function same(a: unknown, b: unknown): boolean {
@@ -82,7 +95,7 @@ export function progressWriteDue(written: LineageProgress | undefined, writtenAt
   // (docs/bench/README.md, round 8). It goes with the next counts write.
   if (written.members !== next.members) return { kind: 'now', why: 'members' };
   if (!same(written.anchors, next.anchors)) return { kind: 'now', why: 'anchors' };
-  if (!same(fullyProgrammedAnchors(written), fullyProgrammedAnchors(next))) return { kind: 'now', why: 'programmed' };
+  if (!same(fullyProgrammedAnchors(written), fullyProgrammedAnchors(next)) || !same(programmedAnchorsWithRelief(written), programmedAnchorsWithRelief(next))) return { kind: 'now', why: 'programmed' };
   if (!same(written.nacks, next.nacks) || !same(written.stuck, next.stuck) || !same(written.split, next.split) || !same(listedBlockers(written), listedBlockers(next))) {
     return { kind: 'now', why: 'blockers' };
   }
