@@ -7,9 +7,16 @@
 export class AddedNames {
   /** Per type: names added since the latest response sent (`unsent`) and before it (`sent`), or 'unknown' (the type went wildcard). */
   private readonly types = new Map<string, { unsent: Set<string>; sent: Set<string> } | 'unknown'>();
+  private changes = 0;
+
+  /** Moves with every change of what `held` answers (callers keep answers computed from it). */
+  get version(): number {
+    return this.changes;
+  }
 
   /** A request added `names` to the type's subscription ('all': it became wildcard). */
   added(typeUrl: string, names: readonly string[] | 'all'): void {
+    this.changes++;
     const known = this.types.get(typeUrl);
     if (names === 'all' || known === 'unknown') {
       this.types.set(typeUrl, 'unknown');
@@ -23,7 +30,8 @@ export class AddedNames {
   /** A response was sent on the type: it carries every name added so far. */
   responseSent(typeUrl: string): void {
     const entry = this.types.get(typeUrl);
-    if (entry === undefined || entry === 'unknown') return;
+    if (entry === undefined || entry === 'unknown' || entry.unsent.size === 0) return;
+    this.changes++;
     for (const name of entry.unsent) entry.sent.add(name);
     entry.unsent.clear();
   }
@@ -31,13 +39,16 @@ export class AddedNames {
   /** The Envoy ACKed the latest response on the type: the names it carried are served. */
   acked(typeUrl: string): void {
     const entry = this.types.get(typeUrl);
-    if (entry !== undefined && entry !== 'unknown') entry.sent.clear();
+    if (entry === undefined || entry === 'unknown' || entry.sent.size === 0) return;
+    this.changes++;
+    entry.sent.clear();
   }
 
   /** The type's subscription began again on a new stream: a response sent on the old one counts for nothing. */
   restarted(typeUrl: string): void {
     const entry = this.types.get(typeUrl);
-    if (entry === undefined || entry === 'unknown') return;
+    if (entry === undefined || entry === 'unknown' || entry.sent.size === 0) return;
+    this.changes++;
     for (const name of entry.sent) entry.unsent.add(name);
     entry.sent.clear();
   }
@@ -51,7 +62,11 @@ export class AddedNames {
 
   /** Keeps only the types `stillHeld` says hold added names (the core state's NamesChange, not a reference hold). */
   retain(stillHeld: (typeUrl: string) => boolean): void {
-    for (const typeUrl of this.types.keys()) if (!stillHeld(typeUrl)) this.types.delete(typeUrl);
+    for (const typeUrl of this.types.keys()) {
+      if (stillHeld(typeUrl)) continue;
+      this.types.delete(typeUrl);
+      this.changes++;
+    }
   }
 
   get empty(): boolean {
