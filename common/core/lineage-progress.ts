@@ -202,9 +202,17 @@ function listingRank(member: Member, stuckAtAnAnchor: boolean): number {
  * relief: their stuck answers go back into the tally's count at that anchor.
  */
 function reliefGroupsOf(relieved: readonly { seq: number; o: readonly string[]; stuck: boolean }[], tally: RawTally): ProgressReliefGroup[] {
+  // Members share their relief's object list while it stands (the gateway keeps it), so the key
+  // string is built once per list, not per member.
+  const keys = new Map<readonly string[], string>();
   const groups = new Map<string, ProgressReliefGroup>();
   for (const { seq, o, stuck } of relieved) {
-    const key = `${seq}\n${o.join('\n')}`;
+    let objects = keys.get(o);
+    if (objects === undefined) {
+      objects = o.join('\n');
+      keys.set(o, objects);
+    }
+    const key = `${seq}\n${objects}`;
     const group = groups.get(key);
     if (group === undefined) groups.set(key, { seq, o: [...o], n: 1, stuck: stuck ? 1 : 0 });
     else {

@@ -691,12 +691,10 @@ export class EnvoyTracker implements RelayObserver {
       const missing = this.missingReferenced(tracked, state, typeUrl);
       if (missing === undefined) return undefined;
       for (const names of [added ?? [], missing]) {
-        for (const name of names) {
-          const owners = ownership.ownersOf(state.lineage, typeUrl, name, held);
-          if (owners === undefined) return undefined;
-          for (const owner of owners) objects.add(owner);
-          if (objects.size > MAX_RELIEF_OBJECTS) return undefined;
-        }
+        const owners = ownership.ownersOfAll(state.lineage, typeUrl, names, held, MAX_RELIEF_OBJECTS);
+        if (owners === undefined) return undefined;
+        for (const owner of owners) objects.add(owner);
+        if (objects.size > MAX_RELIEF_OBJECTS) return undefined;
       }
     }
     if (objects.size === 0) return undefined;

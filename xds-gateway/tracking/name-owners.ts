@@ -25,8 +25,9 @@ export type NameOwners = ReadonlySet<string>;
 /** The client's ACKed seq per referencing type (undefined: it holds none of that type). */
 export type HeldSeqs = (typeUrl: string) => number | undefined;
 
-/** Lookups kept per lineage before the memo is dropped (each is a few strings; rebuilt on demand). */
-const MAX_MEMO_ENTRIES = 20_000;
+/** Sets of contents (per type) remembered per lineage, and names per set, before a memo is dropped (rebuilt on demand). */
+const MAX_MEMO_CONTENTS = 256;
+const MAX_MEMO_NAMES = 20_000;
 
 /** A version's reverse edges, built once per version on first use. */
 interface ReverseIndex {
@@ -42,28 +43,44 @@ const UNKNOWN = null;
 
 export class NameOwnership {
   private readonly reverse = new WeakMap<ReferencedContent, ReverseIndex>();
-  private readonly memo = new Map<Lineage, Map<string, NameOwners | typeof UNKNOWN>>();
+  private readonly memo = new Map<Lineage, Map<string, Map<string, NameOwners | typeof UNKNOWN>>>();
   private readonly objectsOfSources = new WeakMap<readonly string[], ReadonlySet<string> | typeof UNKNOWN>();
 
   constructor(private readonly history: ReferenceHistory) {}
 
-  /** The objects added name `name` of `typeUrl` matters to, for a client holding `held`; undefined when not known. */
-  ownersOf(lineage: Lineage, typeUrl: string, name: string, held: HeldSeqs): NameOwners | undefined {
+  /**
+   * The objects any of the added names `names` of `typeUrl` matters to, for a client holding `held`;
+   * undefined when one of them is not known, or they are more than `limit`.
+   */
+  ownersOfAll(lineage: Lineage, typeUrl: string, names: Iterable<string>, held: HeldSeqs, limit: number): NameOwners | undefined {
     const contents = this.contentsFor(lineage, typeUrl, held);
     if (contents === UNKNOWN) return undefined;
-    const key = `${typeUrl}\n${name}\n${contents.map((content) => content?.seq ?? '-').join(' ')}`;
-    let memo = this.memo.get(lineage);
+    // One memo per lineage and set of contents: the per-name lookups then build no key beyond the name.
+    const key = `${typeUrl}\n${contents.map((content) => content?.seq ?? '-').join(' ')}`;
+    let memos = this.memo.get(lineage);
+    if (memos === undefined) {
+      memos = new Map();
+      this.memo.set(lineage, memos);
+    }
+    let memo = memos.get(key);
     if (memo === undefined) {
+      if (memos.size >= MAX_MEMO_CONTENTS) memos.clear();
       memo = new Map();
-      this.memo.set(lineage, memo);
+      memos.set(key, memo);
     }
-    let owners = memo.get(key);
-    if (owners === undefined) {
-      owners = this.resolve(typeUrl, name, contents) ?? UNKNOWN;
-      if (memo.size >= MAX_MEMO_ENTRIES) memo.clear();
-      memo.set(key, owners);
+    const all = new Set<string>();
+    for (const name of names) {
+      let owners = memo.get(name);
+      if (owners === undefined) {
+        owners = this.resolve(typeUrl, name, contents) ?? UNKNOWN;
+        if (memo.size >= MAX_MEMO_NAMES) memo.clear();
+        memo.set(name, owners);
+      }
+      if (owners === UNKNOWN) return undefined;
+      for (const owner of owners) all.add(owner);
+      if (all.size > limit) return undefined;
     }
-    return owners === UNKNOWN ? undefined : owners;
+    return all;
   }
 
   forget(lineage: Lineage): void {
