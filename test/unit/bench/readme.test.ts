@@ -200,16 +200,21 @@ describe('target rows pick the right run', () => {
 describe('the fleet-size path table', () => {
   it('pairs each size\'s shard-path row with its fleet-size-path row, with the writes by kind', () => {
     const shard = e2e(100, 100, 900, 2, 1);
-    const fleetSize: E2eResult = { ...e2e(100, 100, 200, 2, 0.3), progressPath: true, changeToRoutableMs: { count: 100, p50: 80, p99: 90, max: 90 }, dynamo: { ...e2e(100, 100, 200, 2, 0.3).dynamo, itemWrites: 140, itemWritesByKind: { EnvoyEventLog: 100, VersionLogChunk: 12, VersionLogMember: 8, LineageProgress: 4, EnvoyState: 1 } } };
+    // Per object, True after the later of its last ACK and its routable moment: 50 (routable later) and 70 ms (last ACK later).
+    const objectTimingsMs = [
+      { name: 'a', watermarkSeqs: {}, lastAck: 100, routable: 150, decided: 180, trueSeen: 200 },
+      { name: 'b', watermarkSeqs: {}, lastAck: 130, routable: 90, decided: 180, trueSeen: 200 },
+    ];
+    const fleetSize: E2eResult = { ...e2e(100, 100, 200, 2, 0.3), progressPath: true, objectTimingsMs, changeToRoutableMs: { count: 100, p50: 80, p99: 90, max: 90 }, dynamo: { ...e2e(100, 100, 200, 2, 0.3).dynamo, itemWrites: 140, itemWritesByKind: { EnvoyEventLog: 100, VersionLogChunk: 12, VersionLogMember: 8, LineageProgress: 4, EnvoyState: 1 } } };
     const without = renderReadme({ machine: 'test', runs: [sizeRun(100, 100, { e2e: shard })] });
     expect(without).not.toContain('### Fleet-size path against the shard path');
     const rendered = renderReadme({ machine: 'test', runs: [sizeRun(100, 100, { e2e: shard, e2eProgressPath: fleetSize })] });
     expect(rendered).toContain('### Fleet-size path against the shard path (same size run)');
     const rows = rendered.split('\n').filter((line) => line.startsWith('| 100x100 (100) | shard |') || line.startsWith('| 100x100 (100) | fleet-size |'));
     expect(rows).toEqual([
-      // The shard row predates change → routable (n/a); the fleet-size row has it.
-      '| 100x100 (100) | shard | 100 | n/a | 1000 | 900 | 10 | 0.1 | 0.05 | n/a | n/a |',
-      '| 100x100 (100) | fleet-size | 100 | 90 | 300 | 200 | 3 | 0.2 | 1.4 | n/a | 1 / 100 / 20 / 4 |',
+      // The shard row predates change → routable and per-object times (n/a); the fleet-size row has them.
+      '| 100x100 (100) | shard | 100 | n/a | 1000 | 900 | n/a | 10 | 0.1 | 0.05 | n/a | n/a |',
+      '| 100x100 (100) | fleet-size | 100 | 90 | 300 | 200 | 70 | 3 | 0.2 | 1.4 | n/a | 1 / 100 / 20 / 4 |',
     ]);
   });
 });
