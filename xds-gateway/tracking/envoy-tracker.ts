@@ -530,12 +530,6 @@ export class EnvoyTracker implements RelayObserver {
   }
 
   /**
-   * Follows the stream's subscription to the request's type; true when the request asks for a name it
-   * did not before (the core then holds the type back until a response sent after it is ACKed). SotW
-   * stale and unknown-nonce requests change nothing, as in the relay; Delta subscription changes apply
-   * on every request, and the relay reports the subscription after it.
-   */
-  /**
    * Follows the request in the Envoy's unserved added names (added-names.ts), as the core's transitions
    * follow it in bulk: an ACK serves what the latest response carried, a new stream's first request
    * voids what responses on the old one carried, and the names it adds are unsent.
@@ -549,7 +543,13 @@ export class EnvoyTracker implements RelayObserver {
     tracked.addedNames.added(e.typeUrl, added);
   }
 
-  /** The names the request added to the stream's subscription (subscription-references.ts addedNames), or undefined. */
+  /**
+   * Follows the stream's subscription to the request's type; the names the request asks for that it
+   * did not before (subscription-references.ts addedNames: the core then holds the type back until a
+   * response sent after it is ACKed), or undefined. SotW stale and unknown-nonce requests change
+   * nothing, as in the relay; Delta subscription changes apply on every request, and the relay reports
+   * the subscription after it.
+   */
   private followSubscription(stream: StreamInfo, e: RequestClassifiedEvent): readonly string[] | 'all' | undefined {
     const kind = e.classification.kind;
     if (stream.protocol === 'sotw' && (kind === 'stale' || kind === 'unknownNonce')) return undefined;
