@@ -213,3 +213,37 @@ test('an item of a lineage not yet registered is not written: a node moving onto
     table.close();
   }
 });
+
+test('an anchor reached by a names-hold relief, and later reached for every object, is written at once each time', async () => {
+  const tableName = await fixture.newTable();
+  const table = fixture.openTable(tableName, captureLogs().logger);
+  // Builds after ordinary changes wait an hour here: only a build the publisher calls urgent is written in the test's time.
+  const publisher = new ProgressPublisher({ store: table.progress, logger: pino({ level: 'silent' }), clock: { now: () => Date.now() }, policy: { ttlMs: 60_000, ackTimeoutMs: 30_000 }, requiredTypeUrls: [], buildWindowMs: 3_600_000, timing: { refreshMs: 3_600_000, heartbeatMs: 3_600_000 } });
+  const stored = async (): Promise<LineageProgress | undefined> => {
+    const read = await table.progress.getProgress(L1);
+    return read.status === 'found' ? read.value : undefined;
+  };
+  try {
+    const now = Date.now();
+    const held = envoy('h', { [CDS]: { acked: 7, namesChange: { at: now, sent: false } } }, { connectedAt: now, lastSeenAt: now });
+    publisher.noteEnvoyState(connected('p', 7, L1, now));
+    publisher.noteEnvoyState(held);
+    publisher.noteWatermark(L1, { seq: 7, types: { [CDS]: 7 }, at: now });
+    const first = await eventually(async () => ((await stored())?.anchors.includes(7) === true ? stored() : undefined), 'the item with anchor 7');
+    expect(first).toMatchObject({ anchors: [7], unprogrammed: 1 });
+    expect(first?.relief).toBeUndefined();
+    // Relieved at 7 for every object but Y: done for the others.
+    publisher.noteEnvoyState({ ...held, lastSeenAt: now + 1 }, { t: 7, o: ['x.dev/Route/ns/y'] });
+    const relieved = await eventually(async () => ((await stored())?.relief !== undefined ? stored() : undefined), 'the item with the relief');
+    expect(relieved?.relief).toEqual([{ seq: 7, o: ['x.dev/Route/ns/y'], n: 1, stuck: 0 }]);
+    // Its names served: programmed through 7, done for every object (Y too).
+    publisher.noteEnvoyState({ ...held, lastSeenAt: now + 2, programmedThrough: 7, types: { [CDS]: { lineage: L1, subscribed: true, acked: 7 } } });
+    const served = await eventually(async () => ((await stored())?.unprogrammed === 0 ? stored() : undefined), 'the item with every member programmed');
+    expect(served).toMatchObject({ unprogrammed: 0, through: [[7, 2]] });
+    expect(served?.relief).toBeUndefined();
+    expect(publisher.stats().writesBy['programmed']).toBe(2);
+  } finally {
+    await publisher.close();
+    table.close();
+  }
+});
