@@ -41,6 +41,7 @@ import type {
 } from '../relay/observer';
 import { lineageStateFor, recordTypeChange } from './lineage-mirror';
 import { addedNames, firstMissing, missingNames, nextSubscription, ReferenceHistory, REFERENCE_EDGES, unionOf, type Subscription } from './subscription-references';
+import type { ReferencedType } from '../../common/xds/references';
 import { AddedNames } from './added-names';
 import { NameOwnership, type HeldSeqs } from './name-owners';
 import type { NackAttributor } from './nack-attribution';
@@ -602,11 +603,7 @@ export class EnvoyTracker implements RelayObserver {
         continue;
       }
       for (const parentTypeUrl of edge.parents) {
-        const parent = next.types[parentTypeUrl];
-        if (parent?.subscribed !== true || parent.acked === undefined || parent.lineage !== type.lineage) continue;
-        const parentSubscription = this.subscriptionOf(tracked, parentTypeUrl);
-        if (parentSubscription === undefined) continue;
-        const referenced = this.references.referencedBy(type.lineage, parentTypeUrl, parent.acked, parentSubscription, edge.key, authorities);
+        const referenced = this.referencedByParent(tracked, next, type.lineage, parentTypeUrl, edge.key, authorities);
         if (referenced === undefined) continue;
         const key = referenceCheckKey(edge.child, parentTypeUrl);
         const last = tracked.referenceChecks.get(key);
@@ -623,6 +620,19 @@ export class EnvoyTracker implements RelayObserver {
       next = applyReferenceMissing(next, { typeUrl: edge.child, lineage: type.lineage, now });
     }
     return next;
+  }
+
+  /**
+   * The names of edge `key` that what the Envoy ACKed of `parentTypeUrl` references (the reference
+   * history's answer for its ACKed seq and subscription), or undefined when it holds nothing of that
+   * type on `lineage` or nothing is known of it there: the reference check and the relief read it alike.
+   */
+  private referencedByParent(tracked: TrackedEnvoy, state: EnvoyState, lineage: string, parentTypeUrl: string, key: ReferencedType, authorities: ReadonlySet<string> | undefined): ReadonlySet<string> | undefined {
+    const parent = state.types[parentTypeUrl];
+    if (parent?.subscribed !== true || parent.acked === undefined || parent.lineage !== lineage) return undefined;
+    const parentSubscription = this.subscriptionOf(tracked, parentTypeUrl);
+    if (parentSubscription === undefined) return undefined;
+    return this.references.referencedBy(lineage, parentTypeUrl, parent.acked, parentSubscription, key, authorities);
   }
 
   /** `state` with its programmedThrough recomputed; the tracked Envoy's names-hold relief follows it. */
@@ -715,11 +725,7 @@ export class EnvoyTracker implements RelayObserver {
     const authorities = this.authoritiesOf(tracked);
     const missing: string[] = [];
     for (const parentTypeUrl of edge.parents) {
-      const parent = state.types[parentTypeUrl];
-      if (parent?.subscribed !== true || parent.acked === undefined || parent.lineage !== type.lineage) continue;
-      const parentSubscription = this.subscriptionOf(tracked, parentTypeUrl);
-      if (parentSubscription === undefined) continue;
-      const referenced = this.references.referencedBy(type.lineage, parentTypeUrl, parent.acked, parentSubscription, edge.key, authorities);
+      const referenced = this.referencedByParent(tracked, state, type.lineage, parentTypeUrl, edge.key, authorities);
       if (referenced === undefined) continue;
       const check = tracked.referenceChecks.get(referenceCheckKey(childTypeUrl, parentTypeUrl));
       if (check !== undefined && check.referenced === referenced && check.subscription === child) {

@@ -4,31 +4,16 @@
 // new cluster; the Envoy ACKs the clusters, so its EDS subscription lacks the new cluster's endpoints
 // (a reference hold), then asks for them (an added-names hold), then ACKs them. Throughout, the relief
 // names Y alone, and its `t` is what the ACKs say, as long as everything on the way is stamped.
-import pino from 'pino';
-import { CDS_TYPE_URL, EDS_TYPE_URL, encodeVersion, LDS_TYPE_URL, RDS_TYPE_URL, type EnvoyState, type LineageState, type NamesHoldRelief, type RequestClass } from '../../../common/core';
+import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../../common/core';
 import { CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, packAny, ROUTE_CONFIGURATION_TYPE_URL, type AnyResource } from '../../../common/xds';
 import { provenanceMetadata } from '../../../common/xds/provenance';
 import { grpcListener } from '../../../infra/local/envoys/grpcXdsResources';
-import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
-import type { Recorder } from '../../../xds-gateway/tracking/recorder';
+import { oneEnvoyTracker } from './one-envoy-tracker';
 
 const LINEAGE = 'gw-0.boot-1.edge';
-const STREAM = 's-1';
 const NODE = 'envoy-0';
 const X = 'projectcontour.io/HTTPProxy/ns/x';
 const Y = 'projectcontour.io/HTTPProxy/ns/y';
-
-class CollectingRecorder {
-  readonly written: Array<{ state: EnvoyState; relief: NamesHoldRelief | undefined }> = [];
-  enqueueEnvoyState(state: EnvoyState, relief?: NamesHoldRelief): void {
-    this.written.push({ state, relief });
-  }
-  enqueueEvent(): void {}
-  enqueueLineageState(_state: LineageState): void {}
-  forgetEnvoy(): boolean {
-    return true;
-  }
-}
 
 const stamp = (sources: readonly string[]) => (sources.length === 0 ? {} : { metadata: provenanceMetadata(sources) });
 const cluster = (name: string, sources: readonly string[]): { name: string; resource: AnyResource } => ({
@@ -50,33 +35,7 @@ const routes = (hosts: ReadonlyArray<readonly [string, string, readonly string[]
 });
 
 function setup(namesHoldRelief = true) {
-  let now = 1_000;
-  const recorder = new CollectingRecorder();
-  const tracker = new EnvoyTracker({ recorder: recorder as unknown as Recorder, logger: pino({ level: 'silent' }), clock: { now: () => now }, stuckCheckIntervalMs: 3_600_000, lineageHeartbeatMs: 3_600_000, envoyHeartbeatMs: 3_600_000, namesHoldRelief });
-  let seq = 0;
-  const versions = new Map<string, number>();
-  const nonces = new Map<string, number>();
-  const apply = (typeUrl: string, resources: Array<{ name: string; resource: AnyResource }>): number => {
-    seq += 1;
-    versions.set(typeUrl, seq);
-    tracker.upstreamApplied({ group: 'edge', lineage: LINEAGE, typeUrl, seq, changed: true, upstreamVersion: `u${seq}`, upstreamEpoch: 1, resources: resources.map(({ name, resource }) => ({ name, value: resource.value as Buffer })), at: now++ });
-    return seq;
-  };
-  const request = (typeUrl: string, classification: RequestClass, names: string[]): void =>
-    tracker.requestClassified({ streamId: STREAM, nodeId: NODE, typeUrl, lineage: LINEAGE, classification, resourceNames: names, at: now++ });
-  const send = (typeUrl: string): string => {
-    const nonce = String((nonces.get(typeUrl) ?? 0) + 1);
-    nonces.set(typeUrl, Number(nonce));
-    tracker.responseSent({ streamId: STREAM, nodeId: NODE, typeUrl, version: { lineage: LINEAGE, seq: versions.get(typeUrl) ?? 0 }, nonce, resourceCount: 1, at: now++ });
-    return nonce;
-  };
-  const sendAndAck = (typeUrl: string, names: string[]): void => {
-    const nonce = send(typeUrl);
-    request(typeUrl, { kind: 'ack', nonce, version: encodeVersion({ lineage: LINEAGE, seq: versions.get(typeUrl) ?? 0 }) }, names);
-  };
-  const last = () => recorder.written[recorder.written.length - 1] as { state: EnvoyState; relief: NamesHoldRelief | undefined };
-  tracker.streamOpened({ streamId: STREAM, node: { nodeId: NODE, cluster: 'edge', metadata: {}, locality: {} } as never, group: 'edge', lineage: LINEAGE, protocol: 'sotw', service: 'ads', at: now++ });
-  return { tracker, apply, request, sendAndAck, last, nonce: (typeUrl: string) => String(nonces.get(typeUrl) ?? 0) };
+  return oneEnvoyTracker({ lineage: LINEAGE, group: 'edge', node: NODE, namesHoldRelief });
 }
 
 /**

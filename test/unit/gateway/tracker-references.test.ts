@@ -3,65 +3,16 @@
 // it ACKs a route that moved to a new cluster, and only then asks for the cluster by name, then for
 // its endpoints. Before, the RDS ACK alone made the Envoy programmed through the route's seq.
 import pino, { type Logger } from 'pino';
-import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, encodeVersion, type EnvoyState, type LineageState, type RequestClass } from '../../../common/core';
+import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../../common/core';
 import { grpcCluster, grpcClusterLoadAssignment, grpcListener, grpcRouteConfiguration } from '../../../infra/local/envoys/grpcXdsResources';
-import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
-import type { Recorder } from '../../../xds-gateway/tracking/recorder';
-import { packAny, ROUTE_CONFIGURATION_TYPE_URL as ROUTES, type AnyResource } from '../../../common/xds';
+import { oneEnvoyTracker } from './one-envoy-tracker';
+import { packAny, ROUTE_CONFIGURATION_TYPE_URL as ROUTES } from '../../../common/xds';
 
 const LINEAGE = 'gw-0.boot-1.grpc';
-const STREAM = 's-1';
 const NODE = 'grpc-0';
 
-/** Collects what the tracker enqueues; the tracker itself is synchronous in-memory logic. */
-class CollectingRecorder {
-  readonly states: EnvoyState[] = [];
-  enqueueEnvoyState(state: EnvoyState): void {
-    this.states.push(state);
-  }
-  enqueueEvent(): void {}
-  enqueueLineageState(_state: LineageState): void {}
-  forgetEnvoy(): boolean {
-    return true;
-  }
-}
-
-function setup(logger: Logger = pino({ level: 'silent' })) {
-  let now = 1_000;
-  const recorder = new CollectingRecorder();
-  const tracker = new EnvoyTracker({ recorder: recorder as unknown as Recorder, logger, clock: { now: () => now }, stuckCheckIntervalMs: 3_600_000, lineageHeartbeatMs: 3_600_000, envoyHeartbeatMs: 3_600_000 });
-  let seq = 0;
-  const versions = new Map<string, number>();
-  const nonces = new Map<string, number>();
-  const apply = (typeUrl: string, resources: Array<{ name: string; resource: AnyResource }>): number => {
-    seq += 1;
-    versions.set(typeUrl, seq);
-    tracker.upstreamApplied({ group: 'grpc', lineage: LINEAGE, typeUrl, seq, changed: true, upstreamVersion: `u${seq}`, upstreamEpoch: 1, resources: resources.map(({ name, resource }) => ({ name, value: resource.value as Buffer })), at: now++ });
-    return seq;
-  };
-  const request = (typeUrl: string, classification: RequestClass, names: string[]): void =>
-    tracker.requestClassified({ streamId: STREAM, nodeId: NODE, typeUrl, lineage: LINEAGE, classification, resourceNames: names, at: now++ });
-  /** The gateway sends the type's current version; returns the nonce. */
-  const send = (typeUrl: string): string => {
-    const nonce = String((nonces.get(typeUrl) ?? 0) + 1);
-    nonces.set(typeUrl, Number(nonce));
-    tracker.responseSent({ streamId: STREAM, nodeId: NODE, typeUrl, version: { lineage: LINEAGE, seq: versions.get(typeUrl) ?? 0 }, nonce, resourceCount: 1, at: now++ });
-    return nonce;
-  };
-  const ack = (typeUrl: string, nonce: string, names: string[]): void =>
-    request(typeUrl, { kind: 'ack', nonce, version: encodeVersion({ lineage: LINEAGE, seq: versions.get(typeUrl) ?? 0 }) }, names);
-  const sendAndAck = (typeUrl: string, names: string[]): void => ack(typeUrl, send(typeUrl), names);
-  const through = (): number | undefined => tracker.envoyState(NODE)?.programmedThrough;
-  /** First requests of each type with their names, each answered at the current version and ACKed. */
-  const subscribeAll = (subscriptions: ReadonlyArray<readonly [string, readonly string[]]>): void => {
-    for (const [typeUrl, names] of subscriptions) {
-      request(typeUrl, { kind: 'initial', versionInfo: '' }, [...names]);
-      sendAndAck(typeUrl, [...names]);
-    }
-  };
-  tracker.streamOpened({ streamId: STREAM, node: { nodeId: NODE, cluster: 'grpc', metadata: {}, locality: {} } as never, group: 'grpc', lineage: LINEAGE, protocol: 'sotw', service: 'ads', at: now++ });
-  const advance = (ms: number): number => (now += ms);
-  return { tracker, apply, request, send, ack, sendAndAck, through, subscribeAll, advance };
+function setup(logger?: Logger) {
+  return oneEnvoyTracker({ lineage: LINEAGE, group: 'grpc', node: NODE, ...(logger === undefined ? {} : { logger }) });
 }
 
 const listener = { name: 'web', resource: grpcListener('web', 'web-routes') };
