@@ -108,3 +108,16 @@ export function parseSourceRef(text: string): Parsed<ObjectGenerationRef> {
   if (!object.ok) return object;
   return parsedOk({ object: object.value, generation: Number(generationText) });
 }
+
+/**
+ * The objects (formatObjectRef keys) a provenance stamp's sources name, generations dropped; malformed
+ * sources name nothing (no watermark is recorded from them either).
+ */
+export function objectKeysOfSources(sources: readonly string[]): Set<string> {
+  const keys = new Set<string>();
+  for (const text of sources) {
+    const parsed = parseSourceRef(text);
+    if (parsed.ok) keys.add(formatObjectRef(parsed.value.object));
+  }
+  return keys;
+}

@@ -220,10 +220,18 @@ function reliefGroupsOf(relieved: readonly { seq: number; o: readonly string[]; 
       if (stuck) group.stuck++;
     }
   }
-  const byKey = (a: ProgressReliefGroup, b: ProgressReliefGroup): number => a.seq - b.seq || (a.o.join('\n') < b.o.join('\n') ? -1 : a.o.join('\n') > b.o.join('\n') ? 1 : 0);
-  const ranked = [...groups.values()].sort((a, b) => b.n - a.n || byKey(a, b));
+  // The map's keys (seq, then the objects) order the groups: sorted once, then ranked by size (stable).
+  const byKey = [...groups.entries()].sort(([a], [b]) => compareReliefKeys(a, b)).map(([, group]) => group);
+  const ranked = [...byKey].sort((a, b) => b.n - a.n);
   for (const left of ranked.slice(MAX_PROGRESS_RELIEF_GROUPS)) if (left.stuck > 0) tally.stuck.set(left.seq, (tally.stuck.get(left.seq) ?? 0) + left.stuck);
-  return ranked.slice(0, MAX_PROGRESS_RELIEF_GROUPS).sort(byKey);
+  const kept = new Set(ranked.slice(0, MAX_PROGRESS_RELIEF_GROUPS));
+  return byKey.filter((group) => kept.has(group));
+}
+
+/** Relief group keys (`seq\nobjects…`) by seq as a number, then by their objects. */
+function compareReliefKeys(a: string, b: string): number {
+  const bySeq = Number(a.slice(0, a.indexOf('\n'))) - Number(b.slice(0, b.indexOf('\n')));
+  return bySeq !== 0 ? bySeq : a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** The PROGRESS item of `lineage` from the gateway's states of its members. */

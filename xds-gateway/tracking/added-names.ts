@@ -29,28 +29,26 @@ export class AddedNames {
 
   /** A response was sent on the type: it carries every name added so far. */
   responseSent(typeUrl: string): void {
-    const entry = this.types.get(typeUrl);
-    if (entry === undefined || entry === 'unknown' || entry.unsent.size === 0) return;
-    this.changes++;
-    for (const name of entry.unsent) entry.sent.add(name);
-    entry.unsent.clear();
+    this.move(typeUrl, 'unsent', 'sent');
   }
 
   /** The Envoy ACKed the latest response on the type: the names it carried are served. */
   acked(typeUrl: string): void {
-    const entry = this.types.get(typeUrl);
-    if (entry === undefined || entry === 'unknown' || entry.sent.size === 0) return;
-    this.changes++;
-    entry.sent.clear();
+    this.move(typeUrl, 'sent', undefined);
   }
 
   /** The type's subscription began again on a new stream: a response sent on the old one counts for nothing. */
   restarted(typeUrl: string): void {
+    this.move(typeUrl, 'sent', 'unsent');
+  }
+
+  /** Moves the type's names from one set to the other (`to` undefined: they are served, dropped). */
+  private move(typeUrl: string, from: 'sent' | 'unsent', to: 'sent' | 'unsent' | undefined): void {
     const entry = this.types.get(typeUrl);
-    if (entry === undefined || entry === 'unknown' || entry.sent.size === 0) return;
+    if (entry === undefined || entry === 'unknown' || entry[from].size === 0) return;
     this.changes++;
-    for (const name of entry.sent) entry.unsent.add(name);
-    entry.sent.clear();
+    if (to !== undefined) for (const name of entry[from]) entry[to].add(name);
+    entry[from].clear();
   }
 
   /** The names of the type not yet served, or 'unknown'; undefined when none were recorded. */

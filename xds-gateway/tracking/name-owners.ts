@@ -15,7 +15,7 @@
 // references, and any other type: undefined, and the client stays held for every object (the coarse
 // rule). Listeners above a route configuration are not followed: a listener's objects depend on the
 // listener and the name of its route configuration, not on the clusters other objects' hosts route to.
-import { CDS_TYPE_URL, EDS_TYPE_URL, formatObjectRef, LDS_TYPE_URL, parseSourceRef, RDS_TYPE_URL, type Lineage } from '../../common/core';
+import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, objectKeysOfSources, RDS_TYPE_URL, type Lineage } from '../../common/core';
 import type { ResourceReferences } from '../../common/xds/references';
 import type { ReferencedContent, ReferenceHistory } from './subscription-references';
 
@@ -147,12 +147,8 @@ export class NameOwnership {
     if (sources === undefined || sources.length === 0) return false;
     let objects = this.objectsOfSources.get(sources);
     if (objects === undefined) {
-      const parsed = new Set<string>();
-      for (const source of sources) {
-        const ref = parseSourceRef(source);
-        if (ref.ok) parsed.add(formatObjectRef(ref.value.object));
-      }
-      objects = parsed.size === 0 ? UNKNOWN : parsed;
+      const named = objectKeysOfSources(sources);
+      objects = named.size === 0 ? UNKNOWN : named;
       this.objectsOfSources.set(sources, objects);
     }
     if (objects === UNKNOWN) return false;

@@ -6,7 +6,7 @@
 // alone would be too early: one generation's config arrives as several responses (CDS, LDS, RDS on
 // separate streams), and an Envoy that ACKed the first of them does not yet run G.
 import type { Logger } from 'pino';
-import { currentWatermark, formatObjectRef, parseSourceRef, type Clock, type LineageState, type ObjectRef } from '../../common/core';
+import { currentWatermark, formatObjectRef, objectKeysOfSources, parseSourceRef, type Clock, type LineageState, type ObjectRef } from '../../common/core';
 import { CDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL } from '../../common/core';
 import { readProvenance, unpackAny } from '../../common/xds';
 import type { UpstreamAppliedEvent } from '../relay/observer';
@@ -128,11 +128,7 @@ export class ProvenanceWatermarks {
   ownersOf(lineage: string, typeUrl: string, resourceName: string): string[] | undefined {
     const sources = this.lineages.get(lineage)?.byType.get(typeUrl)?.get(resourceName);
     if (sources === undefined || sources.length === 0) return undefined;
-    const owners = new Set<string>();
-    for (const text of sources) {
-      const parsed = parseSourceRef(text);
-      if (parsed.ok) owners.add(formatObjectRef(parsed.value.object));
-    }
+    const owners = objectKeysOfSources(sources);
     return owners.size === 0 ? undefined : [...owners].sort();
   }
 

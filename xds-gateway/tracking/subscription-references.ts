@@ -138,18 +138,14 @@ export class ReferenceHistory {
    * its subscription to that type. Undefined when nothing is known of the type on that lineage.
    */
   referencedBy(lineage: Lineage, typeUrl: string, seq: number, subscription: Subscription, key: ReferencedType, authorities?: ReadonlySet<string>): ReadonlySet<string> | undefined {
-    const list = this.versions.get(lineage)?.get(typeUrl);
-    if (list === undefined || list.length === 0) return undefined;
     // The content the client holds: the type's last change at or before its ACKed seq. A client more
     // changes behind than the history keeps is not judged here (undefined): the oldest kept version
     // may name what it never received, and it would wait for names it cannot know. Such a client is
     // far behind any recent watermark on its ACKed versions alone.
-    let version: VersionReferences | undefined;
-    for (let index = list.length - 1; index >= 0 && version === undefined; index--) {
-      const candidate = list[index] as VersionReferences;
-      if (candidate.seq <= seq) version = candidate;
-    }
-    if (version === undefined) return undefined;
+    const content = this.contentAt(lineage, typeUrl, seq);
+    if (typeof content === 'string') return undefined;
+    // contentAt answers with the kept versions themselves.
+    const version = content as VersionReferences;
     if (key === 'CDS' && authorities !== undefined) {
       // A client routing for known authorities uses only the virtual host matching each.
       const names = new Set<string>();

@@ -194,6 +194,16 @@ describe('PROGRESS relief groups', () => {
     expect(decide(item, x, 7, late)).toMatchObject({ state: 'Stuck', programmed: many.length - 1 });
   });
 
+  it('list the groups by anchor, then objects, whatever their sizes (an item built twice from the same states is the same item)', () => {
+    const Z = 'x.dev/Route/ns/z';
+    const item = build([held('h1', 7), held('h2', 9), held('h3', 9)], new Map([['h1', { t: 7, o: [Y] }], ['h2', { t: 9, o: [Z] }], ['h3', { t: 9, o: [Z] }]]), [7, 9]);
+    expect(item.relief?.map((group) => [group.seq, group.o[0], group.n])).toEqual([
+      [7, Y, 1],
+      [7, Z, 2],
+      [9, Z, 2],
+    ]);
+  });
+
   it('an item whose relief does not add up is refused', () => {
     const item = build(states, reliefs, [7, 9]);
     expect(LineageProgressSchema.safeParse({ ...item, relief: [{ seq: 8, o: [Y], n: 1, stuck: 0 }] }).success).toBe(false);

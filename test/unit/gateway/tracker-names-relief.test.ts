@@ -133,7 +133,7 @@ test('a gRPC-style client (clusters by name): a route\'s new cluster it has not 
   }
   expect(t.last().state.programmedThrough).toBe(4);
   // Y's change: cluster cy2 (and its endpoints) first, then Y's host moved to it.
-  const clusters = t.apply(CDS_TYPE_URL, [cluster('cx', [`${X}@1`]), cluster('cy', [`${Y}@1`]), cluster('cy2', [`${Y}@2`])]);
+  t.apply(CDS_TYPE_URL, [cluster('cx', [`${X}@1`]), cluster('cy', [`${Y}@1`]), cluster('cy2', [`${Y}@2`])]);
   t.apply(EDS_TYPE_URL, [endpoints('cx'), endpoints('cy'), endpoints('cy2')]);
   const moved = t.apply(RDS_TYPE_URL, [routes([['x.example.com', 'cx', [`${X}@1`]], ['y.example.com', 'cy2', [`${Y}@2`]]])]);
   t.sendAndAck(CDS_TYPE_URL, ['cx', 'cy']);
@@ -142,7 +142,6 @@ test('a gRPC-style client (clusters by name): a route\'s new cluster it has not 
   // The ACKed route leads to cy2, which the CDS subscription lacks: held, relieved for all but Y.
   expect(t.last().state.programmedThrough).toBeUndefined();
   expect(t.last().relief).toEqual({ t: moved, o: [Y] });
-  expect(clusters).toBeLessThan(moved);
   // It asks for cy2 (and, once that is ACKed, for its endpoints): held for Y until both are served.
   t.request(CDS_TYPE_URL, { kind: 'update', nonce: t.nonce(CDS_TYPE_URL), reason: 'versionNotAccepted' }, ['cx', 'cy', 'cy2']);
   expect(t.last().relief).toEqual({ t: moved, o: [Y] });
