@@ -33,6 +33,12 @@ describe('bench e2e (3 Envoys × 2 objects, whole local system)', () => {
     // The condition can only be True after the last Envoy ACKed the generation.
     expect(result.lastAckToTrueMs.p50).toBeGreaterThanOrEqual(0);
     expect(result.changeToLastAckMs.max).toBeLessThanOrEqual(result.changeToTrueMs.max);
+    // The last ACK is the delivered one (ACK rule and routable, whichever is later): never before the
+    // ACK rule's alone, so last ACK → True is never longer when measured from it.
+    expect(result.lastAckDefinition).toBe('delivered');
+    expect(result.ackRuleLastAckToTrueMs?.count).toBe(2);
+    expect(result.lastAckToTrueMs.max).toBeLessThanOrEqual(result.ackRuleLastAckToTrueMs?.max ?? Number.NaN);
+    expect(result.changeToLastAckMs.max).toBeGreaterThanOrEqual(result.ackRuleChangeToLastAckMs?.max ?? Number.NaN);
     expect(result.kubeConditionWritesPerObjectGeneration.generation2).toBeGreaterThanOrEqual(1);
     expect(result.dynamo.writeRequests).toBeGreaterThan(0);
     expect(result.acks).toBeGreaterThanOrEqual(3 * 2); // every Envoy ACKs at least the new CDS and EDS

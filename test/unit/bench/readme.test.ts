@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { evaluateTargets, renderReadme } from '../../../bench/support/readme';
 import { mergeRuns, withMachine, type BenchResults, type SizeRun } from '../../../bench/support/results';
 import { parseSizes, writeReport } from '../../../bench/report';
-import { meanCpuBetween, type E2eResult } from '../../../bench/e2e';
+import { deliveredAt, meanCpuBetween, type E2eResult } from '../../../bench/e2e';
 import { meanWriteLatencyMs, storeWriteTotals } from '../../../bench/support/gateway-metrics';
 
 const summary = (p50: number, p99: number) => ({ count: 10, p50, p99, max: p99 });
@@ -164,6 +164,23 @@ describe('gateway store-write metrics', () => {
   });
 });
 
+describe('deliveredAt (the last ACK of lastAckToTrueMs)', () => {
+  it('is the later of the ACK rule and routable by content, the ACK rule alone where some Envoy could not route', () => {
+    const ackRule = new Map([
+      ['endpoints-late', 100],
+      ['removal-late', 300],
+      ['never-routable', 50],
+    ]);
+    const routable = new Map([
+      ['endpoints-late', 250],
+      ['removal-late', 200],
+      ['no-ack', 10],
+    ]);
+    const delivered = deliveredAt(['endpoints-late', 'removal-late', 'never-routable', 'no-ack'], ackRule, (name) => routable.get(name));
+    expect(Object.fromEntries(delivered)).toEqual({ 'endpoints-late': 250, 'removal-late': 300, 'never-routable': 50 });
+  });
+});
+
 describe('meanCpuBetween', () => {
   const entry = (atMs: number, cpuPercent?: E2eResult['timeline'][number]['cpuPercent']): E2eResult['timeline'][number] => ({ atMs, streamRecords: 0, convergenceDelivered: 0, statusDelivered: 0, objectsTrue: 0, ...(cpuPercent === undefined ? {} : { cpuPercent }) });
   const timeline = [entry(250, { system: 10, gateway: 5 }), entry(500, { system: 90, gateway: 40, dynalite: 30 }), entry(750, { system: 100, gateway: 60, dynalite: 50 }), entry(1000), entry(1250, { system: 20 })];
@@ -212,10 +229,29 @@ describe('the fleet-size path table', () => {
     expect(rendered).toContain('### Fleet-size path against the shard path (same size run)');
     const rows = rendered.split('\n').filter((line) => line.startsWith('| 100x100 (100) | shard |') || line.startsWith('| 100x100 (100) | fleet-size |'));
     expect(rows).toEqual([
-      // The shard row predates change → routable and per-object times (n/a); the fleet-size row has them.
-      '| 100x100 (100) | shard | 100 | n/a | 1000 | 900 | n/a | 10 | 0.1 | 0.05 | n/a | n/a |',
-      '| 100x100 (100) | fleet-size | 100 | 90 | 300 | 200 | 70 | 3 | 0.2 | 1.4 | n/a | 1 / 100 / 20 / 4 |',
+      // Both rows predate the delivered last ACK: their last ACK is the ACK rule's (so marked), and the
+      // delivered figure comes from per-object times where the row has them (n/a for the shard row).
+      '| 100x100 (100) | shard | 100 (ACK rule) | n/a | 1000 | n/a | 900 | 10 | 0.1 | 0.05 | n/a | n/a |',
+      '| 100x100 (100) | fleet-size | 100 (ACK rule) | 90 | 300 | 70 | 200 | 3 | 0.2 | 1.4 | n/a | 1 / 100 / 20 / 4 |',
     ]);
+  });
+
+  it('shows a delivered row\'s own figures, and the ACK rule alone beside them', () => {
+    const shard = e2e(100, 100, 900, 2, 1);
+    const base = e2e(100, 100, 200, 2, 0.3);
+    // The per-object times would say 70: a delivered row's own summary (250) is what is shown.
+    const objectTimingsMs = [{ name: 'a', watermarkSeqs: {}, lastAck: 130, routable: 90, decided: 180, trueSeen: 200 }];
+    const fleetSize: E2eResult = {
+      ...base,
+      progressPath: true,
+      objectTimingsMs,
+      lastAckDefinition: 'delivered',
+      lastAckToTrueMs: { count: 10, p50: 240, p99: 250, max: 250 },
+      ackRuleLastAckToTrueMs: { count: 10, p50: 1700, p99: 1800, max: 1800 },
+    };
+    const rendered = renderReadme({ machine: 'test', runs: [sizeRun(100, 100, { e2e: shard, e2eProgressPath: fleetSize })] });
+    const row = rendered.split('\n').find((line) => line.startsWith('| 100x100 (100) | fleet-size |'));
+    expect(row?.split(' | ').slice(2, 7)).toEqual(['100', 'n/a', '300', '250', '1800']);
   });
 });
 
