@@ -83,6 +83,8 @@ export interface E2eOptions {
    * deployed, the local system's controlPlane 'reference-child'; 'inline': in this process, as before).
    */
   clusterProcess?: 'child' | 'inline';
+  /** The simulated Envoys' xDS variant (default 'sotw'; 'delta': responses carry only what changed). */
+  fleetProtocol?: 'sotw' | 'delta';
 }
 
 export interface E2eResult {
@@ -414,6 +416,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       ...(options.dynaliteProcess === undefined ? {} : { dynaliteProcess: options.dynaliteProcess }),
       ...(options.convergenceBatchSize === undefined ? {} : { convergenceBatchSize: options.convergenceBatchSize }),
       fleetProcess: options.fleetProcess ?? 'child',
+      ...(options.fleetProtocol === undefined ? {} : { fleetProtocol: options.fleetProtocol }),
       gatewayProcess: options.gatewayProcess ?? 'child',
       gatewayReplicas: options.gateways ?? Math.ceil(options.envoys / E2E_ENVOYS_PER_GATEWAY),
       progressPath: options.progressPath === true,
@@ -581,7 +584,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const sequenceOf = (name: string): string[] => watch.objects.get(name)?.history.filter((h) => h.generation === 2).map((h) => `${h.status}/${h.reason ?? ''}@${h.observedGeneration ?? '?'}`) ?? [];
     const extraWrites = names.filter((name) => (watch.objects.get(name)?.conditionWrites.get(2) ?? 0) > 2);
     const result: E2eResult = {
-      conditions: `the system on this machine (2 shared cores; ${system.gateways.length === 1 ? `the gateway ${system.gateway?.pid === undefined ? 'in-process' : system.options.gatewayProcess === 'bundle' ? 'in a child process running its esbuild bundle' : 'in a child process'}` : `${system.gateways.length} gateway processes, the Envoys split evenly among them, their CPU summed`}); ${options.envoys} simulated Envoys (ADS SotW, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; the API server and the control plane ${'process' in system.controlPlane ? 'in a child process of their own' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}; ${system.options.progressPath ? 'fleet-size path (PROGRESS decides, Envoy states on class changes only, answers in the version log)' : 'shard path (every Envoy state written)'}; ACK timeout ${system.options.ackTimeoutMs / 1000} s`,
+      conditions: `the system on this machine (2 shared cores; ${system.gateways.length === 1 ? `the gateway ${system.gateway?.pid === undefined ? 'in-process' : system.options.gatewayProcess === 'bundle' ? 'in a child process running its esbuild bundle' : 'in a child process'}` : `${system.gateways.length} gateway processes, the Envoys split evenly among them, their CPU summed`}); ${options.envoys} simulated Envoys (ADS ${system.options.fleetProtocol === 'delta' ? 'Delta' : 'SotW'}, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; the API server and the control plane ${'process' in system.controlPlane ? 'in a child process of their own' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}; ${system.options.progressPath ? 'fleet-size path (PROGRESS decides, Envoy states on class changes only, answers in the version log)' : 'shard path (every Envoy state written)'}; ACK timeout ${system.options.ackTimeoutMs / 1000} s`,
       envoys: options.envoys,
       objects: allNames.length,
       changed: names.length,
@@ -672,10 +675,11 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     .option('--no-write-ceiling', 'skip the write-path ceiling measured after the change')
     .option('--progress-path', 'the fleet-size path: the gateway publishes PROGRESS and writes Envoy states on class changes only; the functions decide from PROGRESS')
     .option('--ack-timeout-ms <n>', 'ACK timeout of the gateway and the functions (default: the local system\'s 10 s; the gateway\'s own default is 30 s)', positiveInteger)
+    .addOption(new Option('--fleet-protocol <variant>', 'the simulated Envoys\' xDS variant: sotw (Contour\'s Envoys) or delta (incremental, Envoy Gateway\'s default)').choices(['sotw', 'delta']).default('sotw'))
     .addOption(new Option('--cluster-process <where>', 'where the API server and the control plane run: child (their own process, as deployed) or inline (this process, as before)').choices(['child', 'inline']).default('child'))
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: GatewayProcess; gateways?: number; writeCeiling: boolean; progressPath?: boolean; ackTimeoutMs?: number; clusterProcess: 'child' | 'inline' }>();
+  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: GatewayProcess; gateways?: number; writeCeiling: boolean; progressPath?: boolean; ackTimeoutMs?: number; clusterProcess: 'child' | 'inline'; fleetProtocol: 'sotw' | 'delta' }>();
   return {
     envoys: opts.envoys,
     objects: opts.objects,
@@ -694,6 +698,7 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     ...(opts.progressPath === true ? { progressPath: true } : {}),
     ...(opts.ackTimeoutMs === undefined ? {} : { ackTimeoutMs: opts.ackTimeoutMs }),
     clusterProcess: opts.clusterProcess,
+    ...(opts.fleetProtocol === 'delta' ? { fleetProtocol: 'delta' as const } : {}),
   };
 }
 

@@ -23,6 +23,7 @@ import { classifyRequest, parseVersion, recordAnswered, recordSent, type SentRec
 import type { DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaResource, ResourceTypeUrl } from '../../common/xds';
 import { checkNames, checkTypeCount, deltaRequestSchema, DownstreamStream, notify, requestTypeUrl, type RelayContext } from './downstream-common';
 import { RequestError } from './request-error';
+import type { TypeSnapshot } from './type-cache';
 
 interface DeltaTypeState {
   wildcard: boolean;
@@ -54,9 +55,61 @@ interface DeltaTypeState {
    * comparison of every subscribed name.
    */
   view: readonly string[] | undefined;
+  /**
+   * `held` is what the cache had at `sentSeq` for the whole subscription, but for the names in
+   * `subscribedSince`: true after a response was sent, or after a diff found nothing to send; false
+   * after `held` changes otherwise (initial versions, a NACK) or `*` is subscribed. While true, what the
+   * client may lack is only what changed in the cache since `sentSeq` (GroupCache.changesSince) and
+   * the names subscribed since, not the whole subscription: the diff of every stream on every ACK was
+   * the largest part of the gateway's CPU with 1,000 Delta clients of 1,000 resources
+   * (docs/bench/README.md, round 17). An unsubscribed name leaves `held` with the subscription.
+   */
+  inSync: boolean;
+  /** Names subscribed since the last diff (meaningful while `inSync`). */
+  subscribedSince: Set<string>;
 }
 
 type DeltaCall = grpc.ServerDuplexStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse>;
+
+/**
+ * What a Delta client lacks of the cache's snapshot for its subscription: the resources it does not
+ * hold at their cached version, and the names it holds that the snapshot no longer has. `changed`
+ * (GroupCache.changesSince) limits the names looked at when `held` was the cache at an earlier seq:
+ * only those can differ, and the answer is the same as looking at every name.
+ */
+export function deltaDiff(
+  snapshot: Pick<TypeSnapshot, 'resources'>,
+  client: { wildcard: boolean; names: ReadonlySet<string>; held: ReadonlyMap<string, string> },
+  changed?: ReadonlySet<string>,
+): { resources: DeltaResource[]; removed: string[] } {
+  const resources: DeltaResource[] = [];
+  const removed: string[] = [];
+  const consider = (name: string): void => {
+    const cached = snapshot.resources.get(name);
+    if (cached !== undefined && client.held.get(name) !== cached.version) resources.push({ name, version: cached.version, resource: cached.resource });
+  };
+  const subscribed = (name: string): boolean => client.wildcard || client.names.has(name);
+  if (changed !== undefined) {
+    for (const name of changed) {
+      if (!subscribed(name)) continue;
+      if (snapshot.resources.has(name)) consider(name);
+      else if (client.held.has(name)) removed.push(name);
+    }
+    return { resources, removed };
+  }
+  if (client.wildcard) for (const name of snapshot.resources.keys()) consider(name);
+  for (const name of client.names) if (!client.wildcard || !snapshot.resources.has(name)) consider(name);
+  for (const name of client.held.keys()) if (!snapshot.resources.has(name) && subscribed(name)) removed.push(name);
+  return { resources, removed };
+}
+
+/** The names a diff of an in-sync client looks at: the cache's changes since it and the names it subscribed since (undefined: every name). */
+export function namesToDiff(changed: ReadonlySet<string> | undefined, subscribedSince: ReadonlySet<string>): ReadonlySet<string> | undefined {
+  if (changed === undefined || subscribedSince.size === 0) return changed;
+  const names = new Set(changed);
+  for (const name of subscribedSince) names.add(name);
+  return names;
+}
 
 export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaTypeState> {
   constructor(call: DeltaCall, service: 'ads' | ResourceTypeUrl, context: RelayContext) {
@@ -91,11 +144,12 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     if (state === undefined) {
       checkTypeCount(this.types.size, this.context.limits);
       // Legacy wildcard: the first request for a type names nothing.
-      state = { wildcard: subscribe.length === 0, names: new Set(), held: new Map(), record: undefined, pending: false, needsResponse: true, sentSeq: -1, unanswered: undefined, rejectedSeq: -1, namesAdded: false, view: undefined };
+      state = { wildcard: subscribe.length === 0, names: new Set(), held: new Map(), record: undefined, pending: false, needsResponse: true, sentSeq: -1, unanswered: undefined, rejectedSeq: -1, namesAdded: false, view: undefined, inSync: false, subscribedSince: new Set() };
       this.types.set(typeUrl, state);
       group.subscribe(typeUrl, this);
     }
     if (classification.kind === 'initial' && initialNames.length > 0) {
+      state.inSync = false;
       for (const [name, version] of Object.entries(initialVersions)) {
         const parsedVersion = parseVersion(version);
         state.held.set(name, parsedVersion.ok && parsedVersion.value.lineage === group.lineage ? version : '');
@@ -124,6 +178,10 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     }
 
     if (added.some((name) => (name === '*' ? state.wildcard : state.names.has(name)))) state.namesAdded = true;
+    for (const name of added) {
+      if (name === '*') state.inSync = false;
+      else state.subscribedSince.add(name);
+    }
 
     const at = this.context.clock.now();
     // Only subscribe and unsubscribe change `wildcard` and `names` (above).
@@ -154,6 +212,7 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
         }
         state.rejectedSeq = state.sentSeq;
         state.unanswered = undefined;
+        state.inSync = false;
         this.context.logger.info(
           { streamId, nodeId: identity.nodeId, typeUrl, version: classification.version, message: classification.message.slice(0, 500) },
           'relay: NACK from Envoy',
@@ -174,25 +233,16 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     if (stream === undefined || this.responsesHeld(state)) return;
     const snapshot = stream.group.cache.snapshot(typeUrl);
     if (snapshot === undefined || !snapshot.hasData) return;
-    const resources: DeltaResource[] = [];
     // While the cache is still at a NACKed seq nothing is sent: the rejected content would only be
     // rejected again (go-control-plane does not resend on NACK either), and any other response at
     // that seq would be ACKed *at* the rejected version, which clears the NACK in the tracking
     // although the rejected resources are still missing. Names subscribed meanwhile are served with
     // the type's next change (or on a new stream).
     if (!state.needsResponse && snapshot.seq === state.rejectedSeq) return;
-    const consider = (name: string): void => {
-      const cached = snapshot.resources.get(name);
-      if (cached !== undefined && state.held.get(name) !== cached.version) {
-        resources.push({ name, version: cached.version, resource: cached.resource });
-      }
-    };
-    if (state.wildcard) for (const name of snapshot.resources.keys()) consider(name);
-    for (const name of state.names) if (!state.wildcard || !snapshot.resources.has(name)) consider(name);
-    const removed: string[] = [];
-    for (const name of state.held.keys()) {
-      if (!snapshot.resources.has(name) && (state.wildcard || state.names.has(name))) removed.push(name);
-    }
+    if (state.inSync && !state.needsResponse && !state.namesAdded && snapshot.seq === state.sentSeq) return;
+    const changed = state.inSync && !state.needsResponse ? namesToDiff(stream.group.cache.changesSince(typeUrl, state.sentSeq), state.subscribedSince) : undefined;
+    const { resources, removed } = deltaDiff(snapshot, state, changed);
+    state.subscribedSince.clear();
     // A type version move with nothing new for this client still gets an (empty) response carrying
     // the new system_version_info: its ACK tells the tracking the Envoy is at the type's current
     // version, which convergence needs for every subscribed type.
@@ -207,7 +257,10 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     // response carried, and the hold must stay until the type's next change re-sends it.
     // A client told nothing of a name it asked for simply keeps waiting for it (Envoy: until its
     // initial fetch timeout), as when no response is sent; a missing name is not reported removed.
-    if (resources.length === 0 && removed.length === 0 && !state.needsResponse && !state.namesAdded && snapshot.seq === state.sentSeq) return;
+    if (resources.length === 0 && removed.length === 0 && !state.needsResponse && !state.namesAdded && snapshot.seq === state.sentSeq) {
+      state.inSync = true;
+      return;
+    }
 
     const nonce = this.nextNonce();
     const version = snapshot.version;
@@ -228,6 +281,7 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     state.needsResponse = false;
     state.namesAdded = false;
     state.sentSeq = snapshot.seq;
+    state.inSync = true;
     this.call.write(response);
     const { group, identity, streamId } = stream;
     notify(this.context.logger, 'responseSent', () =>

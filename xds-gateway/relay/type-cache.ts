@@ -45,12 +45,30 @@ export const DEFAULT_TYPE_HISTORY = DEFAULT_MAX_HISTORY;
  */
 const MAX_NAMED_LISTS_PER_TYPE = 256;
 
+/**
+ * Type changes whose changed names are kept per type (changesSince). A Delta stream answers one
+ * response at a time, so when its answer comes the type has usually moved on by one or a few changes;
+ * one further back diffs its whole subscription, as before.
+ */
+const MAX_CHANGES_PER_TYPE = 16;
+
+/** One change of a type: the names added, changed or removed from the snapshot at `fromSeq` to the one at `seq`. */
+interface TypeChange {
+  fromSeq: number;
+  seq: number;
+  names: readonly string[];
+}
+
 export class GroupCache {
   private currentSeqValue = 0;
   private readonly types = new Map<string, TypeSnapshot>();
   private readonly history = new Map<string, readonly number[]>();
   /** Per type, for its current snapshot only: name-set key → that subset of `anyList`. */
   private readonly namedLists = new Map<string, Map<string, readonly AnyResource[]>>();
+  /** Per type, its latest changes, oldest first (at most MAX_CHANGES_PER_TYPE). */
+  private readonly changes = new Map<string, TypeChange[]>();
+  /** Per type, for its current snapshot only: from-seq → changesSince's answer (every stream at that seq asks the same). */
+  private readonly changesMemo = new Map<string, Map<number, ReadonlySet<string> | undefined>>();
 
   constructor(
     readonly group: string,
@@ -88,6 +106,32 @@ export class GroupCache {
     return list;
   }
 
+  /**
+   * The names whose resource was added, changed or removed in `typeUrl` after its snapshot at `seq`,
+   * up to the current one: what a Delta client that held the whole type at `seq` may lack now. Undefined
+   * when the kept changes do not reach back to `seq` (or `seq` is not one of the type's): diff the
+   * whole subscription then.
+   */
+  changesSince(typeUrl: string, seq: number): ReadonlySet<string> | undefined {
+    let memo = this.changesMemo.get(typeUrl);
+    if (memo?.has(seq) === true) return memo.get(seq);
+    const kept = this.changes.get(typeUrl) ?? [];
+    const current = this.types.get(typeUrl)?.seq;
+    let answer: ReadonlySet<string> | undefined;
+    if (current === seq) answer = new Set();
+    else {
+      const start = kept.findIndex((change) => change.fromSeq === seq);
+      if (start >= 0) {
+        const names = new Set<string>();
+        for (let i = start; i < kept.length; i++) for (const name of (kept[i] as TypeChange).names) names.add(name);
+        answer = names;
+      }
+    }
+    if (memo === undefined) this.changesMemo.set(typeUrl, (memo = new Map()));
+    memo.set(seq, answer);
+    return answer;
+  }
+
   typeUrls(): string[] {
     return [...this.types.keys()];
   }
@@ -120,11 +164,16 @@ export class GroupCache {
     this.currentSeqValue = seq;
     const version = encodeVersion({ lineage: this.lineage, seq });
     const resources = new Map<string, CachedResource>();
+    const changedNames: string[] = [];
     for (const { name, resource } of incoming) {
       const old = previous?.resources.get(name);
       // An unchanged resource keeps its seq, so Delta clients are not sent it again.
-      resources.set(name, old !== undefined && sameAny(old.resource, resource) ? old : { name, resource, seq, version });
+      const unchanged = old !== undefined && sameAny(old.resource, resource);
+      resources.set(name, unchanged ? old : { name, resource, seq, version });
+      if (!unchanged) changedNames.push(name);
     }
+    for (const name of previous?.resources.keys() ?? []) if (!resources.has(name)) changedNames.push(name);
+    this.recordChange(typeUrl, previous !== undefined && previous.hasData ? { fromSeq: previous.seq, seq, names: changedNames } : undefined);
     this.namedLists.delete(typeUrl);
     this.types.set(typeUrl, {
       typeUrl,
@@ -139,6 +188,19 @@ export class GroupCache {
     if (appended !== undefined) this.history.set(typeUrl, appended.history);
     return { changed: true, seq };
   }
+
+  /** Keeps the type's change (none for its first data: nothing before it to diff from). */
+  private recordChange(typeUrl: string, change: TypeChange | undefined): void {
+    this.changesMemo.delete(typeUrl);
+    if (change === undefined) this.changes.delete(typeUrl);
+    else this.changes.set(typeUrl, boundedAppend(this.changes.get(typeUrl) ?? [], change));
+  }
+}
+
+/** `list` with `change` appended, its oldest dropped past MAX_CHANGES_PER_TYPE. */
+function boundedAppend(list: TypeChange[], change: TypeChange): TypeChange[] {
+  const next = [...list, change];
+  return next.length > MAX_CHANGES_PER_TYPE ? next.slice(next.length - MAX_CHANGES_PER_TYPE) : next;
 }
 
 function sameAny(a: AnyResource, b: AnyResource): boolean {

@@ -10,6 +10,7 @@ import { PROGRAMMED_TYPE_URLS } from './fleet-queries';
 import type { AcceptedVersion, GroundTruth, ResourceVersion } from './groundTruth';
 import { matchVirtualHost, routeTableRefs, type RouteTableRefs } from './referencedNames';
 import type { AcceptedContent } from './simEnvoy';
+import type { DeltaUpsert } from './subscriptionModel';
 
 export const routeWatchSchema = z.object({ key: z.string().min(1), host: z.string().min(1), cluster: z.string().min(1) }).strict();
 export type RouteWatchSpec = z.infer<typeof routeWatchSchema>;
@@ -35,6 +36,8 @@ export class RouteWatch {
   private readonly byKey: ReadonlyMap<string, RouteWatchSpec>;
   /** Per shared list of route tables (RefsCache.ofList): the keys of the watches it routes. */
   private readonly routedByTables = new WeakMap<readonly RouteTableRefs[], ReadonlySet<string>>();
+  /** Per route table (RefsCache.of: one object per content): the keys of the watches it routes (Delta). */
+  private readonly routedByTable = new WeakMap<RouteTableRefs, ReadonlySet<string>>();
   /** Per Envoy, type and resource name: how far its accepted versions were scanned, and the first that carried it. */
   private readonly heldScans = new Map<string, { scanned: number; at?: number }>();
 
@@ -45,10 +48,17 @@ export class RouteWatch {
     this.byKey = new Map(watches.map((watch) => [watch.key, watch]));
   }
 
-  /** SimEnvoyOptions.onAccepted for Envoy `nodeId`. What a NACKed response applied does not count. */
+  /**
+   * SimEnvoyOptions.onAccepted for Envoy `nodeId`. What a NACKed response applied does not count. SotW:
+   * the accepted list; Delta: the route configurations the response upserted (each replaces the one
+   * of its name the Envoy held, so routing the host through one of them is routing it).
+   */
   onAccepted(nodeId: string, accepted: AcceptedContent): void {
-    if (accepted.typeUrl !== ROUTE_CONFIGURATION_TYPE_URL || accepted.sotw === undefined || accepted.nacked === true) return;
-    const routes = this.watchesRoutedBy(routeTableRefs.ofList(accepted.sotw));
+    if (accepted.typeUrl !== ROUTE_CONFIGURATION_TYPE_URL || accepted.nacked === true) return;
+    let routes: ReadonlySet<string>;
+    if (accepted.sotw !== undefined) routes = this.watchesRoutedBy(routeTableRefs.ofList(accepted.sotw));
+    else if (accepted.delta !== undefined) routes = this.watchesRoutedByUpserts(accepted.delta.upserts);
+    else return;
     if (routes.size === 0) return;
     let routed = this.routed.get(nodeId);
     for (const key of routes) {
@@ -69,6 +79,19 @@ export class RouteWatch {
     if (keys === undefined) {
       keys = new Set(this.watches.filter((watch) => tables.some((table) => matchVirtualHost(table.virtualHosts, watch.host)?.clusters.includes(watch.cluster) === true)).map((watch) => watch.key));
       this.routedByTables.set(tables, keys);
+    }
+    return keys;
+  }
+
+  /** `watchesRoutedBy` for Delta upserts, one table at a time (each table's answer kept, as the list's is). */
+  private watchesRoutedByUpserts(upserts: readonly DeltaUpsert[]): ReadonlySet<string> {
+    const keys = new Set<string>();
+    for (const upsert of upserts) {
+      if (upsert.resource === undefined) continue;
+      const table = routeTableRefs.of(upsert.resource);
+      let routed = this.routedByTable.get(table);
+      if (routed === undefined) this.routedByTable.set(table, (routed = this.watchesRoutedBy([table])));
+      for (const key of routed) keys.add(key);
     }
     return keys;
   }

@@ -66,6 +66,8 @@ export interface FleetComponentOptions {
   nackRate: number;
   slowEnvoys: number;
   slowAckMs: number;
+  /** The simulated Envoys' xDS variant (LocalSystemOptions.fleetProtocol; default 'sotw'). */
+  protocol?: 'sotw' | 'delta';
   /** Real clients resolve `xds:///<fqdn of sample 0>`; without samples they have nothing to resolve. */
   objects: number;
   /** Child fleets only: record the stamps of every response received (LocalSystemOptions.fleetContentTap). */
@@ -79,12 +81,12 @@ const ALL_TYPES = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL].map((
 const NODE_TEMPLATE = { idPrefix: 'envoy-', cluster: 'ingress', userAgentName: 'envoy', alternating: { key: 'zone', values: ['a', 'b'] } };
 
 /** The local system's simulated fleet as data: the same in both modes. */
-export function systemFleetSpec(opts: Pick<FleetComponentOptions, 'gatewayAddresses' | 'envoys' | 'nackRate' | 'slowEnvoys' | 'slowAckMs' | 'routeWatches'>): FleetSpec {
+export function systemFleetSpec(opts: Pick<FleetComponentOptions, 'gatewayAddresses' | 'envoys' | 'nackRate' | 'slowEnvoys' | 'slowAckMs' | 'routeWatches' | 'protocol'>): FleetSpec {
   const [target] = opts.gatewayAddresses;
   if (target === undefined) throw new Error('the fleet needs a gateway address');
   const nackCount = Math.min(opts.envoys, Math.round(opts.envoys * opts.nackRate));
   const slowCount = Math.min(opts.envoys - nackCount, opts.slowEnvoys);
-  const common = { transport: 'ads' as const, protocol: 'sotw' as const, subscriptions: ALL_TYPES, reconnectOnError: true, reconnectDelayMs: 500, node: NODE_TEMPLATE };
+  const common = { transport: 'ads' as const, protocol: opts.protocol ?? 'sotw', subscriptions: ALL_TYPES, reconnectOnError: true, reconnectDelayMs: 500, node: NODE_TEMPLATE };
   const groups: FleetEnvoyGroup[] = [
     // NACKing Envoys reject the cluster of sample 0 (a SotW NACK rejects the whole CDS update, as Envoy does).
     {

@@ -20,6 +20,11 @@ export const localSystemOptionsSchema = z
     /** Simulated Envoys that ACK only after `slowAckMs` (longer than the ACK timeout: reported stuck first). */
     slowEnvoys: z.number().int().min(0).default(0),
     slowAckMs: z.number().int().min(0).default(15_000),
+    /**
+     * The simulated Envoys' xDS variant on their ADS stream: 'sotw' (default; Contour's Envoys) or
+     * 'delta' (incremental; Envoy Gateway's default), whose responses carry only what changed.
+     */
+    fleetProtocol: z.enum(['sotw', 'delta']).default('sotw'),
     /** Control-plane replicas (Lease leader election; only the leader writes status). */
     controlPlaneReplicas: z.number().int().min(1).max(5).default(2),
     /**

@@ -295,6 +295,7 @@ export async function startLocalSystem<P extends FleetProcessMode = 'inline', C 
         nackRate: options.nackRate,
         slowEnvoys: options.slowEnvoys,
         slowAckMs: options.slowAckMs,
+        protocol: options.fleetProtocol,
         objects: options.objects,
         tapContents: options.fleetContentTap,
         routeWatches: options.fleetRouteWatches,

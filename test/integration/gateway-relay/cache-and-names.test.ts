@@ -5,6 +5,7 @@ import { CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL, SDS_TYPE_URL, e
 import { packAny } from '../../../common/xds';
 import { pushOrder } from '../../../xds-gateway/relay/relay-group';
 import { DISCOVERY_RESOURCE_WRAPPER_TYPE_URL, readTopLevelString, resourceNameOf } from '../../../xds-gateway/relay/resource-name';
+import { deltaDiff, namesToDiff } from '../../../xds-gateway/relay/delta-downstream';
 import { GroupCache } from '../../../xds-gateway/relay/type-cache';
 
 const LINEAGE = 'gw.boot.grp';
@@ -47,6 +48,57 @@ describe('GroupCache', () => {
         }
       }),
     );
+  });
+});
+
+describe('GroupCache.changesSince and the Delta diff', () => {
+  const contents = fc.array(fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd'), fc.constantFrom('x', 'y'), { maxKeys: 4 }), { minLength: 1, maxLength: 24 });
+  const subscriptions = fc.record({ wildcard: fc.boolean(), names: fc.subarray(['a', 'b', 'c', 'd', 'e']) });
+  const sorted = (diff: { resources: { name?: string | undefined }[]; removed: string[] }) => ({ resources: diff.resources.map((r) => r.name).sort(), removed: [...diff.removed].sort() });
+
+  test('property: a client that held the cache at an earlier seq, and subscribed to more names since, is told what the whole diff tells it', () => {
+    fc.assert(
+      fc.property(contents, subscriptions, fc.nat(), fc.subarray(['a', 'b', 'c', 'd', 'e']), (sequence, subscription, pick, later) => {
+        const cache = new GroupCache('grp', LINEAGE);
+        // What a client subscribed to `subscription` held after each of the type's seqs: name → version.
+        const heldAt = new Map<number, Map<string, string>>();
+        const names = new Set(subscription.names);
+        const subscribed = (name: string) => subscription.wildcard || names.has(name);
+        for (const content of sequence) {
+          const { changed, seq } = cache.apply(CDS_TYPE_URL, Object.entries(content).map(([name, body]) => res(name, body)));
+          if (!changed) continue;
+          const held = new Map<string, string>();
+          for (const [name, cached] of cache.snapshot(CDS_TYPE_URL)?.resources ?? []) if (subscribed(name)) held.set(name, cached.version);
+          heldAt.set(seq, held);
+        }
+        const seqs = [...heldAt.keys()];
+        const from = seqs[pick % seqs.length] as number;
+        const changedNames = cache.changesSince(CDS_TYPE_URL, from);
+        // Kept for the last MAX_CHANGES_PER_TYPE changes, the current seq included (nothing changed since).
+        if (seqs.indexOf(from) < seqs.length - 17) return expect(changedNames).toBeUndefined();
+        if (changedNames === undefined) throw new Error(`no changes kept since seq ${from}`);
+        const snapshot = cache.snapshot(CDS_TYPE_URL);
+        if (snapshot === undefined) throw new Error('no snapshot');
+        // Held as of `from` for the subscription then; the names subscribed since are not held.
+        const subscribedSince = new Set(later.filter((name) => !subscribed(name)));
+        const client = { wildcard: subscription.wildcard, names: new Set([...names, ...subscribedSince]), held: heldAt.get(from) as Map<string, string> };
+        expect(sorted(deltaDiff(snapshot, client, namesToDiff(changedNames, subscribedSince)))).toEqual(sorted(deltaDiff(snapshot, client)));
+        // Asked again (every stream at that seq asks), the same answer.
+        expect(cache.changesSince(CDS_TYPE_URL, from)).toBe(changedNames);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test('has nothing to diff from before a seq of the type, or before its first data', () => {
+    const cache = new GroupCache('grp', LINEAGE);
+    cache.apply(CDS_TYPE_URL, [res('a', '1')]);
+    cache.apply(LDS_TYPE_URL, [res('l', '1')]);
+    cache.apply(CDS_TYPE_URL, [res('a', '2'), res('b', '1')]);
+    expect(cache.changesSince(CDS_TYPE_URL, 1)).toEqual(new Set(['a', 'b']));
+    expect(cache.changesSince(CDS_TYPE_URL, 3)).toEqual(new Set());
+    expect(cache.changesSince(CDS_TYPE_URL, 2)).toBeUndefined(); // LDS's seq, not one of CDS's
+    expect(cache.changesSince(CDS_TYPE_URL, -1)).toBeUndefined(); // never sent
   });
 });
 

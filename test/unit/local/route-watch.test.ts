@@ -59,6 +59,21 @@ describe('RouteWatch', () => {
     expect(watch.routable([NODE, 'sim-absent'], ['sample-0', 'sample-1'])).toEqual({ lastAt: { 'sample-0': 300, 'sample-1': 500 }, envoysWith: { 'sample-0': 1, 'sample-1': 1 } });
   });
 
+  it('reads a Delta response\'s upserted route configurations, and not its NACKed ones', () => {
+    const { truth, watch } = setup();
+    acceptCluster(truth, 0, 200);
+    acceptCluster(truth, 1, 200);
+    const upsert = (resource: ReturnType<typeof packAny>) => ({ name: 'ingress_http', resource });
+    watch.onAccepted(NODE, { typeUrl: RDS_TYPE_URL, versionInfo: 'v1', at: 250, delta: { upserts: [upsert(routeTable(canaryOf, [0]))], removed: [] }, nacked: true });
+    watch.onAccepted(NODE, { typeUrl: RDS_TYPE_URL, versionInfo: 'v2', at: 300, delta: { upserts: [upsert(routeTable(oldOf, [0, 1]))], removed: [] } });
+    expect(watch.routableAt(NODE, 'sample-0')).toBeUndefined();
+    // A removal alone routes nothing; the upsert that moves sample 0 does, sample 1 stays on the old service.
+    watch.onAccepted(NODE, { typeUrl: RDS_TYPE_URL, versionInfo: 'v3', at: 350, delta: { upserts: [], removed: ['other'] } });
+    watch.onAccepted(NODE, { typeUrl: RDS_TYPE_URL, versionInfo: 'v4', at: 400, delta: { upserts: [upsert(routeTable((index) => (index === 0 ? canaryOf(0) : oldOf(index)), [0, 1]))], removed: [] } });
+    expect(watch.routableAt(NODE, 'sample-0')).toBe(400);
+    expect(watch.routableAt(NODE, 'sample-1')).toBeUndefined();
+  });
+
   it('ignores what a NACKed response applied and responses of other types', () => {
     const { truth, watch } = setup();
     acceptCluster(truth, 0, 200);
