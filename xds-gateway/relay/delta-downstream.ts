@@ -185,7 +185,13 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
 
     const at = this.context.clock.now();
     // Only subscribe and unsubscribe change `wildcard` and `names` (above).
-    if (state.view === undefined || subscribe.length > 0 || unsubscribe.length > 0) state.view = state.wildcard ? ['*', ...state.names] : [...state.names];
+    // Shared with every stream of the group asking for the same names (name-list-interner.ts): the
+    // same view and the same change give the same names in the same order.
+    if (state.view === undefined || subscribe.length > 0 || unsubscribe.length > 0) {
+      const names = state.names;
+      const wildcard = state.wildcard;
+      state.view = group.subscriptionViews.derive(state.view, JSON.stringify([subscribe, unsubscribe]), () => (wildcard ? ['*', ...names] : [...names]));
+    }
     const resourceNames = state.view;
     notify(this.context.logger, 'requestClassified', () =>
       this.context.observer.requestClassified({ streamId, nodeId: identity.nodeId, typeUrl, lineage: group.lineage, classification, resourceNames, at }),

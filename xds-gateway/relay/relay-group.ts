@@ -10,6 +10,7 @@ import { RequestError } from './request-error';
 import type { RelayGroupInfo, RelayObserver, ReopenResult, UpstreamStateName } from './observer';
 import { DISCOVERY_RESOURCE_WRAPPER_TYPE_URL, resourceNameOf } from './resource-name';
 import { DEFAULT_MAKE_BEFORE_BREAK_GRACE_MS, MakeBeforeBreak, type NamedResource } from './make-before-break';
+import { NameListInterner } from './name-list-interner';
 import { GroupCache } from './type-cache';
 import { UpstreamTypeStream, type BackoffOptions, type ResponseArrival } from './upstream-stream';
 
@@ -112,6 +113,8 @@ export interface RelayGroupDeps {
 
 export class RelayGroup {
   readonly cache: GroupCache;
+  /** Delta streams' subscription views, shared by content (name-list-interner.ts). */
+  readonly subscriptionViews = new NameListInterner();
   private readonly upstreams = new Map<string, UpstreamTypeStream>();
   private readonly subscribers = new Map<string, Set<TypeSubscriber>>();
   /** Per type, every name this lineage's own upstream sent (only tracked with retainedFrom). */

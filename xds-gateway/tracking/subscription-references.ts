@@ -37,6 +37,9 @@ export function nextSubscription(previous: Subscription | undefined, resourceNam
   return { wildcard: legacyWildcard || star, legacyWildcard, names, requested: resourceNames };
 }
 
+/** addedNames' answers per previous and next name set (both immutable once built). */
+const addedNamesAnswers = new WeakMap<ReadonlySet<string>, WeakMap<ReadonlySet<string>, { added: readonly string[] | undefined }>>();
+
 /**
  * The names `next` asks for that `previous` did not (a wildcard covers every name): undefined when
  * none, 'all' when `next` turned wildcard.
@@ -44,9 +47,17 @@ export function nextSubscription(previous: Subscription | undefined, resourceNam
 export function addedNames(previous: Subscription | undefined, next: Subscription): readonly string[] | 'all' | undefined {
   if (previous === undefined || previous.wildcard) return undefined;
   if (next.wildcard) return 'all';
-  let added: string[] | undefined;
-  for (const name of next.names) if (!previous.names.has(name)) (added ??= []).push(name);
-  return added;
+  // Per pair of name sets, shared by the Envoys that make the same change (as firstMissing's answers).
+  let byNext = addedNamesAnswers.get(previous.names);
+  if (byNext === undefined) addedNamesAnswers.set(previous.names, (byNext = new WeakMap()));
+  let answer = byNext.get(next.names);
+  if (answer === undefined) {
+    let added: string[] | undefined;
+    for (const name of next.names) if (!previous.names.has(name)) (added ??= []).push(name);
+    answer = { added: added === undefined ? undefined : Object.freeze(added) };
+    byNext.set(next.names, answer);
+  }
+  return answer.added;
 }
 
 /** The union of several streams' subscriptions to one type (per-type streams: usually one). */
@@ -179,9 +190,29 @@ export function missingNames(referenced: ReadonlySet<string>, child: Subscriptio
   return missing;
 }
 
+/**
+ * firstMissing's answers per referenced set and subscribed name set. Both are shared by every Envoy
+ * that holds the same content and asks for the same names (the reference history's sets; name sets
+ * per shared list, requested-names.ts), so the fleet's reference checks after a change cost one scan
+ * per distinct pair instead of one per Envoy (1,000 names × 1,000 Envoys × each change otherwise).
+ */
+const firstMissingAnswers = new WeakMap<ReadonlySet<string>, WeakMap<ReadonlySet<string>, { missing: string | undefined }>>();
+
 /** A name the child subscription lacks, of those `referenced` names; undefined when it covers them all. */
 export function firstMissing(referenced: ReadonlySet<string>, child: Subscription): string | undefined {
   if (child.wildcard) return undefined;
-  for (const name of referenced) if (!child.names.has(name)) return name;
-  return undefined;
+  let byNames = firstMissingAnswers.get(referenced);
+  if (byNames === undefined) firstMissingAnswers.set(referenced, (byNames = new WeakMap()));
+  let answer = byNames.get(child.names);
+  if (answer === undefined) {
+    answer = { missing: undefined };
+    for (const name of referenced) {
+      if (!child.names.has(name)) {
+        answer.missing = name;
+        break;
+      }
+    }
+    byNames.set(child.names, answer);
+  }
+  return answer.missing;
 }
