@@ -3,7 +3,7 @@
 // same names share those sets. Pure logic.
 import fc from 'fast-check';
 import { NameListInterner } from '../../../xds-gateway/relay/name-list-interner';
-import { firstMissing, missingNames, nextSubscription } from '../../../xds-gateway/tracking/subscription-references';
+import { addedNames, firstMissing, missingNames, nextSubscription } from '../../../xds-gateway/tracking/subscription-references';
 
 describe('firstMissing', () => {
   it('answers per referenced set and per subscribed name set, each pair on its own', () => {
@@ -28,6 +28,20 @@ describe('firstMissing', () => {
         }
       }),
     );
+  });
+});
+
+describe('addedNames', () => {
+  it('answers per previous and next name set, each pair on its own', () => {
+    const a = nextSubscription(undefined, ['a'], 'delta');
+    const ab = nextSubscription(undefined, ['a', 'b'], 'delta');
+    const ac = nextSubscription(undefined, ['a', 'c'], 'delta');
+    expect(addedNames(a, ab)).toEqual(['b']);
+    // Same previous set, another next set; then the first next set from another previous set.
+    expect(addedNames(a, ac)).toEqual(['c']);
+    expect(addedNames(ac, ab)).toEqual(['b']);
+    expect(addedNames(ab, a)).toBeUndefined();
+    expect(addedNames(a, nextSubscription(undefined, ['*'], 'delta'))).toBe('all');
   });
 });
 
