@@ -525,16 +525,15 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     // By content: when the last Envoy could route the change (its route and the canary cluster), one
     // make-before-break wave before the watermark's removal of the old cluster (docs/bench/README.md).
     const routable = await system.fleet.queries.routable(names.map((_, index) => canaryRouteKey(index)));
-    const changeToRoutable = names.flatMap((name, index) => {
-      const key = canaryRouteKey(index);
-      const at = routable.lastAt[key];
-      const changed = changedAt.get(name);
-      return at === undefined || changed === undefined || routable.envoysWith[key] !== options.envoys ? [] : [at - changed];
-    });
     const routableOnEvery = (name: string): number | undefined => {
       const key = canaryRouteKey(names.indexOf(name));
       return routable.envoysWith[key] === options.envoys ? routable.lastAt[key] : undefined;
     };
+    const changeToRoutable = names.flatMap((name) => {
+      const at = routableOnEvery(name);
+      const changed = changedAt.get(name);
+      return at === undefined || changed === undefined ? [] : [at - changed];
+    });
     const lastAck = deliveredAt(names, ackRuleLastAck, routableOnEvery);
     const trueSeenAt = (name: string): number | undefined => watch.objects.get(name)?.trueAt.get(2);
     const ackToTrue: number[] = [];

@@ -245,8 +245,11 @@ export class DeltaDownstream extends DownstreamStream<DeltaDiscoveryRequest, Del
     // although the rejected resources are still missing. Names subscribed meanwhile are served with
     // the type's next change (or on a new stream).
     if (!state.needsResponse && snapshot.seq === state.rejectedSeq) return;
-    if (state.inSync && !state.needsResponse && !state.namesAdded && snapshot.seq === state.sentSeq) return;
-    const changed = state.inSync && !state.needsResponse ? namesToDiff(stream.group.cache.changesSince(typeUrl, state.sentSeq), state.subscribedSince) : undefined;
+    // In sync with nothing to re-send: only what changed since sentSeq can be lacking; on the same seq
+    // with no name added that is nothing, so the usual ACK costs no diff.
+    const narrowed = state.inSync && !state.needsResponse;
+    if (narrowed && !state.namesAdded && snapshot.seq === state.sentSeq) return;
+    const changed = narrowed ? namesToDiff(stream.group.cache.changesSince(typeUrl, state.sentSeq), state.subscribedSince) : undefined;
     const { resources, removed } = deltaDiff(snapshot, state, changed);
     state.subscribedSince.clear();
     // A type version move with nothing new for this client still gets an (empty) response carrying

@@ -50,7 +50,7 @@ const MAX_NAMED_LISTS_PER_TYPE = 256;
  * response at a time, so when its answer comes the type has usually moved on by one or a few changes;
  * one further back diffs its whole subscription, as before.
  */
-const MAX_CHANGES_PER_TYPE = 16;
+export const MAX_CHANGES_PER_TYPE = 16;
 
 /** One change of a type: the names added, changed or removed from the snapshot at `fromSeq` to the one at `seq`. */
 interface TypeChange {

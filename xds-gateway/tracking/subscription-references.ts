@@ -37,8 +37,26 @@ export function nextSubscription(previous: Subscription | undefined, resourceNam
   return { wildcard: legacyWildcard || star, legacyWildcard, names, requested: resourceNames };
 }
 
-/** addedNames' answers per previous and next name set (both immutable once built). */
-const addedNamesAnswers = new WeakMap<ReadonlySet<string>, WeakMap<ReadonlySet<string>, { added: readonly string[] | undefined }>>();
+/**
+ * Answers of a function of two sets, kept per pair (both weakly held). For sets never changed once
+ * built and shared by every Envoy that holds the same content or asks for the same names (the
+ * reference history's sets; name sets per shared list, requested-names.ts): the fleet's work after a
+ * change is one computation per distinct pair instead of one per Envoy (1,000 names × 1,000 Envoys).
+ */
+class PairAnswers<T> {
+  private readonly byFirst = new WeakMap<ReadonlySet<string>, WeakMap<ReadonlySet<string>, { value: T }>>();
+
+  get(first: ReadonlySet<string>, second: ReadonlySet<string>, compute: () => T): T {
+    let bySecond = this.byFirst.get(first);
+    if (bySecond === undefined) this.byFirst.set(first, (bySecond = new WeakMap()));
+    let answer = bySecond.get(second);
+    if (answer === undefined) bySecond.set(second, (answer = { value: compute() }));
+    return answer.value;
+  }
+}
+
+/** addedNames' answers per previous and next name set. */
+const addedNamesAnswers = new PairAnswers<readonly string[] | undefined>();
 
 /**
  * The names `next` asks for that `previous` did not (a wildcard covers every name): undefined when
@@ -47,17 +65,11 @@ const addedNamesAnswers = new WeakMap<ReadonlySet<string>, WeakMap<ReadonlySet<s
 export function addedNames(previous: Subscription | undefined, next: Subscription): readonly string[] | 'all' | undefined {
   if (previous === undefined || previous.wildcard) return undefined;
   if (next.wildcard) return 'all';
-  // Per pair of name sets, shared by the Envoys that make the same change (as firstMissing's answers).
-  let byNext = addedNamesAnswers.get(previous.names);
-  if (byNext === undefined) addedNamesAnswers.set(previous.names, (byNext = new WeakMap()));
-  let answer = byNext.get(next.names);
-  if (answer === undefined) {
+  return addedNamesAnswers.get(previous.names, next.names, () => {
     let added: string[] | undefined;
     for (const name of next.names) if (!previous.names.has(name)) (added ??= []).push(name);
-    answer = { added: added === undefined ? undefined : Object.freeze(added) };
-    byNext.set(next.names, answer);
-  }
-  return answer.added;
+    return added === undefined ? undefined : Object.freeze(added);
+  });
 }
 
 /** The union of several streams' subscriptions to one type (per-type streams: usually one). */
@@ -190,29 +202,14 @@ export function missingNames(referenced: ReadonlySet<string>, child: Subscriptio
   return missing;
 }
 
-/**
- * firstMissing's answers per referenced set and subscribed name set. Both are shared by every Envoy
- * that holds the same content and asks for the same names (the reference history's sets; name sets
- * per shared list, requested-names.ts), so the fleet's reference checks after a change cost one scan
- * per distinct pair instead of one per Envoy (1,000 names × 1,000 Envoys × each change otherwise).
- */
-const firstMissingAnswers = new WeakMap<ReadonlySet<string>, WeakMap<ReadonlySet<string>, { missing: string | undefined }>>();
+/** firstMissing's answers per referenced set and subscribed name set. */
+const firstMissingAnswers = new PairAnswers<string | undefined>();
 
 /** A name the child subscription lacks, of those `referenced` names; undefined when it covers them all. */
 export function firstMissing(referenced: ReadonlySet<string>, child: Subscription): string | undefined {
   if (child.wildcard) return undefined;
-  let byNames = firstMissingAnswers.get(referenced);
-  if (byNames === undefined) firstMissingAnswers.set(referenced, (byNames = new WeakMap()));
-  let answer = byNames.get(child.names);
-  if (answer === undefined) {
-    answer = { missing: undefined };
-    for (const name of referenced) {
-      if (!child.names.has(name)) {
-        answer.missing = name;
-        break;
-      }
-    }
-    byNames.set(child.names, answer);
-  }
-  return answer.missing;
+  return firstMissingAnswers.get(referenced, child.names, () => {
+    for (const name of referenced) if (!child.names.has(name)) return name;
+    return undefined;
+  });
 }

@@ -30,13 +30,21 @@ function namesOf(resources: readonly ResourceVersion[]): ReadonlySet<string> {
   return names;
 }
 
+/** The union of key sets (the one set itself when there is one). */
+function keysOf(sets: readonly ReadonlySet<string>[]): ReadonlySet<string> {
+  if (sets.length === 1) return sets[0] as ReadonlySet<string>;
+  const keys = new Set<string>();
+  for (const set of sets) for (const key of set) keys.add(key);
+  return keys;
+}
+
 export class RouteWatch {
   /** node id → key → when its accepted routes first sent the watch's host to its cluster. */
   private readonly routed = new Map<string, Map<string, number>>();
   private readonly byKey: ReadonlyMap<string, RouteWatchSpec>;
   /** Per shared list of route tables (RefsCache.ofList): the keys of the watches it routes. */
   private readonly routedByTables = new WeakMap<readonly RouteTableRefs[], ReadonlySet<string>>();
-  /** Per route table (RefsCache.of: one object per content): the keys of the watches it routes (Delta). */
+  /** Per route table (RefsCache.of: one object per content): the keys of the watches it routes. */
   private readonly routedByTable = new WeakMap<RouteTableRefs, ReadonlySet<string>>();
   /** Per Envoy, type and resource name: how far its accepted versions were scanned, and the first that carried it. */
   private readonly heldScans = new Map<string, { scanned: number; at?: number }>();
@@ -77,21 +85,23 @@ export class RouteWatch {
   private watchesRoutedBy(tables: readonly RouteTableRefs[]): ReadonlySet<string> {
     let keys = this.routedByTables.get(tables);
     if (keys === undefined) {
-      keys = new Set(this.watches.filter((watch) => tables.some((table) => matchVirtualHost(table.virtualHosts, watch.host)?.clusters.includes(watch.cluster) === true)).map((watch) => watch.key));
+      keys = keysOf(tables.map((table) => this.watchesRoutedByTable(table)));
       this.routedByTables.set(tables, keys);
     }
     return keys;
   }
 
-  /** `watchesRoutedBy` for Delta upserts, one table at a time (each table's answer kept, as the list's is). */
+  /** `watchesRoutedBy` for Delta upserts: each Envoy's upsert list is its own, its tables are shared by content. */
   private watchesRoutedByUpserts(upserts: readonly DeltaUpsert[]): ReadonlySet<string> {
-    const keys = new Set<string>();
-    for (const upsert of upserts) {
-      if (upsert.resource === undefined) continue;
-      const table = routeTableRefs.of(upsert.resource);
-      let routed = this.routedByTable.get(table);
-      if (routed === undefined) this.routedByTable.set(table, (routed = this.watchesRoutedBy([table])));
-      for (const key of routed) keys.add(key);
+    return keysOf(upserts.flatMap((upsert) => (upsert.resource === undefined ? [] : [this.watchesRoutedByTable(routeTableRefs.of(upsert.resource))])));
+  }
+
+  /** The keys of the watches whose host one table sends to their cluster, once per table (RefsCache.of: one object per content). */
+  private watchesRoutedByTable(table: RouteTableRefs): ReadonlySet<string> {
+    let keys = this.routedByTable.get(table);
+    if (keys === undefined) {
+      keys = new Set(this.watches.filter((watch) => matchVirtualHost(table.virtualHosts, watch.host)?.clusters.includes(watch.cluster) === true).map((watch) => watch.key));
+      this.routedByTable.set(table, keys);
     }
     return keys;
   }

@@ -73,3 +73,19 @@ describe('bench e2e (3 Envoys × 2 objects, whole local system)', () => {
     }
   }, 120_000);
 });
+
+describe('bench e2e with Delta clients (3 Envoys × 2 objects, whole local system)', () => {
+  it('sees every object routable on every Envoy by content, and decided only after', async () => {
+    const result = await runE2e({ envoys: 3, objects: 2, phaseTimeoutMs: 60_000, patchConcurrency: 2, fleetProtocol: 'delta', writeCeiling: false });
+    expect(result.conditions).toContain('ADS Delta');
+    // The route watches read Delta upserts: without them no object is routable and this is empty.
+    expect(result.changeToRoutableMs?.count).toBe(2);
+    for (const object of result.objectTimingsMs ?? []) {
+      const { routable, decided, trueSeen } = object;
+      if (routable === undefined || decided === undefined || trueSeen === undefined) throw new Error(`${object.name}: a moment is missing`);
+      expect(decided).toBeGreaterThanOrEqual(routable);
+      expect(trueSeen).toBeGreaterThanOrEqual(decided);
+    }
+    expect(result.objectTimingsMs).toHaveLength(2);
+  }, 120_000);
+});

@@ -6,7 +6,7 @@ import { packAny } from '../../../common/xds';
 import { pushOrder } from '../../../xds-gateway/relay/relay-group';
 import { DISCOVERY_RESOURCE_WRAPPER_TYPE_URL, readTopLevelString, resourceNameOf } from '../../../xds-gateway/relay/resource-name';
 import { deltaDiff, namesToDiff } from '../../../xds-gateway/relay/delta-downstream';
-import { GroupCache } from '../../../xds-gateway/relay/type-cache';
+import { GroupCache, MAX_CHANGES_PER_TYPE } from '../../../xds-gateway/relay/type-cache';
 
 const LINEAGE = 'gw.boot.grp';
 const res = (name: string, body: string) => ({ name, resource: { type_url: CDS_TYPE_URL, value: Buffer.from(`${name}:${body}`) } });
@@ -74,8 +74,8 @@ describe('GroupCache.changesSince and the Delta diff', () => {
         const seqs = [...heldAt.keys()];
         const from = seqs[pick % seqs.length] as number;
         const changedNames = cache.changesSince(CDS_TYPE_URL, from);
-        // Kept for the last MAX_CHANGES_PER_TYPE changes, the current seq included (nothing changed since).
-        if (seqs.indexOf(from) < seqs.length - 17) return expect(changedNames).toBeUndefined();
+        // Kept for the last MAX_CHANGES_PER_TYPE changes (seqs holds the first data too, no change of its own).
+        if (seqs.indexOf(from) < seqs.length - 1 - MAX_CHANGES_PER_TYPE) return expect(changedNames).toBeUndefined();
         if (changedNames === undefined) throw new Error(`no changes kept since seq ${from}`);
         const snapshot = cache.snapshot(CDS_TYPE_URL);
         if (snapshot === undefined) throw new Error('no snapshot');
