@@ -41,6 +41,7 @@ import type { NamedResource } from './make-before-break';
 import { RelayGroup, type MonotonicityGuard } from './relay-group';
 import { lineageBootPart } from './lineage-boot-part';
 import { RequestError } from './request-error';
+import { installPreframedResponses } from './grpc-message-framing';
 import { SotwResponseEncoder, withSharedResponseEncoding, type ResponseEncodingStats } from './response-encoding';
 import { DELTA_REQUEST_FIELDS, RequestDecoding, SOTW_REQUEST_FIELDS, withRequestDecoding, type RequestDecodingStats } from './request-decoding';
 import { SotwDownstream } from './sotw-downstream';
@@ -586,8 +587,12 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const serverOptions: grpc.ServerOptions = { 'grpc.max_receive_message_length': options.limits.maxMessageBytes };
   if (options.limits.maxStreamsPerConnection !== undefined) serverOptions['grpc.max_concurrent_streams'] = options.limits.maxStreamsPerConnection;
   const server = new grpc.Server(serverOptions);
-  // One encoder for the relay: a resource list shared by many streams is encoded once (response-encoding.ts).
+  // One encoder for the relay: a resource list shared by many streams is encoded once (response-encoding.ts),
+  // and a response shared by many streams is framed once (grpc-message-framing.ts).
   const sotwEncoder = new SotwResponseEncoder();
+  if (installPreframedResponses() === 'unavailable') {
+    logger.warn('relay: this grpc-js has no framing step to replace; every response is copied into a frame per stream');
+  }
   const requestDecoding = new RequestDecoding();
   const sotwHandler = (service: 'ads' | ResourceTypeUrl) => (call: grpc.ServerDuplexStream<DiscoveryRequest, DiscoveryResponse>) => {
     if (closing) {

@@ -28,6 +28,7 @@
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import type * as protobuf from 'protobufjs';
 import { loadXdsProtos, type AnyResource, type DiscoveryResponse } from '../../common/xds';
+import { framedConcat } from './grpc-message-framing';
 
 const DISCOVERY_RESPONSE = 'envoy.service.discovery.v3.DiscoveryResponse';
 const RESOURCES_FIELD = 'resources';
@@ -87,7 +88,9 @@ export class SotwResponseEncoder {
       this.responsesReused += 1;
       return reused;
     }
-    const encoded = Buffer.concat([this.encodePart(response, this.headFields), list?.bytes ?? EMPTY, this.encodePart(response, this.tailFields)]);
+    // Built with its gRPC prefix in front, so the server sends these bytes as they are on every stream
+    // it goes to instead of copying them into a frame per stream (grpc-message-framing.ts).
+    const encoded = framedConcat([this.encodePart(response, this.headFields), list?.bytes ?? EMPTY, this.encodePart(response, this.tailFields)]);
     if (list !== undefined && key !== undefined && list.responses.size < MAX_RESPONSES_PER_LIST && encoded.length <= MAX_REUSED_RESPONSE_BYTES) {
       list.responses.set(key, encoded);
     }
