@@ -172,6 +172,7 @@ describe('relay lifecycle', () => {
       streamOpened: explode,
       requestClassified: explode,
       responseSent: explode,
+      contentUnchanged: explode,
       streamClosed: explode,
       upstreamApplied: explode,
       upstreamState: explode,
