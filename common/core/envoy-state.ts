@@ -137,34 +137,15 @@ export function applyAck(state: EnvoyState, args: { typeUrl: string; version: Ga
   if (previous !== undefined && previous.lineage !== args.version.lineage) {
     return { ...state, status: 'CONNECTED', lastSeenAt: Math.max(state.lastSeenAt, args.now) };
   }
-  return withType(state, args.typeUrl, ackedAt(previous ?? freshType(args.version.lineage), args.version.seq), args.now);
-}
-
-/** The type state once the Envoy holds the type's content at `seq` (an ACK of it, or applyUnchangedContent). */
-function ackedAt(base: TypeState, seq: number): TypeState {
-  const acked = Math.max(base.acked ?? seq, seq);
+  const base = previous ?? freshType(args.version.lineage);
+  const acked = Math.max(base.acked ?? args.version.seq, args.version.seq);
   const type: TypeState = { lineage: base.lineage, subscribed: base.subscribed, acked };
   if (isUnresolvedNack(base.nack, acked)) type.nack = base.nack;
   if (base.pending !== undefined && base.pending.seq > acked) type.pending = base.pending;
   // Only a response sent after the names were added can carry them (classifyRequest ties the ACK to
   // the latest response sent).
   if (base.namesChange !== undefined && !base.namesChange.sent) type.namesChange = base.namesChange;
-  return type;
-}
-
-/**
- * The type's content moved to `version` and the relay sent this Envoy nothing: the resources its
- * subscription names at `version` are the very ones it ACKed last (relay `contentUnchanged`), so it
- * holds `version`'s content for the type as after an ACK of it. Credited only from a settled type on
- * the same lineage: something ACKed, no response unanswered, no NACK unresolved (a rejected response
- * is not held, and only an ACK of the Envoy's own may clear its NACK) and no names change waiting for
- * a response. The Envoy said nothing, so it is not marked seen.
- */
-export function applyUnchangedContent(state: EnvoyState, args: { typeUrl: string; version: GatewayVersion }): EnvoyState {
-  const previous = state.types[args.typeUrl];
-  if (previous === undefined || previous.lineage !== args.version.lineage || previous.acked === undefined) return state;
-  if (previous.pending !== undefined || previous.nack !== undefined || previous.namesChange !== undefined) return state;
-  return withType(state, args.typeUrl, ackedAt(previous, args.version.seq), undefined);
+  return withType(state, args.typeUrl, type, args.now);
 }
 
 /**

@@ -1,7 +1,7 @@
 // The relay's interface to the rest of the gateway (tracking, ops, main). The relay moves xDS bytes
 // between Envoys and the control plane; everything it learns is reported through RelayObserver, and
 // everything the rest of the gateway may ask of it is on RelayControl. Keep this file stable:
-// additive changes only (a new callback is required of every observer, so none can drop it unseen).
+// additive changes only.
 import type { EnvoyIdentity, Lineage, GatewayVersion, RequestClass } from '../../common/core';
 import type { ResourceTypeUrl } from '../../common/xds';
 
@@ -37,19 +37,6 @@ export interface ResponseSentEvent {
   version: GatewayVersion;
   nonce: string;
   resourceCount: number;
-  at: number;
-}
-
-/**
- * The type's content moved to `version` and the stream was sent nothing: the resources its
- * subscription names at `version` are the very ones the client ACKed in its last response of the
- * type (SotW), so the client holds `version`'s content for that subscription (sotw-downstream.ts).
- */
-export interface ContentUnchangedEvent {
-  streamId: string;
-  nodeId: string;
-  typeUrl: string;
-  version: GatewayVersion;
   at: number;
 }
 
@@ -104,9 +91,6 @@ export interface RelayObserver {
   // Every request after classification with the core's classifyRequest (initial/ack/nack/stale/...)
   requestClassified(e: RequestClassifiedEvent): void;
   responseSent(e: ResponseSentEvent): void;
-  // Instead of a response whose resources the client already ACKed (required, not optional: an
-  // observer that tracks ACKs and dropped this would see the client stay behind on the type).
-  contentUnchanged(e: ContentUnchangedEvent): void;
   streamClosed(e: StreamClosedEvent): void;
   // After the relay applied an upstream response to its cache for (group, type) and bumped the
   // lineage seq if content changed. `resources` are the opaque Any bytes (decode only if you must,
@@ -156,7 +140,6 @@ export const NOOP_RELAY_OBSERVER: RelayObserver = {
   streamOpened: () => undefined,
   requestClassified: () => undefined,
   responseSent: () => undefined,
-  contentUnchanged: () => undefined,
   streamClosed: () => undefined,
   upstreamApplied: () => undefined,
   upstreamState: () => undefined,

@@ -20,19 +20,6 @@
 // - Wildcard: a first request with no names (legacy wildcard, which go-control-plane applies to every
 //   type) or any request naming `*`. A stream that started legacy-wildcard stays wildcard while it
 //   sends empty names.
-// - A cache change that leaves a stream's resources as they were is not sent. When the resources the
-//   stream's subscription names at the new seq are the very objects of the last response it ACKed
-//   (same names key, the same Any objects: type-cache.ts keeps a resource's object while its bytes
-//   are unchanged), a response would carry nothing new, only a version. The relay
-//   sends nothing and reports `contentUnchanged` instead: the client holds that seq's content for its
-//   subscription, and the tracking credits it as it would the ACK (core applyUnchangedContent).
-//   Only after an ACK of the last response sent: after a NACK the client does not hold it, and the
-//   next response waits for the cache as before. The answer counts for make-before-break as the ACK
-//   would have (recordAnswer): what the client holds references nothing that the new seq dropped.
-//   Envoy subscribes to EDS by name and changes its names a response after CDS, so in a change that
-//   adds and removes clusters two of its seven responses were of this kind (the endpoints of a
-//   cluster it had not asked for yet, and the removal of endpoints it had stopped asking for); a gRPC
-//   client that subscribes to a few clusters by name is sent nothing for changes elsewhere.
 import * as grpc from '@grpc/grpc-js';
 import { classifyRequest, recordAnswered, recordSent, type SentRecord } from '../../common/core';
 import { requestedNameSet, sameRequestedNames, type AnyResource, type DiscoveryRequest, type DiscoveryResponse, type ResourceTypeUrl } from '../../common/xds';
@@ -49,13 +36,7 @@ interface SotwTypeState {
   namesKey: string;
   /** Subscription key of the last response sent (to resend on a subscription change only). */
   sentNamesKey: string | undefined;
-  /** The names of the last response sent (undefined when it was wildcard or before any). */
-  sentNames: ReadonlySet<string> | undefined;
   record: SentRecord | undefined;
-  /** Resources of the last response sent. */
-  sentResources: readonly AnyResource[] | undefined;
-  /** Resources of the last response sent, once the client ACKed it; undefined before and after a NACK. */
-  ackedResources: readonly AnyResource[] | undefined;
   pending: boolean;
   /** Type seq of the last response sent; -1 before any. */
   sentSeq: number;
@@ -127,10 +108,7 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
         requestedNames: names,
         namesKey: namesKeyOf(wildcard, nameSet),
         sentNamesKey: undefined,
-        sentNames: undefined,
         record: undefined,
-        sentResources: undefined,
-        ackedResources: undefined,
         pending: false,
         sentSeq: -1,
         needsResponse: true,
@@ -156,7 +134,6 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
       if (classification.kind === 'ack' || classification.kind === 'nack') {
         this.recordAnswer(typeUrl, state.sentSeq);
         state.record = recordAnswered(state.record, classification.nonce);
-        state.ackedResources = classification.kind === 'ack' ? state.sentResources : undefined;
       }
       if (classification.kind === 'nack') {
         this.context.logger.info(
@@ -179,10 +156,6 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
     // Shared arrays (every wildcard subscriber's, or every subscriber's of the same names) are encoded
     // once for all the streams they go to (response-encoding.ts).
     const resources = state.wildcard ? snapshot.anyList : stream.group.cache.namedList(typeUrl, namesKey, state.names);
-    if (!state.needsResponse && this.holdsAlready(state, resources)) {
-      this.reportUnchanged(typeUrl, state, snapshot.seq, resources);
-      return;
-    }
     const nonce = this.nextNonce();
     const version = snapshot.version;
     // The cached array is shared by other subscribers; serialization does not mutate it.
@@ -192,8 +165,6 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
     state.needsResponse = false;
     state.sentSeq = snapshot.seq;
     state.sentNamesKey = namesKey;
-    state.sentNames = state.wildcard ? undefined : state.names;
-    state.sentResources = resources;
     this.call.write(response);
     const { group, identity, streamId } = stream;
     notify(this.context.logger, 'responseSent', () =>
@@ -208,64 +179,4 @@ export class SotwDownstream extends DownstreamStream<DiscoveryRequest, Discovery
       }),
     );
   }
-
-  /**
-   * Whether the client already holds `resources` (what a response would carry now), by the last
-   * response it ACKed: the same subscription and the same objects, or a subscription that only
-   * dropped names and objects it holds for the rest. A subscription that gained a name is always
-   * answered (file comment: the tracking's names hold waits for that answer).
-   */
-  private holdsAlready(state: SotwTypeState, resources: readonly AnyResource[]): boolean {
-    const held = state.ackedResources;
-    if (held === undefined) return false;
-    if (state.namesKey === state.sentNamesKey) return sameResources(resources, held);
-    if (state.wildcard || state.sentNames === undefined || !isSubset(state.names, state.sentNames)) return false;
-    return resources.length <= held.length && containsAll(held, resources);
-  }
-
-  /** The stream holds the type's content at `seq` without a response (file comment). */
-  private reportUnchanged(typeUrl: string, state: SotwTypeState, seq: number, resources: readonly AnyResource[]): void {
-    const stream = this.stream;
-    if (stream === undefined) return;
-    const moved = seq !== state.sentSeq;
-    state.sentSeq = seq;
-    state.sentNamesKey = state.namesKey;
-    state.sentNames = state.names;
-    // The same objects, in the list other streams at this seq share: their next comparison is one identity check.
-    state.ackedResources = resources;
-    if (!moved) return; // names dropped at the seq it ACKed: nothing new to tell
-    this.recordAnswer(typeUrl, seq);
-    const { group, identity, streamId } = stream;
-    notify(this.context.logger, 'contentUnchanged', () =>
-      this.context.observer.contentUnchanged({ streamId, nodeId: identity.nodeId, typeUrl, version: { lineage: group.lineage, seq }, at: this.context.clock.now() }),
-    );
-  }
-}
-
-/** Each held list's objects as a set, built once per list (a list at a seq is shared by the streams that subscribe to the same names). */
-const resourceSets = new WeakMap<readonly AnyResource[], ReadonlySet<AnyResource>>();
-
-function containsAll(held: readonly AnyResource[], resources: readonly AnyResource[]): boolean {
-  let set = resourceSets.get(held);
-  if (set === undefined) {
-    set = new Set(held);
-    resourceSets.set(held, set);
-  }
-  for (const resource of resources) if (!set.has(resource)) return false;
-  return true;
-}
-
-/**
- * The same resource objects, in any order: a SotW response's order carries no meaning, and a control
- * plane may list the same resources in another order after a change elsewhere (names are unique in a
- * list, so the same count and every one held is the same set).
- */
-function sameResources(next: readonly AnyResource[], held: readonly AnyResource[]): boolean {
-  return next === held || (next.length === held.length && containsAll(held, next));
-}
-
-function isSubset(names: ReadonlySet<string>, of: ReadonlySet<string>): boolean {
-  if (names.size > of.size) return false;
-  for (const name of names) if (!of.has(name)) return false;
-  return true;
 }

@@ -24,14 +24,12 @@ import {
   RDS_TYPE_URL,
   stuckEvents,
   withProgrammedThrough,
-  applyUnchangedContent,
   type Clock,
   type EnvoyState,
   type LineageState,
   type NamesHoldRelief,
 } from '../../common/core';
 import type {
-  ContentUnchangedEvent,
   RelayObserver,
   RequestClassifiedEvent,
   ResponseSentEvent,
@@ -290,16 +288,6 @@ export class EnvoyTracker implements RelayObserver {
     tracked.addedNames?.responseSent(e.typeUrl);
     // A response sent while the subscription still lacks a referenced name cannot carry it.
     tracked.state = this.withReferencesChecked(tracked, applySent(tracked.state, { typeUrl: e.typeUrl, version: e.version, now: e.at }), e.at);
-    this.write(tracked);
-  }
-
-  contentUnchanged(e: ContentUnchangedEvent): void {
-    const tracked = this.envoys.get(e.nodeId);
-    if (tracked === undefined) return;
-    // As an ACK of the version moves the type, without an event (the Envoy acknowledged nothing).
-    const next = applyUnchangedContent(tracked.state, { typeUrl: e.typeUrl, version: e.version });
-    if (next === tracked.state) return;
-    tracked.state = this.withProgrammedThrough(tracked, this.withReferencesChecked(tracked, next, e.at));
     this.write(tracked);
   }
 

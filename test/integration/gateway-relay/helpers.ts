@@ -6,7 +6,6 @@ import { InMemoryRouteSource } from '../../../infra/local/control-plane/route-so
 import type { XdsEvent } from '../../../infra/local/control-plane/xds-events';
 import {
   startRelay,
-  type ContentUnchangedEvent,
   type Relay,
   type RelayObserver,
   type RelayOptions,
@@ -25,7 +24,6 @@ export type Recorded =
   | ({ event: 'streamOpened' } & StreamOpenedEvent)
   | ({ event: 'requestClassified' } & RequestClassifiedEvent)
   | ({ event: 'responseSent' } & ResponseSentEvent)
-  | ({ event: 'contentUnchanged' } & ContentUnchangedEvent)
   | ({ event: 'streamClosed' } & StreamClosedEvent)
   | ({ event: 'upstreamApplied' } & UpstreamAppliedEvent)
   | ({ event: 'upstreamState' } & UpstreamStateEvent);
@@ -41,9 +39,6 @@ export class RecordingObserver implements RelayObserver {
   }
   responseSent(e: ResponseSentEvent): void {
     this.events.push({ event: 'responseSent', ...e });
-  }
-  contentUnchanged(e: ContentUnchangedEvent): void {
-    this.events.push({ event: 'contentUnchanged', ...e });
   }
   streamClosed(e: StreamClosedEvent): void {
     this.events.push({ event: 'streamClosed', ...e });

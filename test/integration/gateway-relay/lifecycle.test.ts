@@ -172,7 +172,6 @@ describe('relay lifecycle', () => {
       streamOpened: explode,
       requestClassified: explode,
       responseSent: explode,
-      contentUnchanged: explode,
       streamClosed: explode,
       upstreamApplied: explode,
       upstreamState: explode,

@@ -26,7 +26,6 @@ function both(a: RelayObserver, b: RelayObserver): RelayObserver {
     streamOpened: (e) => (a.streamOpened(e), b.streamOpened(e)),
     requestClassified: (e) => (a.requestClassified(e), b.requestClassified(e)),
     responseSent: (e) => (a.responseSent(e), b.responseSent(e)),
-    contentUnchanged: (e) => (a.contentUnchanged(e), b.contentUnchanged(e)),
     streamClosed: (e) => (a.streamClosed(e), b.streamClosed(e)),
     upstreamApplied: (e) => (a.upstreamApplied(e), b.upstreamApplied(e)),
     upstreamState: (e) => (a.upstreamState(e), b.upstreamState(e)),

@@ -24,7 +24,7 @@ import {
   type DiscoveryResponse,
 } from '../../../common/xds';
 import { grpcClusterLoadAssignment } from '../../../infra/local/envoys/grpcXdsResources';
-import { NOOP_RELAY_OBSERVER, type Relay, type RelayObserver, type RequestClassifiedEvent, type ResponseSentEvent, type ContentUnchangedEvent, type StreamClosedEvent, type StreamOpenedEvent, type UpstreamAppliedEvent, type UpstreamStateEvent } from '../../../xds-gateway/relay';
+import { NOOP_RELAY_OBSERVER, type Relay, type RelayObserver, type RequestClassifiedEvent, type ResponseSentEvent, type StreamClosedEvent, type StreamOpenedEvent, type UpstreamAppliedEvent, type UpstreamStateEvent } from '../../../xds-gateway/relay';
 import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
 import { Recorder } from '../../../xds-gateway/tracking/recorder';
 import { InMemoryEventStore } from '../../unit/core/in-memory-store';
@@ -45,9 +45,6 @@ class Tee implements RelayObserver {
   }
   responseSent(e: ResponseSentEvent): void {
     for (const o of this.observers) o.responseSent(e);
-  }
-  contentUnchanged(e: ContentUnchangedEvent): void {
-    for (const o of this.observers) o.contentUnchanged(e);
   }
   streamClosed(e: StreamClosedEvent): void {
     for (const o of this.observers) o.streamClosed(e);

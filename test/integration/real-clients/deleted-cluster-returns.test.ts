@@ -35,7 +35,7 @@ import { CLUSTER_LOAD_ASSIGNMENT_TYPE_URL, CLUSTER_TYPE_URL, LISTENER_TYPE_URL, 
 import { grpcCluster, grpcClusterLoadAssignment, grpcListener, grpcRouteConfiguration } from '../../../infra/local/envoys/grpcXdsResources';
 import { RealXdsClient, startEchoBackend, type EchoBackend } from '../../../infra/local/envoys/realClient';
 import type { Relay } from '../../../xds-gateway/relay';
-import type { ContentUnchangedEvent, RelayObserver, RequestClassifiedEvent, ResponseSentEvent, StreamClosedEvent, StreamOpenedEvent, UpstreamAppliedEvent, UpstreamStateEvent } from '../../../xds-gateway/relay/observer';
+import type { RelayObserver, RequestClassifiedEvent, ResponseSentEvent, StreamClosedEvent, StreamOpenedEvent, UpstreamAppliedEvent, UpstreamStateEvent } from '../../../xds-gateway/relay/observer';
 import { EnvoyTracker } from '../../../xds-gateway/tracking/envoy-tracker';
 import type { EnvoyRecords } from '../../../xds-gateway/tracking/recorder';
 import { startXdsPeers, type XdsPeer } from '../../support/xds-peers';
@@ -71,9 +71,6 @@ class TrackerAndApplied implements RelayObserver {
   }
   responseSent(e: ResponseSentEvent): void {
     this.tracker.responseSent(e);
-  }
-  contentUnchanged(e: ContentUnchangedEvent): void {
-    this.tracker.contentUnchanged(e);
   }
   streamClosed(e: StreamClosedEvent): void {
     this.tracker.streamClosed(e);

@@ -8,7 +8,6 @@ import {
   applyNack,
   applySent,
   applySubscribe,
-  applyUnchangedContent,
   applyUnsubscribe,
   newEnvoyState,
   withProgrammedThrough,
@@ -122,30 +121,5 @@ describe('Envoy state transitions', () => {
   ])('withProgrammedThrough: %s', (_name, state, expected) => {
     const result = withProgrammedThrough({ ...state, programmedThrough: 99 }, { [CDS]: [1, 4], [RDS]: [3, 5], other: [6] });
     expect(result.programmedThrough).toBe(expected);
-  });
-});
-
-describe('applyUnchangedContent: the relay sent nothing because the Envoy holds the content already', () => {
-  it('moves a settled type to the version as its ACK would, without marking the Envoy seen', () => {
-    const before = envoy('e', { [EDS]: { acked: 4 } }, { lastSeenAt: T0 - 50_000, status: 'CONNECTED' });
-    const after = applyUnchangedContent(before, { typeUrl: EDS, version: v(9) });
-    expect(after.types[EDS]).toEqual({ lineage: L1, subscribed: true, acked: 9 });
-    expect(after.lastSeenAt).toBe(T0 - 50_000);
-    // The same as an ACK of it, for the type.
-    expect(after.types[EDS]).toEqual(applyAck(before, { typeUrl: EDS, version: v(9), now: T0 }).types[EDS]);
-    // Never backwards.
-    expect(applyUnchangedContent(after, { typeUrl: EDS, version: v(7) }).types[EDS]?.acked).toBe(9);
-  });
-
-  it.each<[string, Parameters<typeof envoy>[1], ReturnType<typeof v>]>([
-    ['a response unanswered', { [EDS]: { acked: 4, pending: { seq: 6, sentAt: T0 } } }, v(9)],
-    ['a NACK unresolved (only an ACK of its own may clear it)', { [EDS]: { acked: 4, nack: { seq: 6, message: 'bad', at: T0 } } }, v(9)],
-    ['a names change waiting for its response', { [EDS]: { acked: 4, namesChange: { at: T0, sent: false } } }, v(9)],
-    ['nothing ACKed yet', { [EDS]: {} }, v(9)],
-    ['another lineage', { [EDS]: { acked: 4 } }, v(9, L2)],
-    ['a type not subscribed to', {}, v(9)],
-  ])('credits nothing with %s', (_name, types, version) => {
-    const before = envoy('e', types);
-    expect(applyUnchangedContent(before, { typeUrl: EDS, version })).toBe(before);
   });
 });
