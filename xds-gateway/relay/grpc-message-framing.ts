@@ -31,15 +31,7 @@ const framedByMessage = new WeakMap<Uint8Array, Buffer>();
  * server whose framing step is installed, that buffer goes out as is, on every stream it is sent to.
  */
 export function framedConcat(parts: readonly Uint8Array[]): Buffer {
-  let length = 0;
-  for (const part of parts) length += part.length;
-  const framed = Buffer.allocUnsafe(PREFIX_BYTES + length);
-  writePrefix(framed, length);
-  let at = PREFIX_BYTES;
-  for (const part of parts) {
-    framed.set(part, at);
-    at += part.length;
-  }
+  const framed = frame(parts);
   const message = framed.subarray(PREFIX_BYTES);
   framedByMessage.set(message, framed);
   return message;
@@ -47,17 +39,22 @@ export function framedConcat(parts: readonly Uint8Array[]): Buffer {
 
 /** `message` with its gRPC prefix: the buffer framedConcat built it in, or a new one. */
 export function framedMessage(message: Uint8Array): Buffer {
-  const framed = framedByMessage.get(message);
-  if (framed !== undefined) return framed;
-  const output = Buffer.allocUnsafe(PREFIX_BYTES + message.length);
-  writePrefix(output, message.length);
-  output.set(message, PREFIX_BYTES);
-  return output;
+  return framedByMessage.get(message) ?? frame([message]);
 }
 
-function writePrefix(buffer: Buffer, length: number): void {
-  buffer.writeUInt8(0, 0);
-  buffer.writeUInt32BE(length, 1);
+/** A new buffer: the prefix (not compressed; the parts' total length, big-endian), then the parts. */
+function frame(parts: readonly Uint8Array[]): Buffer {
+  let length = 0;
+  for (const part of parts) length += part.length;
+  const framed = Buffer.allocUnsafe(PREFIX_BYTES + length);
+  framed.writeUInt8(0, 0);
+  framed.writeUInt32BE(length, 1);
+  let at = PREFIX_BYTES;
+  for (const part of parts) {
+    framed.set(part, at);
+    at += part.length;
+  }
+  return framed;
 }
 
 interface FramingStep {
