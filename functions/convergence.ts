@@ -8,7 +8,7 @@
 //   STATUS_HANDOFF (default true)                        apply changed verdicts to Kubernetes directly
 //                                                        (functions/lib/status-handoff.ts); needs the
 //   TRACKED_KINDS, CONDITION_TYPE, KUBECONFIG_* | EKS_*  status function's Kubernetes settings, else off
-//   STATUS_HANDOFF_CONCURRENCY (8), STATUS_HANDOFF_TIMEOUT_MS (2000)
+//   STATUS_HANDOFF_CONCURRENCY (16), STATUS_HANDOFF_TIMEOUT_MS (2000)
 //   STATUS_MESSAGE_REFRESH_MS (10000)                    the handoff's sweep rewrites stale not-True messages
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent, DynamoDBStreamHandler } from 'aws-lambda';
 import pino from 'pino';

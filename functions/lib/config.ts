@@ -13,6 +13,14 @@ import { z } from 'zod';
 
 import { DEFAULT_CONDITION_TYPE, DEFAULT_SHARD_COUNT, isValidTypeUrl } from '../../common/core';
 import { DEFAULT_MESSAGE_REFRESH_MS } from '../../common/core/status-update';
+
+/**
+ * Direct condition writes in flight per convergence container (functions/lib/status-handoff.ts). 16,
+ * the evaluation's own concurrency (EVALUATION_CONCURRENCY): a batch that decides up to that many
+ * generations at once writes all their conditions in one round, not two (8 put the ninth object of a
+ * ten-object change a whole PATCH later; docs/bench/README.md).
+ */
+export const DEFAULT_HANDOFF_CONCURRENCY = 16;
 import { conditionTypeSchema } from '../../common/tracked-kinds';
 import type { TrackedKind } from '../../common/tracked-kinds';
 import { parseTrackedKinds } from '../kube/tracked-kinds';
@@ -82,7 +90,7 @@ const VARIABLES = {
   STATUS_MESSAGE_REFRESH_MS: z.coerce.number().int().min(0).max(3_600_000).default(DEFAULT_MESSAGE_REFRESH_MS),
   // Convergence's direct handoff (functions/lib/status-handoff.ts).
   STATUS_HANDOFF: trueOrFalse('true'),
-  STATUS_HANDOFF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
+  STATUS_HANDOFF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(DEFAULT_HANDOFF_CONCURRENCY),
   STATUS_HANDOFF_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(2000),
   // Resync's condition pass (functions/lib/resync-conditions.ts).
   RESYNC_MAX_OBJECTS: z.coerce.number().int().positive().default(500),

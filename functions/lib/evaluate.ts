@@ -501,8 +501,13 @@ export async function pendingOn(deps: EvaluationDeps, lineages: Iterable<string>
   return [...found.values()];
 }
 
-/** Candidates evaluated at once (each is a few small reads and at most one write). */
-export const EVALUATION_CONCURRENCY = 8;
+/**
+ * Candidates evaluated at once (each is a few small reads and at most one write). 16: with 8, the
+ * ninth generation of a batch waited for a whole read-and-write round before it was decided (a
+ * ten-object change at 1,000 × 1,000 decided its last object ~100 ms after the others;
+ * docs/bench/README.md); DynamoDB and the SDK's 50 sockets take 16 small requests at once easily.
+ */
+export const EVALUATION_CONCURRENCY = 16;
 
 /** Evaluates the candidates (a few at a time); returns the keys of those that failed (I/O), logged. */
 export async function evaluateAll(deps: EvaluationDeps, candidates: readonly Candidate[], snapshot = new AggregateSnapshot(deps)): Promise<{ failed: Set<string>; outcomes: Map<string, EvaluationOutcome> }> {

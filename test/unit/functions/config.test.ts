@@ -22,7 +22,7 @@ describe('FunctionsConfig', () => {
     expect(config.slice(AGGREGATE_SETTINGS)).toEqual({ TABLE_NAME: 'events', ENVOY_TTL_MS: 300_000, ACK_TIMEOUT_MS: 30_000, AGGREGATE_SHARDS: 16, REQUIRED_TYPE_URLS: [], PROGRESS_EVALUATION: true });
     expect(config.slice(HANDOFF_SETTINGS)).toEqual({
       STATUS_HANDOFF: true,
-      STATUS_HANDOFF_CONCURRENCY: 8,
+      STATUS_HANDOFF_CONCURRENCY: 16,
       STATUS_HANDOFF_TIMEOUT_MS: 2000,
       ENVOY_TTL_MS: 300_000,
       CONDITION_TYPE: 'EnvoyProgrammed',
