@@ -13,6 +13,9 @@ import { z } from 'zod';
 
 import { DEFAULT_CONDITION_TYPE, DEFAULT_SHARD_COUNT, isValidTypeUrl } from '../../common/core';
 import { DEFAULT_MESSAGE_REFRESH_MS } from '../../common/core/status-update';
+import { conditionTypeSchema } from '../../common/tracked-kinds';
+import type { TrackedKind } from '../../common/tracked-kinds';
+import { parseTrackedKinds } from '../kube/tracked-kinds';
 
 /**
  * Direct condition writes in flight per convergence container (functions/lib/status-handoff.ts). 16,
@@ -21,9 +24,6 @@ import { DEFAULT_MESSAGE_REFRESH_MS } from '../../common/core/status-update';
  * ten-object change a whole PATCH later; docs/bench/README.md).
  */
 export const DEFAULT_HANDOFF_CONCURRENCY = 16;
-import { conditionTypeSchema } from '../../common/tracked-kinds';
-import type { TrackedKind } from '../../common/tracked-kinds';
-import { parseTrackedKinds } from '../kube/tracked-kinds';
 
 const trueOrFalse = (fallback: 'true' | 'false') =>
   z
