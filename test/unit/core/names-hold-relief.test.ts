@@ -238,9 +238,17 @@ describe('PROGRESS with relief, against memberBlocker applied to each member (pr
         const sorted = [...anchors].sort((a, b) => a - b);
         const item = build(states, reliefs, sorted, late);
         expect(LineageProgressSchema.safeParse(item).success).toBe(true);
+        // Past MAX_PROGRESS_RELIEF_GROUPS a group is left out and its members are held for every
+        // object at that anchor (judged without one); every other member is judged for the object.
+        const listed = new Set((item.relief ?? []).map((group) => `${group.seq}\n${group.o.join('\n')}`));
         for (const object of objects) {
           for (const seq of sorted) {
-            const blockers = states.map((state) => memberBlocker(state.nodeId, L1, withNamesHoldRelief(memberFromEnvoyState(state), reliefs.get(state.nodeId)), mark(seq), late, policy, undefined, object));
+            const blockers = states.map((state) => {
+              const member = withNamesHoldRelief(memberFromEnvoyState(state), reliefs.get(state.nodeId));
+              const relief = member.h;
+              const leftOut = relief !== undefined && member.t < seq && relief.t >= seq && !listed.has(`${seq}\n${relief.o.join('\n')}`);
+              return memberBlocker(state.nodeId, L1, member, mark(seq), late, policy, undefined, leftOut ? undefined : object);
+            });
             const decided = decide(item, object, seq, late);
             expect(decided.programmed).toBe(blockers.filter((blocker) => blocker === undefined).length);
             const reasons = new Set(blockers.flatMap((blocker) => (blocker === undefined ? [] : [blocker.reason])));
@@ -248,7 +256,23 @@ describe('PROGRESS with relief, against memberBlocker applied to each member (pr
           }
         }
       }),
-      { numRuns: 300 },
+      {
+        numRuns: 300,
+        // Seventeen relief groups over four anchors: one is left out, its member held for every object.
+        examples: [
+          [
+            [
+              { kind: 'relieved', acked: 1, reliefT: 3, owners: [0], waited: false },
+              { kind: 'relieved', acked: 1, reliefT: 3, owners: [2], waited: false },
+              { kind: 'relieved', acked: 1, reliefT: 4, owners: [1], waited: false },
+              { kind: 'relieved', acked: 1, reliefT: 4, owners: [0, 1], waited: false },
+              { kind: 'relieved', acked: 1, reliefT: 3, owners: [0, 2], waited: false },
+              { kind: 'programmed', acked: 1, reliefT: 1, owners: [2], waited: false },
+            ],
+            [4, 2, 3, 1],
+          ],
+        ],
+      },
     );
   });
 });
