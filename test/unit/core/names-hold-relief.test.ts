@@ -241,6 +241,19 @@ describe('PROGRESS with relief, against memberBlocker applied to each member (pr
         // Past MAX_PROGRESS_RELIEF_GROUPS a group is left out and its members are held for every
         // object at that anchor (judged without one); every other member is judged for the object.
         const listed = new Set((item.relief ?? []).map((group) => `${group.seq}\n${group.o.join('\n')}`));
+        // Every group is listed up to the cap, the largest first: none left out is larger than one listed.
+        const groups = new Map<string, number>();
+        for (const state of states) {
+          const member = withNamesHoldRelief(memberFromEnvoyState(state), reliefs.get(state.nodeId));
+          for (const seq of sorted) {
+            if (member.h === undefined || member.t >= seq || member.h.t < seq) continue;
+            const key = `${seq}\n${member.h.o.join('\n')}`;
+            groups.set(key, (groups.get(key) ?? 0) + 1);
+          }
+        }
+        expect(listed.size).toBe(Math.min(groups.size, MAX_PROGRESS_RELIEF_GROUPS));
+        const smallestListed = Math.min(...[...groups].filter(([key]) => listed.has(key)).map(([, n]) => n));
+        for (const [key, n] of groups) if (!listed.has(key)) expect(n).toBeLessThanOrEqual(smallestListed);
         for (const object of objects) {
           for (const seq of sorted) {
             const blockers = states.map((state) => {
