@@ -18,12 +18,14 @@ import type { TrackedKind } from '../../common/tracked-kinds';
 import { parseTrackedKinds } from '../kube/tracked-kinds';
 
 /**
- * Direct condition writes in flight per convergence container (functions/lib/status-handoff.ts). 16,
- * the evaluation's own concurrency (EVALUATION_CONCURRENCY): a batch that decides up to that many
- * generations at once writes all their conditions in one round, not two (8 put the ninth object of a
- * ten-object change a whole PATCH later; docs/bench/README.md).
+ * Convergence's concurrency: the generations a batch evaluates at once (functions/lib/evaluate.ts;
+ * each is a few small reads and at most one write) and, by default, the direct condition writes in
+ * flight per container (functions/lib/status-handoff.ts), so a batch that decides that many
+ * generations writes all their conditions in one round. 16: with 8, the ninth object of a ten-object
+ * change waited a whole read-and-write round and a PATCH after the others (docs/bench/README.md);
+ * DynamoDB and the SDK's 50 sockets take 16 small requests at once easily.
  */
-export const DEFAULT_HANDOFF_CONCURRENCY = 16;
+export const CONVERGENCE_CONCURRENCY = 16;
 
 const trueOrFalse = (fallback: 'true' | 'false') =>
   z
@@ -90,7 +92,7 @@ const VARIABLES = {
   STATUS_MESSAGE_REFRESH_MS: z.coerce.number().int().min(0).max(3_600_000).default(DEFAULT_MESSAGE_REFRESH_MS),
   // Convergence's direct handoff (functions/lib/status-handoff.ts).
   STATUS_HANDOFF: trueOrFalse('true'),
-  STATUS_HANDOFF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(DEFAULT_HANDOFF_CONCURRENCY),
+  STATUS_HANDOFF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(CONVERGENCE_CONCURRENCY),
   STATUS_HANDOFF_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(2000),
   // Resync's condition pass (functions/lib/resync-conditions.ts).
   RESYNC_MAX_OBJECTS: z.coerce.number().int().positive().default(500),

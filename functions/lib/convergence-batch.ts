@@ -31,7 +31,8 @@ import {
 } from '../../common/store';
 import { forEachConcurrently } from '../../common/worker-pool';
 import { shardKeyOf, updateShard, type MemberUpdate } from './aggregate-updates';
-import { AggregateSnapshot, candidateKey, EVALUATION_CONCURRENCY, evaluateAll, indexPending, pendingOn, supersedeOlder, type Candidate, type EvaluationDeps } from './evaluate';
+import { CONVERGENCE_CONCURRENCY } from './config';
+import { AggregateSnapshot, candidateKey, evaluateAll, indexPending, pendingOn, supersedeOlder, type Candidate, type EvaluationDeps } from './evaluate';
 import type { HandoffReport, StatusHandoff } from './status-handoff';
 
 export interface ConvergenceDeps extends EvaluationDeps {
@@ -244,7 +245,7 @@ export async function processConvergenceBatch(event: DynamoDBStreamEvent, deps: 
   // 3. New or changed watermarks: index as pending; older generations of the object are superseded.
   // Different objects' items are independent; one object's two steps stay in order.
   const pendingIndexed = measured('pendingIndex', () =>
-    forEachConcurrently([...objectCandidates.values()], EVALUATION_CONCURRENCY, async (entry) => {
+    forEachConcurrently([...objectCandidates.values()], CONVERGENCE_CONCURRENCY, async (entry) => {
       try {
         await indexPending(deps, entry.candidate, entry.record);
         await supersedeOlder(deps, entry.candidate);

@@ -38,6 +38,7 @@ import {
   type TableClockView,
 } from '../../common/core';
 import { forEachConcurrently } from '../../common/worker-pool';
+import { CONVERGENCE_CONCURRENCY } from './config';
 import { readProgressSnapshot } from './progress-snapshot';
 
 export interface EvaluationDeps {
@@ -501,19 +502,11 @@ export async function pendingOn(deps: EvaluationDeps, lineages: Iterable<string>
   return [...found.values()];
 }
 
-/**
- * Candidates evaluated at once (each is a few small reads and at most one write). 16: with 8, the
- * ninth generation of a batch waited for a whole read-and-write round before it was decided (a
- * ten-object change at 1,000 × 1,000 decided its last object ~100 ms after the others;
- * docs/bench/README.md); DynamoDB and the SDK's 50 sockets take 16 small requests at once easily.
- */
-export const EVALUATION_CONCURRENCY = 16;
-
 /** Evaluates the candidates (a few at a time); returns the keys of those that failed (I/O), logged. */
 export async function evaluateAll(deps: EvaluationDeps, candidates: readonly Candidate[], snapshot = new AggregateSnapshot(deps)): Promise<{ failed: Set<string>; outcomes: Map<string, EvaluationOutcome> }> {
   const failed = new Set<string>();
   const outcomes = new Map<string, EvaluationOutcome>();
-  await forEachConcurrently(candidates, EVALUATION_CONCURRENCY, async (candidate) => {
+  await forEachConcurrently(candidates, CONVERGENCE_CONCURRENCY, async (candidate) => {
     const key = candidateKey(candidate);
     try {
       outcomes.set(key, await evaluateCandidate(deps, snapshot, candidate));

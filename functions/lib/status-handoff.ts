@@ -32,7 +32,7 @@ import { forEachConcurrently } from '../../common/worker-pool';
 import type { KubeAccess } from '../kube/access';
 import { conditionWritingFromConfig } from '../kube/condition-writing';
 import { applyStatusUpdate, staleMessageDue, type StatusPathDeps, type StatusUpdateResult } from '../status/apply';
-import { DEFAULT_HANDOFF_CONCURRENCY, functionsConfig, HANDOFF_SETTINGS, type FunctionsConfig } from './config';
+import { CONVERGENCE_CONCURRENCY, functionsConfig, HANDOFF_SETTINGS, type FunctionsConfig } from './config';
 import { liveLineages, tableClockOf } from './evaluate';
 
 /**
@@ -119,7 +119,7 @@ export class StatusHandoff {
   private nextSweepAt = 0;
 
   constructor(private readonly options: StatusHandoffOptions) {
-    this.concurrency = Math.max(1, options.concurrency ?? DEFAULT_HANDOFF_CONCURRENCY);
+    this.concurrency = Math.max(1, options.concurrency ?? CONVERGENCE_CONCURRENCY);
     this.timeoutMs = Math.max(1, options.timeoutMs ?? 2000);
     this.pauseMs = Math.max(0, options.pauseAfterFailureMs ?? 10_000);
   }

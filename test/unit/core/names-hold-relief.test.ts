@@ -238,29 +238,28 @@ describe('PROGRESS with relief, against memberBlocker applied to each member (pr
         const sorted = [...anchors].sort((a, b) => a - b);
         const item = build(states, reliefs, sorted, late);
         expect(LineageProgressSchema.safeParse(item).success).toBe(true);
-        // Past MAX_PROGRESS_RELIEF_GROUPS a group is left out and its members are held for every
-        // object at that anchor (judged without one); every other member is judged for the object.
-        const listed = new Set((item.relief ?? []).map((group) => `${group.seq}\n${group.o.join('\n')}`));
-        // Every group is listed up to the cap, the largest first: none left out is larger than one listed.
+        const members = states.map((state) => withNamesHoldRelief(memberFromEnvoyState(state), reliefs.get(state.nodeId)));
+        // The relief group a member is in at an anchor (its ACKs short of the anchor, its relief reaching it).
+        const groupAt = (member: Member, seq: number): string | undefined => (member.h !== undefined && member.t < seq && member.h.t >= seq ? `${seq}\n${member.h.o.join('\n')}` : undefined);
         const groups = new Map<string, number>();
-        for (const state of states) {
-          const member = withNamesHoldRelief(memberFromEnvoyState(state), reliefs.get(state.nodeId));
+        for (const member of members) {
           for (const seq of sorted) {
-            if (member.h === undefined || member.t >= seq || member.h.t < seq) continue;
-            const key = `${seq}\n${member.h.o.join('\n')}`;
-            groups.set(key, (groups.get(key) ?? 0) + 1);
+            const key = groupAt(member, seq);
+            if (key !== undefined) groups.set(key, (groups.get(key) ?? 0) + 1);
           }
         }
+        // Every group is listed up to the cap, the largest first: none left out is larger than one listed.
+        const listed = new Set((item.relief ?? []).map((group) => `${group.seq}\n${group.o.join('\n')}`));
         expect(listed.size).toBe(Math.min(groups.size, MAX_PROGRESS_RELIEF_GROUPS));
         const smallestListed = Math.min(...[...groups].filter(([key]) => listed.has(key)).map(([, n]) => n));
         for (const [key, n] of groups) if (!listed.has(key)) expect(n).toBeLessThanOrEqual(smallestListed);
         for (const object of objects) {
           for (const seq of sorted) {
-            const blockers = states.map((state) => {
-              const member = withNamesHoldRelief(memberFromEnvoyState(state), reliefs.get(state.nodeId));
-              const relief = member.h;
-              const leftOut = relief !== undefined && member.t < seq && relief.t >= seq && !listed.has(`${seq}\n${relief.o.join('\n')}`);
-              return memberBlocker(state.nodeId, L1, member, mark(seq), late, policy, undefined, leftOut ? undefined : object);
+            // A member of a group left out is held for every object at that anchor (judged without one).
+            const blockers = members.map((member, i) => {
+              const group = groupAt(member, seq);
+              const leftOut = group !== undefined && !listed.has(group);
+              return memberBlocker(states[i]!.nodeId, L1, member, mark(seq), late, policy, undefined, leftOut ? undefined : object);
             });
             const decided = decide(item, object, seq, late);
             expect(decided.programmed).toBe(blockers.filter((blocker) => blocker === undefined).length);
