@@ -27,10 +27,11 @@ import { startControlPlaneComponent, type ControlPlaneComponent } from '../infra
 import { startKubeComponent, type KubeComponent } from '../infra/local/system/kube';
 import { applySamples, SAMPLE_NAMESPACE, sampleCanaryService, sampleFqdn, sampleService } from '../infra/local/system/samples';
 import { forEachIndexConcurrently } from '../common/worker-pool';
-import { canaryRouteKey, canaryRouteWatches, HTTPPROXIES_PATH, patchToCanary } from './support/changes';
+import { canaryCluster, canaryRouteKey, canaryRouteWatches, HTTPPROXIES_PATH, patchToCanary } from './support/changes';
 import { KNATIVE_PROBER, KnativeRetryLimiter } from './support/knative-queue';
 import { round, summarize, waitFor, type Summary } from './support/stats';
-import { positiveInteger } from './support/args';
+import { nonNegativeInteger, positiveInteger } from './support/args';
+import { DEFAULT_WARMUP_CHANGES, warmUp, type WarmupResult } from './support/warmup';
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
 const ALL_TYPES = [CDS_TYPE_URL, EDS_TYPE_URL, LDS_TYPE_URL, RDS_TYPE_URL].map((typeUrl) => ({ typeUrl }));
@@ -41,9 +42,14 @@ export interface BaselineOptions {
   /** Objects whose spec is changed at once (the probes/writes scale with it). */
   changed: number;
   timeoutMs: number;
+  /** Warm-up changes of other objects before the measured one (default DEFAULT_WARMUP_CHANGES; bench/support/warmup.ts). */
+  warmupChanges?: number;
 }
 
 export const ISTIO_REPORTER = { reportIntervalMs: 500, leaderTickMs: 200 } as const;
+
+/** Spec patches in flight, as the e2e bench's default --patch-concurrency. */
+const CHANGE_CONCURRENCY = 16;
 
 interface Rig {
   kube: KubeComponent;
@@ -55,6 +61,8 @@ interface Rig {
   fleet: FleetProcess;
   /** Node ids of the fleet's Envoys. */
   envoyIds: string[];
+  /** The warm-up changes run once every Envoy held the initial config. */
+  warmup: WarmupResult;
   close(): Promise<void>;
 }
 
@@ -88,8 +96,30 @@ async function startRig(options: BaselineOptions): Promise<Rig> {
     const started = fleet;
     await waitFor(async () => ((await started.lastAcks([lastCluster], 0)).envoysWith[lastCluster] ?? 0) === options.envoys, options.timeoutMs, 'initial config on every Envoy', 100);
     const rig = { kube, controlPlane, fleet };
+    // A warm-up change is done once every Envoy ACKed each of its canary clusters (the route watches
+    // are the measured objects' only; no status writer runs yet).
+    const warmup = await warmUp(
+      { changes: options.warmupChanges ?? DEFAULT_WARMUP_CHANGES, measured: Math.min(options.changed, options.objects), objects: options.objects },
+      {
+        patch: (index) => patchToCanary(kube.url, index),
+        done: (indexes) =>
+          waitFor(
+            async () => {
+              const clusters = indexes.map(canaryCluster);
+              const acked = await started.lastAcks(clusters, 0);
+              return clusters.every((cluster) => acked.envoysWith[cluster] === options.envoys);
+            },
+            options.timeoutMs,
+            'every warm-up canary cluster on every Envoy',
+            50,
+          ),
+        settle: async () => undefined,
+      },
+      CHANGE_CONCURRENCY,
+    );
     return {
       ...rig,
+      warmup,
       envoyIds: Array.from({ length: options.envoys }, (_, index) => `${ENVOY_ID_PREFIX}${index}`),
       async close() {
         await rig.fleet.close();
@@ -107,7 +137,7 @@ async function startRig(options: BaselineOptions): Promise<Rig> {
 
 async function changeObjects(rig: Rig, count: number): Promise<Map<number, number>> {
   const changedAt = new Map<number, number>();
-  await forEachIndexConcurrently(count, 16, async (index) => {
+  await forEachIndexConcurrently(count, CHANGE_CONCURRENCY, async (index) => {
     changedAt.set(index, Date.now());
     await patchToCanary(rig.kube.url, index);
   });
@@ -118,6 +148,8 @@ async function changeObjects(rig: Rig, count: number): Promise<Map<number, numbe
 
 export interface KnativeResult {
   baseline: 'knative-prober';
+  /** The warm-up changes before the measured one (absent in old results: none). */
+  warmup?: WarmupResult;
   parameters: typeof KNATIVE_PROBER;
   envoys: number;
   changedObjects: number;
@@ -244,6 +276,7 @@ export async function runKnativeBaseline(options: BaselineOptions): Promise<Knat
     const samples = [...readyAt].map(([index, at]) => at - (changedAt.get(index) ?? at));
     return {
       baseline: 'knative-prober',
+      warmup: rig.warmup,
       parameters: KNATIVE_PROBER,
       envoys: options.envoys,
       changedObjects: options.changed,
@@ -264,6 +297,8 @@ export async function runKnativeBaseline(options: BaselineOptions): Promise<Knat
 
 export interface IstioResult {
   baseline: 'istio-distribution';
+  /** The warm-up changes before the measured one (absent in old results: none). */
+  warmup?: WarmupResult;
   parameters: typeof ISTIO_REPORTER;
   envoys: number;
   changedObjects: number;
@@ -353,6 +388,7 @@ export async function runIstioBaseline(options: BaselineOptions): Promise<IstioR
     });
     return {
       baseline: 'istio-distribution',
+      warmup: rig.warmup,
       parameters: ISTIO_REPORTER,
       envoys: options.envoys,
       changedObjects: options.changed,
@@ -375,6 +411,7 @@ export function parseBaselineArgs(argv: string[]): BaselineOptions {
     .option('--objects <n>', 'HTTPProxy objects', positiveInteger, 100)
     .option('--changed <n>', 'objects changed at once', positiveInteger, 10)
     .option('--timeout-ms <n>', 'upper bound per phase', positiveInteger, 600_000)
+    .option('--warmup-changes <n>', 'warm-up changes of other objects before the measured one (bench/support/warmup.ts)', nonNegativeInteger, DEFAULT_WARMUP_CHANGES)
     .exitOverride();
   program.parse(argv, { from: 'user' });
   const opts = program.opts<BaselineOptions>();

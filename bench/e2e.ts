@@ -30,6 +30,7 @@ import { requireWholeFleet } from './support/whole-fleet';
 import { measureWriteCeiling, type WriteCeilingResult } from './write-ceiling';
 import { nonNegativeInteger, positiveInteger } from './support/args';
 import { withScaleFigures } from './support/scale-figures';
+import { DEFAULT_WARMUP_CHANGES, warmUp, type WarmupResult } from './support/warmup';
 
 /** startLocalSystem's own limits (infra/local/system/options.ts). */
 export const E2E_MAX_ENVOYS = 10_000;
@@ -85,6 +86,8 @@ export interface E2eOptions {
   clusterProcess?: 'child' | 'inline';
   /** The simulated Envoys' xDS variant (default 'sotw'; 'delta': responses carry only what changed). */
   fleetProtocol?: 'sotw' | 'delta';
+  /** Warm-up changes of other objects before the measured one (default DEFAULT_WARMUP_CHANGES; bench/support/warmup.ts). */
+  warmupChanges?: number;
 }
 
 export interface E2eResult {
@@ -98,6 +101,8 @@ export interface E2eResult {
   changed: number;
   /** Start → every object True at generation 1 (connect, first delivery, first convergence). */
   initialConvergenceMs: number;
+  /** The warm-up changes run between the initial convergence and the measured change (absent in old results: none). */
+  warmup?: WarmupResult;
   /**
    * From the moment the last Envoy had the object's new generation to the condition True@2 seen by a
    * watch. "Had it" (`lastAckDefinition` 'delivered', from round 17): every type of the gateway's
@@ -448,6 +453,18 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const initialConvergenceMs = Date.now() - startedAt;
     const functions = system.functions;
     if (!functions) throw new Error('functions unavailable');
+    // Each warm-up change is done once its objects are True at generation 2 on every Envoy's behalf.
+    const warmup = await warmUp(
+      { changes: options.warmupChanges ?? DEFAULT_WARMUP_CHANGES, measured: changedCount, objects: allNames.length },
+      {
+        patch: (index) => patchToCanary(system.kube.url, index),
+        done: (indexes) => waitFor(() => watch.allTrueAt(indexes.map((index) => `sample-${index}`), () => 2), options.phaseTimeoutMs, 'every warm-up object True at generation 2', 20),
+        settle: async () => {
+          await settled(functions, 60_000);
+        },
+      },
+      options.patchConcurrency,
+    );
     const idleBeforeChange = await settled(functions, 60_000);
 
     const dynamoBefore = { ...system.dynamo.local.stats, recordsByKind: { ...system.dynamo.local.stats.recordsByKind } };
@@ -583,11 +600,12 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const sequenceOf = (name: string): string[] => watch.objects.get(name)?.history.filter((h) => h.generation === 2).map((h) => `${h.status}/${h.reason ?? ''}@${h.observedGeneration ?? '?'}`) ?? [];
     const extraWrites = names.filter((name) => (watch.objects.get(name)?.conditionWrites.get(2) ?? 0) > 2);
     const result: E2eResult = {
-      conditions: `the system on this machine (2 shared cores; ${system.gateways.length === 1 ? `the gateway ${system.gateway?.pid === undefined ? 'in-process' : system.options.gatewayProcess === 'bundle' ? 'in a child process running its esbuild bundle' : 'in a child process'}` : `${system.gateways.length} gateway processes, the Envoys split evenly among them, their CPU summed`}); ${options.envoys} simulated Envoys (ADS ${system.options.fleetProtocol === 'delta' ? 'Delta' : 'SotW'}, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; the API server and the control plane ${'process' in system.controlPlane ? 'in a child process of their own' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}; ${system.options.progressPath ? 'fleet-size path (PROGRESS decides, Envoy states on class changes only, answers in the version log)' : 'shard path (every Envoy state written)'}; ACK timeout ${system.options.ackTimeoutMs / 1000} s`,
+      conditions: `the system on this machine (2 shared cores; ${system.gateways.length === 1 ? `the gateway ${system.gateway?.pid === undefined ? 'in-process' : system.options.gatewayProcess === 'bundle' ? 'in a child process running its esbuild bundle' : 'in a child process'}` : `${system.gateways.length} gateway processes, the Envoys split evenly among them, their CPU summed`}); ${options.envoys} simulated Envoys (ADS ${system.options.fleetProtocol === 'delta' ? 'Delta' : 'SotW'}, 4 types) via the gateway; ${names.length} of ${allNames.length} HTTPProxies patched at once (concurrency ${options.patchConcurrency}); dynalite; stream batch windows ${system.options.batchWindowMs} ms (convergence) / ${system.options.statusBatchWindowMs} ms (status); decision refresh ${system.options.decisionRefreshMs} ms; dynalite ${system.options.dynaliteProcess === 'child' ? 'in a child process' : 'in-process'}; simulated Envoys ${system.fleet.process === 'child' ? 'in a child process' : 'in-process'}; the API server and the control plane ${'process' in system.controlPlane ? 'in a child process of their own' : 'in-process'}; convergence batch size ${system.options.convergenceBatchSize ?? CONVERGENCE_BATCH_SIZE}; ${system.options.progressPath ? 'fleet-size path (PROGRESS decides, Envoy states on class changes only, answers in the version log)' : 'shard path (every Envoy state written)'}; ACK timeout ${system.options.ackTimeoutMs / 1000} s; ${warmup.changes === 0 ? 'no warm-up change' : `after ${warmup.changes} warm-up change${warmup.changes === 1 ? '' : 's'} of ${warmup.objectsPerChange} other objects each`}`,
       envoys: options.envoys,
       objects: allNames.length,
       changed: names.length,
       initialConvergenceMs,
+      warmup,
       lastAckToTrueMs: summarize(ackToTrue),
       lastAckDefinition: 'delivered',
       ackRuleLastAckToTrueMs: summarize(ackRuleAckToTrue),
@@ -672,13 +690,14 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     .addOption(new Option('--fleet-process <mode>', 'simulated Envoys in a child process (default) or inline in the bench process').choices(['child', 'inline']))
     .addOption(new Option('--gateway-process <mode>', 'the xDS gateway in a child process (default, as deployed, through tsx), a child running its esbuild bundle as the image does (built first), or inline in the bench process').choices([...GATEWAY_PROCESSES]))
     .option('--no-write-ceiling', 'skip the write-path ceiling measured after the change')
+    .option('--warmup-changes <n>', `warm-up changes of other objects before the measured one (bench/support/warmup.ts)`, nonNegativeInteger, DEFAULT_WARMUP_CHANGES)
     .option('--progress-path', 'the fleet-size path: the gateway publishes PROGRESS and writes Envoy states on class changes only; the functions decide from PROGRESS')
     .option('--ack-timeout-ms <n>', 'ACK timeout of the gateway and the functions (default: the local system\'s 10 s; the gateway\'s own default is 30 s)', positiveInteger)
     .addOption(new Option('--fleet-protocol <variant>', 'the simulated Envoys\' xDS variant: sotw (Contour\'s Envoys) or delta (incremental, Envoy Gateway\'s default)').choices(['sotw', 'delta']).default('sotw'))
     .addOption(new Option('--cluster-process <where>', 'where the API server and the control plane run: child (their own process, as deployed) or inline (this process, as before)').choices(['child', 'inline']).default('child'))
     .exitOverride();
   program.parse(argv, { from: 'user' });
-  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: GatewayProcess; gateways?: number; writeCeiling: boolean; progressPath?: boolean; ackTimeoutMs?: number; clusterProcess: 'child' | 'inline'; fleetProtocol: 'sotw' | 'delta' }>();
+  const opts = program.opts<{ envoys: number; objects: number; phaseTimeoutMs: number; patchConcurrency: number; changed?: number; batchWindowMs?: number; statusBatchWindowMs?: number; decisionRefreshMs?: number; dynaliteProcess?: 'child' | 'inline'; convergenceBatchSize?: number; fleetProcess?: 'child' | 'inline'; gatewayProcess?: GatewayProcess; gateways?: number; writeCeiling: boolean; progressPath?: boolean; ackTimeoutMs?: number; clusterProcess: 'child' | 'inline'; fleetProtocol: 'sotw' | 'delta'; warmupChanges: number }>();
   return {
     envoys: opts.envoys,
     objects: opts.objects,
@@ -698,6 +717,7 @@ export function parseE2eArgs(argv: string[]): E2eOptions {
     ...(opts.ackTimeoutMs === undefined ? {} : { ackTimeoutMs: opts.ackTimeoutMs }),
     clusterProcess: opts.clusterProcess,
     ...(opts.fleetProtocol === 'delta' ? { fleetProtocol: 'delta' as const } : {}),
+    warmupChanges: opts.warmupChanges,
   };
 }
 

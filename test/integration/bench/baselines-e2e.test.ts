@@ -8,6 +8,8 @@ const tiny = { envoys: 3, objects: 2, changed: 2, timeoutMs: 60_000 };
 describe('bench baselines (3 Envoys × 2 objects)', () => {
   it('Knative-style prober probes every (object, Envoy) pair until all answer the new hash', async () => {
     const result = await runKnativeBaseline(tiny);
+    // Two objects, both measured: none left over for the default warm-up changes.
+    expect(result.warmup).toEqual({ asked: 3, changes: 0, objectsPerChange: 2, doneAfterMs: [] });
     expect(result.changeToReadyMs.count).toBe(2);
     // At least one successful probe per pair; failures are retried, so requests = pairs + failures.
     expect(result.probeRequests).toBe(tiny.envoys * tiny.changed + result.probeFailures);
@@ -15,8 +17,11 @@ describe('bench baselines (3 Envoys × 2 objects)', () => {
     expect(result.floorAllObjectsSeconds).toBeCloseTo((3 * 2) / 50);
   }, 90_000);
 
-  it('Istio-style reporter writes status while in progress and ends Reconciled for every object', async () => {
-    const result = await runIstioBaseline(tiny);
+  it('Istio-style reporter writes status while in progress and ends Reconciled for every object, after a warm-up change of other objects', async () => {
+    const result = await runIstioBaseline({ ...tiny, objects: 4, warmupChanges: 1 });
+    // The warm-up patched samples 2 and 3 and waited until every Envoy held their canary clusters.
+    expect(result.warmup).toMatchObject({ asked: 1, changes: 1, objectsPerChange: 2 });
+    expect(result.warmup?.doneAfterMs).toHaveLength(1);
     expect(result.changeToReconciledMs.count).toBe(2);
     // The first report comes 500 ms in, so there are in-progress ticks before it: > 1 write per object.
     expect(result.statusWritesPerObjectGeneration).toBeGreaterThan(1);
@@ -26,8 +31,12 @@ describe('bench baselines (3 Envoys × 2 objects)', () => {
 });
 
 describe('bench e2e (3 Envoys × 2 objects, whole local system)', () => {
-  it('sees every object True at the new generation and counts its writes and requests', async () => {
-    const result = await runE2e({ envoys: 3, objects: 2, phaseTimeoutMs: 60_000, patchConcurrency: 2 });
+  it('sees every object True at the new generation and counts its writes and requests, after a warm-up change of other objects', async () => {
+    const result = await runE2e({ envoys: 3, objects: 4, changed: 2, phaseTimeoutMs: 60_000, patchConcurrency: 2, warmupChanges: 1 });
+    // The warm-up patched samples 2 and 3 and waited until both were True at generation 2.
+    expect(result.warmup).toMatchObject({ asked: 1, changes: 1, objectsPerChange: 2 });
+    expect(result.warmup?.doneAfterMs).toHaveLength(1);
+    expect(result.conditions).toContain('after 1 warm-up change of 2 other objects each');
     expect(result.changeToTrueMs.count).toBe(2);
     expect(result.lastAckToTrueMs.count).toBe(2);
     // The condition can only be True after the last Envoy ACKed the generation.
