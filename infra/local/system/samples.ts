@@ -1,5 +1,6 @@
 // Sample HTTPProxy objects applied at start: sample-<i> routes `sample-<i>.local` to service app-<i>,
 // each service its own cluster (so one object's cluster can be singled out, e.g. for NACK demos).
+import { describeError } from '../../../common/describe-error';
 import { forEachConcurrently, forEachIndexConcurrently } from '../../../common/worker-pool';
 
 export const SAMPLE_NAMESPACE = 'default';
@@ -55,13 +56,8 @@ export async function applySamples(kubeUrl: string, count: number): Promise<stri
   return Array.from({ length: count }, (_, index) => sampleName(index));
 }
 
-async function createSample(kubeUrl: string, index: number): Promise<void> {
-  const response = await fetch(`${kubeUrl}${HTTPPROXY_API_PATH}/namespaces/${SAMPLE_NAMESPACE}/httpproxies`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(sampleProxy(index)),
-  });
-  if (response.status !== 201 && response.status !== 409) throw new Error(`creating ${sampleName(index)} failed: HTTP ${response.status} ${await response.text()}`);
+function createSample(kubeUrl: string, index: number): Promise<void> {
+  return createObject(kubeUrl, `${HTTPPROXY_API_PATH}/namespaces/${SAMPLE_NAMESPACE}/httpproxies`, sampleProxy(index));
 }
 
 /** Where the sample services' endpoints point (the local echo backend). */
@@ -99,7 +95,34 @@ export async function applySampleBackends(kubeUrl: string, count: number, backen
   });
 }
 
+/**
+ * Tries of one create whose connection failed. A POST sent on a kept-alive connection the API server
+ * has just closed fails with ECONNRESET (or undici's "other side closed") before the server reads it;
+ * creating 10,000 samples on a busy machine met that twice in one run. Sending it again is safe: an
+ * object already there answers 409, which counts as created.
+ */
+export const CREATE_ATTEMPTS = 5;
+
+/** POSTs `object`; created or already there is success, any other answer an error naming the path. */
 async function createObject(kubeUrl: string, path: string, object: Record<string, unknown>): Promise<void> {
-  const response = await fetch(`${kubeUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(object) });
-  if (response.status !== 201 && response.status !== 409) throw new Error(`POST ${path} failed: HTTP ${response.status} ${await response.text()}`);
+  for (let attempt = 1; ; attempt++) {
+    let response: Response;
+    try {
+      response = await fetch(`${kubeUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(object) });
+    } catch (error) {
+      if (attempt >= CREATE_ATTEMPTS || !isConnectionLost(error)) throw new Error(`POST ${path} failed after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${describeError(error)}`, { cause: error });
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      continue;
+    }
+    if (response.status !== 201 && response.status !== 409) throw new Error(`POST ${path} failed: HTTP ${response.status} ${await response.text()}`);
+    return;
+  }
+}
+
+/** Whether fetch failed because the connection went away under the request (not a refused or unknown host). */
+function isConnectionLost(error: unknown): boolean {
+  // Duck-typed: undici's errors need not be this realm's Error (jest runs tests in a VM context).
+  const cause = typeof error === 'object' && error !== null && 'cause' in error ? (error as { cause: unknown }).cause : undefined;
+  const code = typeof cause === 'object' && cause !== null && 'code' in cause ? (cause as { code: unknown }).code : undefined;
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET';
 }
