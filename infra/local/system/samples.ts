@@ -2,6 +2,7 @@
 // each service its own cluster (so one object's cluster can be singled out, e.g. for NACK demos).
 import { describeError } from '../../../common/describe-error';
 import { forEachConcurrently, forEachIndexConcurrently } from '../../../common/worker-pool';
+import { isStaleSocketError } from '../dynamo/wire';
 
 export const SAMPLE_NAMESPACE = 'default';
 export const SAMPLE_SERVICE_PORT = 8080;
@@ -119,10 +120,14 @@ async function createObject(kubeUrl: string, path: string, object: Record<string
   }
 }
 
-/** Whether fetch failed because the connection went away under the request (not a refused or unknown host). */
+/**
+ * Whether fetch failed because the connection went away under the request (not a refused or unknown
+ * host): its cause is the stale-socket error the local DynamoDB wire client retries too, or undici's
+ * own name for it.
+ */
 function isConnectionLost(error: unknown): boolean {
   // Duck-typed: undici's errors need not be this realm's Error (jest runs tests in a VM context).
   const cause = typeof error === 'object' && error !== null && 'cause' in error ? (error as { cause: unknown }).cause : undefined;
   const code = typeof cause === 'object' && cause !== null && 'code' in cause ? (cause as { code: unknown }).code : undefined;
-  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET';
+  return isStaleSocketError(cause) || code === 'UND_ERR_SOCKET';
 }
