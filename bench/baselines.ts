@@ -113,7 +113,6 @@ async function startRig(options: BaselineOptions): Promise<Rig> {
             'every warm-up canary cluster on every Envoy',
             50,
           ),
-        settle: async () => undefined,
       },
       CHANGE_CONCURRENCY,
     );

@@ -20,6 +20,7 @@ import type { ObjectGeneration } from '../common/core';
 import type { WatermarkTarget } from '../infra/local/envoys/fleet-queries';
 import { CONVERGENCE_BATCH_SIZE } from '../infra/local/system/functions';
 import { GATEWAY_PROCESSES, type GatewayProcess } from '../infra/local/system/options';
+import { sampleName } from '../infra/local/system/samples';
 import { forEachIndexConcurrently } from '../common/worker-pool';
 import { canaryCluster, canaryRouteKey, canaryRouteWatches, HTTPPROXIES_PATH, patchToCanary } from './support/changes';
 import { startConditionWatch } from './support/condition-watch';
@@ -458,7 +459,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
       { changes: options.warmupChanges ?? DEFAULT_WARMUP_CHANGES, measured: changedCount, objects: allNames.length },
       {
         patch: (index) => patchToCanary(system.kube.url, index),
-        done: (indexes) => waitFor(() => watch.allTrueAt(indexes.map((index) => `sample-${index}`), () => 2), options.phaseTimeoutMs, 'every warm-up object True at generation 2', 20),
+        done: (indexes) => waitFor(() => watch.allTrueAt(indexes.map(sampleName), () => 2), options.phaseTimeoutMs, 'every warm-up object True at generation 2', 20),
         settle: async () => {
           await settled(functions, 60_000);
         },
@@ -511,7 +512,7 @@ export async function runE2e(options: E2eOptions): Promise<E2eResult> {
     const sampler = setInterval(sample, 250);
     const changedAt = new Map<string, number>();
     await forEachIndexConcurrently(names.length, options.patchConcurrency, async (index) => {
-      changedAt.set(`sample-${index}`, Date.now());
+      changedAt.set(sampleName(index), Date.now());
       await patchToCanary(system.kube.url, index);
     });
     try {

@@ -50,8 +50,8 @@ export interface WarmupSteps {
   patch(index: number): Promise<void>;
   /** Resolves once the change to these samples is done (True everywhere, or held by every Envoy). */
   done(indexes: readonly number[]): Promise<void>;
-  /** Resolves once the run is quiet again (the functions' deliveries idle, say). */
-  settle(): Promise<void>;
+  /** Resolves once the run is quiet again (the functions' deliveries idle, say); absent: nothing to wait for. */
+  settle?(): Promise<void>;
 }
 
 /** Runs the warm-up changes of `plan` one after another (patches of one change go out `concurrency` at a time). */
@@ -64,7 +64,7 @@ export async function warmUp(plan: WarmupPlan, steps: WarmupSteps, concurrency: 
     await forEachIndexConcurrently(indexes.length, concurrency, (offset) => steps.patch(indexes[offset] as number));
     await steps.done(indexes);
     doneAfterMs.push(Date.now() - startedAt);
-    await steps.settle();
+    await steps.settle?.();
   }
   return { asked: plan.changes, changes: doneAfterMs.length, objectsPerChange: plan.measured, doneAfterMs };
 }
